@@ -1,0 +1,49 @@
+"""Exception types. Each says what went wrong and what to do next.
+
+The split that matters for training: :class:`ActionError` is the *agent's* fault (bad output,
+scored and penalised), every :class:`InfraError` is the *infrastructure's* fault (the desktop died,
+an evaluator crashed) and must never be reported as a score of 0.
+"""
+
+from __future__ import annotations
+
+
+class OSWorldGymError(Exception):
+    """Base class for every error raised by osworld-gym."""
+
+
+class ActionError(OSWorldGymError, ValueError):
+    """The agent's action text could not be parsed or is not allowed.
+
+    Raised by action sets; the env catches it, executes nothing, and reports the message in
+    ``info["action_error"]``.
+    """
+
+
+class InfraError(OSWorldGymError, RuntimeError):
+    """The desktop, the guest server or an evaluator failed. Not the agent's fault."""
+
+
+class GuestError(InfraError):
+    """The guest server answered with an error or could not be reached."""
+
+    def __init__(self, message: str, *, status: int | None = None, endpoint: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.endpoint = endpoint
+
+
+class SetupError(InfraError):
+    """A task's setup (``config``) or ``postconfig`` step failed."""
+
+
+class EvaluatorError(InfraError):
+    """A getter or metric raised: the episode has no trustworthy score."""
+
+
+class TaskError(OSWorldGymError, ValueError):
+    """A task definition is malformed or names something unknown."""
+
+
+class MissingDependencyError(OSWorldGymError, RuntimeError):
+    """A system program or Python package the chosen backend needs is not installed."""
