@@ -1,0 +1,35 @@
+"""osworld-gym: OSWorld desktop tasks as a Gymnasium environment over real desktops.
+
+>>> import gymnasium as gym, osworld_gym
+>>> "OSWorld-v0" in gym.registry
+True
+"""
+
+from __future__ import annotations
+
+from gymnasium.envs.registration import register
+
+from osworld_gym import testing
+from osworld_gym.errors import (
+    ActionError,
+    EvaluatorError,
+    GuestError,
+    InfraError,
+    MissingDependencyError,
+    OSWorldGymError,
+    SetupError,
+    TaskError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActionError", "EvaluatorError", "GuestError", "InfraError", "MissingDependencyError",
+    "OSWorldGymError", "SetupError", "TaskError", "testing", "__version__",
+]
+
+register(
+    id="OSWorld-v0",
+    entry_point="osworld_gym.env:OSWorldEnv",
+    nondeterministic=True,
+)

@@ -1,0 +1,321 @@
+"""``OSWorldEnv``: an OSWorld desktop task as a Gymnasium environment.
+
+One episode = one task on a clean desktop. The agent sees a screenshot and the instruction,
+answers with text in the chosen action set, and gets the task evaluator's score on the final
+step (when it says DONE/FAIL, or when ``max_steps`` truncates the episode, as OSWorld scores it).
+
+>>> import gymnasium as gym, osworld_gym
+>>> env = gym.make("OSWorld-v0", provider="fake", tasks=[osworld_gym.testing.FAKE_TASK])
+>>> obs, info = env.reset(seed=0)
+>>> obs["screenshot"].shape, info["task_id"]
+((1080, 1920, 3), 'fake-always-fail')
+>>> obs, reward, terminated, truncated, info = env.step("FAIL")
+>>> reward, terminated, truncated, info["action_error"], info["infra_error"]
+(1.0, True, False, None, None)
+>>> env.close()
+
+``info`` always carries ``task_id``, ``domain``, ``step``, ``action_error`` (the parser's message
+when the action was rejected: nothing was executed), ``infra_error`` (set when the desktop or
+the evaluator failed: the reward is then **not** a score and the episode is truncated) and
+``timings`` in milliseconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
+from osworld_gym.actions.primitives import Wait
+from osworld_gym.errors import ActionError, InfraError, TaskError
+from osworld_gym.evaluators import EvalContext, evaluate
+from osworld_gym.providers import Provider, make_provider
+from osworld_gym.settle import SettleConfig, wait_until_settled
+from osworld_gym.spaces import MAX_A11Y_CHARS, MAX_INSTRUCTION_CHARS, UnicodeText
+from osworld_gym.tasks import SetupRunner, Task, TaskSet, load_tasks
+
+log = logging.getLogger(__name__)
+
+ObsType = dict[str, Any]
+
+
+def default_cache_dir() -> Path:
+    """``$OSWORLD_GYM_CACHE`` or ``~/.cache/osworld-gym``: task files in OSWorld's cache layout."""
+    return Path(os.environ.get("OSWORLD_GYM_CACHE") or Path.home() / ".cache" / "osworld-gym")
+
+
+class OSWorldEnv(gym.Env[ObsType, Any]):
+    """A real desktop running one OSWorld-format task per episode.
+
+    Args:
+        provider: ``"local"`` (a sandboxed Xvfb desktop on this machine, the default),
+            ``"fake"`` (canned frames; for API tests only), or a :class:`Provider` instance.
+        tasks: where ``reset`` draws tasks from: ``"builtin"`` (our suite), anything
+            :func:`osworld_gym.tasks.load_tasks` accepts, or ``None`` (then every reset must
+            pass ``options={"task": ...}``).
+        action_set: ``"pyautogui"``, ``"computer_13"``, ``"uitars"`` or an :class:`ActionSet`.
+        screen_size: desktop size in pixels, ``(width, height)``.
+        max_steps: steps before the episode is truncated (and scored).
+        a11y_tree: add the accessibility tree (XML text) to observations.
+        settle: how to wait for the screen after actions; ``None`` captures at once.
+        wait_s: how long the special ``WAIT`` action sleeps.
+        setup_retries: on a setup failure, restart the desktop and retry this many times.
+        cache_dir: OSWorld-style file cache for task downloads and gold files.
+        provider_kwargs: extra arguments for the provider named by ``provider``.
+        action_set_kwargs: extra arguments for the action set named by ``action_set``.
+        render_mode: ``"rgb_array"`` returns the latest screenshot from :meth:`render`.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self,
+        provider: str | Provider = "local",
+        tasks: Any = "builtin",
+        action_set: str | ActionSet = "pyautogui",
+        *,
+        screen_size: tuple[int, int] = (1920, 1080),
+        max_steps: int = 15,
+        a11y_tree: bool = False,
+        settle: SettleConfig | None = SettleConfig(),
+        wait_s: float = 2.0,
+        setup_retries: int = 1,
+        cache_dir: str | os.PathLike[str] | None = None,
+        provider_kwargs: dict[str, Any] | None = None,
+        action_set_kwargs: dict[str, Any] | None = None,
+        render_mode: str | None = None,
+    ):
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.provider = make_provider(provider, screen_size=screen_size, **(provider_kwargs or {}))
+        self.screen_size = tuple(self.provider.screen_size)
+        self.tasks: TaskSet | None = None if tasks is None else load_tasks(tasks)
+        self.action_set = (action_set if isinstance(action_set, ActionSet)
+                           else make_action_set(action_set, screen_size=self.screen_size,
+                                                **(action_set_kwargs or {})))
+        self.max_steps = max_steps
+        self.a11y_tree = a11y_tree
+        self.settle = settle
+        self.wait_s = wait_s
+        self.setup_retries = setup_retries
+        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        self.render_mode = render_mode
+
+        w, h = self.screen_size
+        obs_spaces: dict[str, spaces.Space[Any]] = {
+            "screenshot": spaces.Box(0, 255, (h, w, 3), np.uint8),
+            "instruction": UnicodeText(MAX_INSTRUCTION_CHARS),
+        }
+        if a11y_tree:
+            obs_spaces["accessibility_tree"] = UnicodeText(MAX_A11Y_CHARS)
+        self.observation_space = spaces.Dict(obs_spaces)
+        self.action_space = self.action_set.space()
+
+        self._task: Task | None = None
+        self._frame: np.ndarray | None = None
+        self._steps = 0
+        self._done = False
+        self._needs_restart = False
+        self._last_action: str | None = None
+        self._client: Any = None
+
+    # -- gymnasium API ---------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[ObsType, dict[str, Any]]:
+        """Start an episode on a clean desktop.
+
+        The task is ``options["task"]`` (an id, a task dict or a :class:`Task`) when given, else
+        ``tasks.for_seed(seed)`` when a seed is given (so ``make_vec`` sub-envs seeded
+        ``seed + i`` get distinct tasks), else drawn with the env's RNG.
+        """
+        super().reset(seed=seed)
+        self._task = None
+        task = self._pick_task(seed, (options or {}).get("task"))
+        timings: dict[str, float] = {}
+        t0 = time.monotonic()
+        for attempt in range(self.setup_retries + 1):
+            try:
+                client = self._client_for_reset()
+                t1 = time.monotonic()
+                self.provider.reset_state()
+                timings["desktop_reset_ms"] = 1000 * (time.monotonic() - t1)
+                t1 = time.monotonic()
+                self._runner(client, task).run(task.config)
+                timings["setup_ms"] = 1000 * (time.monotonic() - t1)
+                frame = self._observe_frame(client, timings, previous=None)
+                break
+            except InfraError as e:
+                self._needs_restart = True
+                if attempt == self.setup_retries:
+                    raise
+                log.warning("reset of task %s failed (%s); restarting the desktop", task.id, e)
+        timings["reset_ms"] = 1000 * (time.monotonic() - t0)
+        self._task, self._frame, self._steps, self._done = task, frame, 0, False
+        self._client = client
+        self._last_action = None
+        return self._obs(client), self._info(timings=timings)
+
+    def step(self, action: Any) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
+        if self._task is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        if self._done:
+            raise gym.error.ResetNeeded("the episode has ended; call reset() before step()")
+        self._steps += 1
+        timings: dict[str, float] = {}
+        action_error = infra_error = None
+        special = None
+        terminated = truncated = False
+        reward = 0.0
+        client = self._client
+
+        t0 = time.monotonic()
+        try:
+            parsed: ParsedAction | None = self.action_set.parse(action)
+        except ActionError as e:
+            parsed, action_error = None, str(e)
+        timings["parse_ms"] = 1000 * (time.monotonic() - t0)
+        self._last_action = action if isinstance(action, str) else repr(action)
+
+        try:
+            if parsed is not None:
+                special = parsed.special
+                if special == "FAIL":
+                    self._last_action = "FAIL"
+                self._execute(client, parsed, timings)
+                terminated = special in ("DONE", "FAIL")
+            previous = self._frame
+            self._frame = self._observe_frame(client, timings, previous=previous)
+            truncated = not terminated and self._steps >= self.max_steps
+            if terminated or truncated:
+                t1 = time.monotonic()
+                reward = self._score(client)
+                timings["eval_ms"] = 1000 * (time.monotonic() - t1)
+        except InfraError as e:
+            infra_error = f"{type(e).__name__}: {e}"
+            log.warning("infrastructure error in task %s step %d: %s", self._task.id, self._steps, e)
+            self._needs_restart = True
+            reward, terminated, truncated = 0.0, False, True
+
+        self._done = terminated or truncated
+        info = self._info(timings=timings, action_error=action_error, infra_error=infra_error,
+                          special=special)
+        obs = self._obs(client) if infra_error is None else self._obs(None)
+        return obs, float(reward), terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode == "rgb_array":
+            return None if self._frame is None else self._frame.copy()
+        return None
+
+    def close(self) -> None:
+        self.provider.stop()
+        super().close()
+
+    # -- internals -------------------------------------------------------------------------------
+
+    @property
+    def task(self) -> Task | None:
+        """The task of the current episode."""
+        return self._task
+
+    def _pick_task(self, seed: int | None, choice: Any) -> Task:
+        if isinstance(choice, Task):
+            return choice
+        if isinstance(choice, dict):
+            return Task.from_dict(choice)
+        if choice is not None:
+            if self.tasks is None:
+                raise TaskError(f"task {choice!r} named, but this env has no task set; pass a task dict")
+            return self.tasks[choice]
+        if self.tasks is None or len(self.tasks) == 0:
+            raise TaskError("this env has no tasks; pass options={'task': ...} to reset()")
+        if seed is not None:
+            return self.tasks.for_seed(seed)
+        return self.tasks[int(self.np_random.integers(len(self.tasks)))]
+
+    def _client_for_reset(self):
+        if self._needs_restart or not self.provider.running:
+            self._needs_restart = False
+            return self.provider.restart()
+        return self.provider.start()
+
+    def _runner(self, client, task: Task) -> SetupRunner:
+        return SetupRunner(client, cache_dir=self.cache_dir, task_id=task.id,
+                           client_password=self.provider.client_password, screen_size=self.screen_size)
+
+    def _execute(self, client, parsed: ParsedAction, timings: dict[str, float]) -> None:
+        t0 = time.monotonic()
+        batch: list[Any] = []
+        guest_ms = 0.0
+        for prim in (*parsed.primitives, None):
+            if prim is None or isinstance(prim, Wait):
+                if batch:
+                    guest_ms += float(client.run_actions(batch).get("timings", {}).get("exec_ms", 0.0))
+                    batch = []
+                if prim is not None:
+                    time.sleep(prim.seconds)
+            else:
+                batch.append(prim)
+        if parsed.special == "WAIT":
+            time.sleep(self.wait_s)
+        timings["exec_ms"] = 1000 * (time.monotonic() - t0)
+        timings["guest_exec_ms"] = guest_ms
+
+    def _observe_frame(self, client, timings: dict[str, float], previous: np.ndarray | None) -> np.ndarray:
+        t0 = time.monotonic()
+        if self.settle is None:
+            frame = client.screenshot_array()
+        else:
+            frame, facts = wait_until_settled(client.screenshot_array, self.settle, previous)
+            timings.update(facts)
+        timings["observe_ms"] = 1000 * (time.monotonic() - t0)
+        for k, v in getattr(client, "last_timings", {}).items():
+            timings[f"screenshot_{k}"] = float(v)
+        w, h = self.screen_size
+        if frame.shape != (h, w, 3):
+            raise InfraError(f"the desktop's screen is {frame.shape[1]}x{frame.shape[0]}, but the env "
+                             f"was made for {w}x{h}; pass screen_size=({frame.shape[1]}, {frame.shape[0]})")
+        return frame
+
+    def _score(self, client) -> float:
+        assert self._task is not None
+        ctx = EvalContext(client=client, cache_dir=self.cache_dir / self._task.id, task_id=self._task.id,
+                          last_action=self._last_action, screen_size=self.screen_size)
+        result = evaluate(self._task, ctx, self._runner(client, self._task))
+        return float(result.score)
+
+    def _obs(self, client) -> ObsType:
+        assert self._task is not None and self._frame is not None
+        obs: ObsType = {"screenshot": self._frame, "instruction": self._task.instruction}
+        if self.a11y_tree:
+            tree = None
+            if client is not None:
+                try:
+                    tree = client.accessibility()
+                except InfraError as e:
+                    log.warning("accessibility tree unavailable: %s", e)
+            obs["accessibility_tree"] = tree or ""
+        return obs
+
+    def _info(self, *, timings: dict[str, float], action_error: str | None = None,
+              infra_error: str | None = None, special: str | None = None) -> dict[str, Any]:
+        task = self._task
+        return {
+            "task_id": task.id if task else None,
+            "domain": task.domain if task else None,
+            "step": self._steps,
+            "action_error": action_error,
+            "infra_error": infra_error,
+            "special": special,
+            "timings": timings,
+        }

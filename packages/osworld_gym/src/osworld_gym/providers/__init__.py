@@ -1,0 +1,35 @@
+"""Where desktops run. See :mod:`osworld_gym.providers.base` for the protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from osworld_gym.providers.base import Provider
+
+__all__ = ["Provider", "make_provider", "PROVIDERS"]
+
+#: provider name -> "module:Class", imported on demand so unused backends cost nothing
+PROVIDERS: dict[str, str] = {
+    "local": "osworld_gym.providers.local:LocalProvider",
+    "fake": "osworld_gym.providers.fake:FakeProvider",
+}
+
+
+def make_provider(spec: str | Provider, *, screen_size: tuple[int, int] = (1920, 1080),
+                  **kwargs: Any) -> Provider:
+    """Build a provider from its name (``"local"``, ``"fake"``) or return a given instance.
+
+    >>> make_provider("fake", screen_size=(640, 480)).screen_size
+    (640, 480)
+    """
+    if isinstance(spec, Provider):
+        if kwargs:
+            raise TypeError("provider_kwargs only apply when the provider is given by name")
+        return spec
+    if spec not in PROVIDERS:
+        raise ValueError(f"unknown provider {spec!r}; choose one of {sorted(PROVIDERS)} "
+                         "or pass a Provider instance")
+    import importlib
+
+    module, cls = PROVIDERS[spec].split(":")
+    return getattr(importlib.import_module(module), cls)(screen_size=tuple(screen_size), **kwargs)

@@ -1,0 +1,56 @@
+"""The provider protocol: where a desktop runs and how to reach it.
+
+A provider owns one desktop. ``start()`` brings it up and returns a :class:`GuestClient`
+connected to its guest server; ``reset_state()`` returns it to a clean state between episodes
+as fast as the backend allows; ``stop()`` releases everything it started. Providers never parse
+actions or score tasks: that is the env's job, identical for every backend.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from osworld_gym.client import GuestClient
+
+
+class Provider(abc.ABC):
+    """One desktop behind the guest protocol."""
+
+    #: short name used in logs and ``info`` (``"local"``, ``"docker"``, ``"remote"``, ``"fake"``)
+    name: str = "provider"
+    #: the password ``{CLIENT_PASSWORD}`` expands to in task commands
+    client_password: str = "password"
+
+    def __init__(self, screen_size: tuple[int, int] = (1920, 1080)):
+        self.screen_size = screen_size
+
+    @abc.abstractmethod
+    def start(self) -> GuestClient:
+        """Bring the desktop up (idempotent) and return a ready client."""
+
+    @abc.abstractmethod
+    def reset_state(self) -> None:
+        """Kill task applications and restore a clean home; keep the desktop itself running."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Release everything this provider started. Safe to call twice."""
+
+    def restart(self) -> GuestClient:
+        """Tear the desktop down and start a fresh one (recovery after an infrastructure error)."""
+        self.stop()
+        return self.start()
+
+    @property
+    @abc.abstractmethod
+    def running(self) -> bool:
+        """Whether the desktop is up as far as the provider can tell."""
+
+    def __enter__(self) -> Provider:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

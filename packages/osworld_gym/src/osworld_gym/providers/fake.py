@@ -1,0 +1,131 @@
+"""A fake desktop for API-conformance tests (``check_env``, PettingZoo's ``parallel_api_test``).
+
+It speaks the :class:`~osworld_gym.client.GuestClient` interface from memory: frames are
+synthetic (a pointer-shaped mark where the last click landed), files live in a dict, commands
+do nothing. It exists so the plumbing can be tested in milliseconds *beside* the real-backend
+tests, never instead of them: nothing here proves a task works on a desktop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from osworld_gym.actions.primitives import Click, DragTo, MoveTo, Primitive, TypeText, from_dict, to_dict
+from osworld_gym.errors import GuestError
+from osworld_gym.providers.base import Provider
+
+
+class FakeClient:
+    """In-memory stand-in for :class:`GuestClient` (same method names, no desktop)."""
+
+    def __init__(self, screen_size: tuple[int, int]):
+        self.screen_size_ = screen_size
+        self.files: dict[str, bytes] = {}
+        self.pointer = (0, 0)
+        self.typed: list[str] = []
+        self.closed = False
+        self.last_timings: dict[str, float] = {"capture_ms": 0.0}
+
+    def _check(self) -> None:
+        if self.closed:
+            raise GuestError("fake desktop is closed", endpoint="fake")
+
+    def health(self) -> dict[str, Any]:
+        self._check()
+        return {"status": "ok", "display": "fake", "screen": list(self.screen_size_)}
+
+    def wait_ready(self, timeout: float) -> None:
+        self._check()
+
+    def screenshot_array(self) -> np.ndarray:
+        self._check()
+        w, h = self.screen_size_
+        frame = np.full((h, w, 3), 40, np.uint8)
+        x, y = self.pointer
+        frame[max(0, y - 4): y + 4, max(0, x - 4): x + 4] = 255
+        return frame
+
+    def run_actions(self, prims: list[Primitive]) -> dict[str, Any]:
+        self._check()
+        for p in (from_dict(to_dict(p)) for p in prims):
+            if isinstance(p, (MoveTo, DragTo)) or (isinstance(p, Click) and p.x is not None):
+                w, h = self.screen_size_
+                self.pointer = (min(max(p.x, 0), w - 1), min(max(p.y, 0), h - 1))
+            if isinstance(p, TypeText):
+                self.typed.append(p.text)
+        return {"status": "success", "timings": {"exec_ms": 0.0}}
+
+    def reset_desktop(self, restore_home: bool = True) -> dict[str, Any]:
+        self._check()
+        self.files.clear()
+        self.typed.clear()
+        self.pointer = (0, 0)
+        return {"status": "success", "killed": 0, "ms": 0.0}
+
+    def execute(self, command: Any, shell: bool = False, timeout: float = 120.0,
+                setup: bool = False) -> dict[str, Any]:
+        self._check()
+        return {"status": "success", "output": "", "error": "", "returncode": 0}
+
+    def launch(self, command: Any, shell: bool = False) -> None:
+        self._check()
+
+    def upload(self, path: str, data: bytes) -> None:
+        self._check()
+        self.files[path] = data
+
+    def get_file(self, path: str) -> bytes | None:
+        self._check()
+        return self.files.get(path)
+
+    def open_file(self, path: str, timeout: float = 60.0) -> None:
+        self._check()
+
+    def activate_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
+        self._check()
+
+    close_window = activate_window
+
+    def list_directory(self, path: str) -> dict[str, Any]:
+        self._check()
+        return {"type": "directory", "name": path, "children": []}
+
+    def screen_size(self) -> tuple[int, int]:
+        return self.screen_size_
+
+    def accessibility(self) -> str | None:
+        self._check()
+        return "<desktop-frame name=\"fake\"/>"
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeProvider(Provider):
+    """A provider whose desktop is a :class:`FakeClient`."""
+
+    name = "fake"
+
+    def __init__(self, screen_size: tuple[int, int] = (1920, 1080)):
+        super().__init__(screen_size)
+        self.client: FakeClient | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.client is not None and not self.client.closed
+
+    def start(self) -> FakeClient:  # type: ignore[override]
+        if not self.running:
+            self.client = FakeClient(self.screen_size)
+        assert self.client is not None
+        return self.client
+
+    def reset_state(self) -> None:
+        self.start().reset_desktop()
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None

@@ -1,0 +1,277 @@
+"""The embedded default: a real desktop on this machine, inside a bubblewrap sandbox.
+
+Each :class:`LocalProvider` runs our guest server as the supervisor of its own desktop (Xvfb on
+``:0``, openbox, the task's apps) inside ``bwrap`` with
+
+* its own user namespace, where the desktop user is ``user`` (uid 1000) and the home directory is
+  ``/home/user`` (OSWorld tasks hard-code both), backed by a private host directory;
+* its own network namespace (loopback only), so Chromium's 9222/1337, VLC's 8080 and X's ``:0``
+  never clash between envs and nothing inside reaches the network;
+* its own PID, IPC and UTS namespaces and a private ``/tmp``; the host file system is read-only;
+* ``--die-with-parent``: if the Python process dies, however it dies, the whole desktop dies.
+
+The host reaches the guest only through a unix socket in a private run directory, with a
+per-desktop token.
+
+>>> p = LocalProvider(screen_size=(1280, 720))   # nothing starts until start() or env.reset()
+>>> p.running
+False
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+
+from osworld_gym.client import GuestClient
+from osworld_gym.errors import InfraError, MissingDependencyError
+from osworld_gym.providers.base import Provider
+
+log = logging.getLogger(__name__)
+
+#: program -> Debian package providing it
+SYSTEM_PROGRAMS: dict[str, str] = {"Xvfb": "xvfb", "openbox": "openbox", "wmctrl": "wmctrl"}
+SANDBOX_PROGRAMS: dict[str, str] = {"bwrap": "bubblewrap"}
+
+_SHIMS = Path(__file__).resolve().parent.parent / "guest" / "shims"
+_LIVE: weakref.WeakSet[LocalProvider] = weakref.WeakSet()
+_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def check_system(sandbox: bool = True) -> None:
+    """Raise one :class:`MissingDependencyError` naming every missing program and the apt command."""
+    needed = {**SYSTEM_PROGRAMS, **(SANDBOX_PROGRAMS if sandbox else {})}
+    missing = {prog: pkg for prog, pkg in needed.items() if shutil.which(prog) is None}
+    if missing:
+        pkgs = " ".join(sorted(set(missing.values())))
+        raise MissingDependencyError(
+            f"the local desktop needs {', '.join(sorted(missing))}, which "
+            f"{'is' if len(missing) == 1 else 'are'} not installed. "
+            f"Install with: sudo apt-get install -y {pkgs}"
+        )
+
+
+class LocalProvider(Provider):
+    """A desktop in a bubblewrap sandbox on this machine.
+
+    Args:
+        screen_size: virtual screen in pixels.
+        depth: colour depth of the Xvfb screen.
+        sandbox: run inside bubblewrap (default). ``False`` runs Xvfb and the apps directly on
+            the host, sharing its network, home-less tmp dirs and process table; it is an
+            explicit opt-in for machines without user namespaces and logs a warning.
+        root_dir: where per-desktop state directories go (default: the system temp dir).
+        start_timeout: seconds to wait for the guest server to answer.
+        home_template: directory copied into ``/home/user`` on every reset (default: ours).
+        extra_binds: ``{host_path: sandbox_path}`` read-only binds, e.g. a task file cache.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        screen_size: tuple[int, int] = (1920, 1080),
+        *,
+        depth: int = 24,
+        sandbox: bool = True,
+        root_dir: str | os.PathLike[str] | None = None,
+        start_timeout: float = 30.0,
+        home_template: str | os.PathLike[str] | None = None,
+        extra_binds: dict[str, str] | None = None,
+    ):
+        super().__init__(screen_size)
+        self.depth = depth
+        self.sandbox = sandbox
+        self.root_dir = Path(root_dir) if root_dir else None
+        self.start_timeout = start_timeout
+        self.home_template = Path(home_template) if home_template else None
+        self.extra_binds = dict(extra_binds or {})
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir: Path | None = None
+        self._client: GuestClient | None = None
+        self._lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def state_dir(self) -> Path | None:
+        """Host directory holding this desktop's home (``home/``), socket and logs (``run/``)."""
+        return self._dir
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the sandbox's outermost process on the host (kill it and the desktop is gone)."""
+        return self._proc.pid if self._proc else None
+
+    def start(self) -> GuestClient:
+        with self._lock:
+            if self.running and self._client is not None:
+                return self._client
+            self._stop_locked()
+            check_system(self.sandbox)
+            if not self.sandbox:
+                log.warning("LocalProvider(sandbox=False): the desktop shares this machine's network, "
+                            "process table and files; use it only where bubblewrap cannot run")
+            t0 = time.monotonic()
+            self._dir = Path(tempfile.mkdtemp(prefix="osworld-gym-", dir=self.root_dir))
+            home, run = self._dir / "home", self._dir / "run"
+            home.mkdir()
+            run.mkdir(mode=0o700)
+            token = secrets.token_urlsafe(24)
+            token_file = run / "token"
+            token_file.write_text(token)
+            token_file.chmod(0o600)
+            logf = open(run / "guest.log", "wb")  # noqa: SIM115 - owned by the child process
+            try:
+                self._proc = subprocess.Popen(
+                    self._command(home, run), stdin=subprocess.DEVNULL, stdout=logf,
+                    stderr=subprocess.STDOUT, start_new_session=True, env=self._host_env(home),
+                )
+            finally:
+                logf.close()
+            _LIVE.add(self)
+            client = GuestClient(uds=str(run / "guest.sock"), token=token)
+            try:
+                self._wait_for_socket(run / "guest.sock")
+                client.wait_ready(timeout=max(1.0, self.start_timeout - (time.monotonic() - t0)))
+                client.reset_desktop(restore_home=True)
+            except Exception as e:
+                tail = self.log_tail()
+                self._stop_locked()
+                raise InfraError(f"local desktop did not start: {e}\n--- guest log ---\n{tail}") from e
+            self._client = client
+            log.info("local desktop up in %.0f ms (%s)", 1000 * (time.monotonic() - t0), self._dir)
+            return client
+
+    def reset_state(self) -> None:
+        if self._client is None or not self.running:
+            raise InfraError("the local desktop is not running; call start() first")
+        self._client.reset_desktop(restore_home=True)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop_locked()
+
+    def _stop_locked(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:  # the whole session: bwrap, or in no-sandbox mode the guest and its children
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log.error("sandbox process %d did not exit after SIGKILL", proc.pid)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        _LIVE.discard(self)
+
+    def log_tail(self, n_bytes: int = 4000) -> str:
+        """The end of the guest's log (startup errors, crashes)."""
+        if self._dir is None:
+            return ""
+        try:
+            data = (self._dir / "run" / "guest.log").read_bytes()
+        except OSError:
+            return ""
+        return data[-n_bytes:].decode("utf-8", "replace")
+
+    # -- construction --------------------------------------------------------------------------
+
+    def _guest_args(self, home: str, run: str, display: str) -> list[str]:
+        w, h = self.screen_size
+        args = [sys.executable, "-m", "osworld_gym.guest", "--uds", f"{run}/guest.sock",
+                "--token-file", f"{run}/token", "--display", display,
+                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", "openbox", "--home", home]
+        if self.home_template is not None:
+            args += ["--home-template", str(self.home_template)]
+        return args
+
+    def _command(self, home: Path, run: Path) -> list[str]:
+        if not self.sandbox:
+            return self._guest_args(str(home), str(run), _free_display())
+        cmd = [
+            "bwrap", "--die-with-parent", "--unshare-all", "--unshare-user",
+            "--uid", "1000", "--gid", "1000", "--hostname", "osworld",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/dev/shm", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
+            "--tmpfs", "/home", "--bind", str(home), "/home/user",
+            "--bind", str(run), "/run/osworld", "--dir", "/run/user/1000",
+            "--ro-bind", str(self._etc_file("passwd")), "/etc/passwd",
+            "--ro-bind", str(self._etc_file("group")), "/etc/group",
+        ]
+        for src, dst in self.extra_binds.items():
+            cmd += ["--ro-bind", str(src), dst]
+        cmd += ["--clearenv"]
+        env = {"HOME": "/home/user", "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
+               "PATH": f"{_SHIMS}:{_PATH}", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+               "XDG_RUNTIME_DIR": "/run/user/1000", "DISPLAY": ":0", "NO_AT_BRIDGE": "0"}
+        for k, v in env.items():
+            cmd += ["--setenv", k, v]
+        cmd += ["--chdir", "/home/user", "--"]
+        return cmd + self._guest_args("/home/user", "/run/osworld", ":0")
+
+    def _host_env(self, home: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        if not self.sandbox:
+            env.update(HOME=str(home), PATH=f"{_SHIMS}:{env.get('PATH', _PATH)}")
+        return env
+
+    def _etc_file(self, name: str) -> Path:
+        assert self._dir is not None
+        path = self._dir / name
+        if name == "passwd":
+            path.write_text("root:x:0:0:root:/root:/bin/bash\n"
+                            "user:x:1000:1000:user:/home/user:/bin/bash\n"
+                            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+        else:
+            path.write_text("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")
+        return path
+
+    def _wait_for_socket(self, sock: Path) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        delay = 0.005
+        while not sock.exists():
+            if self._proc is not None and self._proc.poll() is not None:
+                raise InfraError(f"the sandbox exited with status {self._proc.returncode}")
+            if time.monotonic() > deadline:
+                raise InfraError(f"no guest socket after {self.start_timeout:.0f} s")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+
+def _free_display() -> str:
+    """A display number with no X server (for the no-sandbox mode, which shares /tmp/.X11-unix)."""
+    for n in range(90, 400):
+        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
+            return f":{n}"
+    raise InfraError("no free X display number between :90 and :399")
+
+
+@atexit.register
+def _stop_all() -> None:
+    for provider in list(_LIVE):
+        try:
+            provider.stop()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            log.exception("stopping %r at exit failed", provider)

@@ -1,0 +1,80 @@
+"""Wait for the screen to stop changing instead of sleeping a fixed time.
+
+After an action the env polls screenshots until the screen has been still for ``quiet_s``
+(frames compared on a coarse grid, so a blinking caret or clock does not count as motion), or
+until ``max_s`` has passed. The last frame polled is the observation, so settling costs no
+extra capture.
+
+>>> import numpy as np
+>>> a = np.zeros((100, 100, 3), np.uint8); b = a.copy(); b[50:60, 50:60] = 255
+>>> changed_fraction(a, a), round(changed_fraction(a, b), 3)
+(0.0, 0.01)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SettleConfig:
+    """How to decide the screen has settled.
+
+    Attributes:
+        min_s: always wait at least this long after an action (input events to be processed).
+        quiet_s: the screen must stay unchanged for this long.
+        max_s: give up waiting after this long; the latest frame is returned.
+        poll_s: pause between captures.
+        threshold: fraction of sampled pixels that may differ between frames and still count
+            as "unchanged" (a text caret is ~1e-5 of a 1080p screen).
+        stride: sample every ``stride``-th pixel in each direction when comparing.
+    """
+
+    min_s: float = 0.05
+    quiet_s: float = 0.3
+    max_s: float = 3.0
+    poll_s: float = 0.05
+    threshold: float = 2e-4
+    stride: int = 4
+
+
+def changed_fraction(a: np.ndarray, b: np.ndarray, stride: int = 1) -> float:
+    """Fraction of (sub-sampled) pixels that differ between two frames of the same shape."""
+    if a.shape != b.shape:
+        return 1.0
+    sa, sb = a[::stride, ::stride], b[::stride, ::stride]
+    diff = np.any(sa != sb, axis=-1)
+    return float(diff.mean())
+
+
+def wait_until_settled(capture: Callable[[], np.ndarray], cfg: SettleConfig = SettleConfig(),
+                       previous: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
+    """Poll ``capture`` until the screen is still; return the last frame and timing facts.
+
+    ``previous`` (the frame before the action) is only used to report whether anything changed.
+    """
+    t0 = time.monotonic()
+    time.sleep(cfg.min_s)
+    frame = capture()
+    n = 1
+    still_since = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if now - still_since >= cfg.quiet_s or now - t0 >= cfg.max_s:
+            break
+        time.sleep(cfg.poll_s)
+        nxt = capture()
+        n += 1
+        if changed_fraction(frame, nxt, cfg.stride) > cfg.threshold:
+            still_since = time.monotonic()
+        frame = nxt
+    elapsed = time.monotonic() - t0
+    facts = {"settle_ms": 1000 * elapsed, "settle_frames": float(n),
+             "settle_capped": float(elapsed >= cfg.max_s)}
+    if previous is not None:
+        facts["screen_changed"] = float(changed_fraction(previous, frame, cfg.stride) > cfg.threshold)
+    return frame, facts

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command: installs what is needed, then runs the whole suite on real desktops.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/install.sh
+set +e
+uv run --frozen pytest "$@"
+rc=$?
+set -e
+if [ "$rc" = 5 ]; then
+  echo "test.sh: pytest collected no tests; that is a failure here" >&2
+  exit 1
+fi
+exit "$rc"
