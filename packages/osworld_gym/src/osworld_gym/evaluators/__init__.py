@@ -1,0 +1,43 @@
+"""Evaluators: getters read desktop state, metrics score it, :func:`evaluate` combines them.
+
+Task JSON names getters by ``type`` and metrics by ``func`` exactly as OSWorld does; see
+:mod:`.registry` for the supported names and how to add one, :mod:`.evaluate` for the scoring
+rules.
+
+>>> from osworld_gym.evaluators import metric_names
+>>> "exact_match" in metric_names()
+True
+"""
+
+from osworld_gym.evaluators.context import EvalContext, is_fail_action
+from osworld_gym.evaluators.evaluate import EvalResult, evaluate
+from osworld_gym.evaluators.registry import (
+    getter,
+    getter_names,
+    has_getter,
+    has_metric,
+    metric,
+    metric_names,
+    register_getter,
+    register_metric,
+)
+from osworld_gym.evaluators.validate import EvaluatorPlan, MetricSpec, plan, validate_evaluator
+
+__all__ = [
+    "EvalContext",
+    "EvalResult",
+    "EvaluatorPlan",
+    "MetricSpec",
+    "evaluate",
+    "getter",
+    "getter_names",
+    "has_getter",
+    "has_metric",
+    "is_fail_action",
+    "metric",
+    "metric_names",
+    "plan",
+    "register_getter",
+    "register_metric",
+    "validate_evaluator",
+]

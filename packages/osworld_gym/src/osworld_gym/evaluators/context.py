@@ -1,0 +1,73 @@
+"""What getters may touch: the desktop, the task's cache directory and the episode's end.
+
+OSWorld's getters receive the whole ``DesktopEnv``; ours receive this small record instead, so a
+getter's needs are explicit and a test can build one in a line.
+
+>>> from pathlib import Path
+>>> ctx = EvalContext(client=None, cache_dir=Path("/tmp/cache/t1"), task_id="t1",
+...                   last_action="FAIL")
+>>> ctx.last_action_is_fail, ctx.home
+(True, '/home/user')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from osworld_gym.tasks.paths import GUEST_HOME
+
+if TYPE_CHECKING:
+    from osworld_gym.client import GuestClient
+
+
+@dataclass
+class EvalContext:
+    """Inputs shared by all getters of one evaluation.
+
+    Attributes:
+        client: the desktop's guest client.
+        cache_dir: this task's cache directory (OSWorld's ``cache/<task_id>``): files fetched
+            from the desktop land here, gold files are looked up here first.
+        task_id: the task being evaluated.
+        last_action: the episode's last action (``"FAIL"`` / ``"DONE"`` / action text, or an
+            OSWorld action dict); ``None`` if the agent never acted.
+        screen_size: the desktop's size in pixels.
+        client_password: the desktop user's password (``{CLIENT_PASSWORD}``).
+        home: the desktop user's home; relative guest paths are relative to it.
+        download_timeout_s: per-request timeout when a getter downloads a gold file.
+        extra: room for what later getters need (browser ports, proxy flags, ...).
+    """
+
+    client: GuestClient | Any
+    cache_dir: Path
+    task_id: str
+    last_action: str | dict[str, Any] | None = None
+    screen_size: tuple[int, int] = (1920, 1080)
+    client_password: str = "password"
+    home: str = GUEST_HOME
+    download_timeout_s: float = 60.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.cache_dir = Path(self.cache_dir)
+
+    @property
+    def last_action_is_fail(self) -> bool:
+        """True if the episode ended with the ``FAIL`` action (OSWorld's infeasible answer)."""
+        return is_fail_action(self.last_action)
+
+
+def is_fail_action(action: Any) -> bool:
+    """True for ``"FAIL"`` (any case, surrounding blanks) or an action dict of type ``FAIL``.
+
+    >>> is_fail_action(" fail "), is_fail_action({"action_type": "FAIL"}), is_fail_action("DONE")
+    (True, True, False)
+    """
+    if isinstance(action, str):
+        return action.strip().upper() == "FAIL"
+    if isinstance(action, dict):
+        kind = action.get("action_type")
+        return isinstance(kind, str) and kind.strip().upper() == "FAIL"
+    return False

@@ -1,0 +1,13 @@
+"""Getters: read a piece of state (a file, a command's output, a rule) for a metric.
+
+Each is ``get_<type>(ctx: EvalContext, config: dict) -> value`` where ``type`` is the task JSON
+``result``/``expected`` ``type``. Modules mirror OSWorld's: :mod:`.file`, :mod:`.general`,
+:mod:`.misc`, :mod:`.info`. They are imported lazily through :mod:`..registry`.
+
+Conventions (shared with :func:`osworld_gym.evaluators.evaluate`):
+
+* state the agent may have destroyed (a file it deleted) is returned as ``None``; the metric then
+  scores 0;
+* gold data that cannot be obtained raises (``FileNotFoundError``, ``SetupError``), and so does a
+  broken desktop (``GuestError``): the evaluation is then an infrastructure error, not a 0.
+"""

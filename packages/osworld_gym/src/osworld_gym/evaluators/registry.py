@@ -1,0 +1,125 @@
+"""Name -> function tables for getters and metrics, with lazy imports.
+
+Task JSON names a getter by ``type`` (``"vm_file"`` resolves to ``get_vm_file``) and a metric by
+``func`` (OSWorld's names). The tables hold ``"module:function"`` strings, so checking that a name
+exists (at task load time) imports nothing, and a heavy metric module (openpyxl, python-docx, ...)
+is imported only when a task actually uses it.
+
+A getter is ``(ctx: EvalContext, config: dict) -> value``; a metric is
+``(result, [expected,] **options) -> float`` in ``[0, 1]``.
+
+>>> has_metric("exact_match"), has_getter("vm_file"), has_getter("get_vm_file")
+(True, True, False)
+>>> metric("exact_match")("a", {"expected": "a"})
+1.0
+>>> register_metric("always_one", lambda result, **_: 1.0)
+>>> metric("always_one")(None)
+1.0
+>>> unregister_metric("always_one")
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+Getter = Callable[..., Any]
+Metric = Callable[..., float]
+
+_G = "osworld_gym.evaluators.getters"
+_M = "osworld_gym.evaluators.metrics"
+
+#: getter name (task JSON ``type``) -> "module:function"
+_GETTERS: dict[str, str | Getter] = {
+    "vm_file": f"{_G}.file:get_vm_file",
+    "cloud_file": f"{_G}.file:get_cloud_file",
+    "cache_file": f"{_G}.file:get_cache_file",
+    "vm_command_line": f"{_G}.general:get_vm_command_line",
+    "vm_command_error": f"{_G}.general:get_vm_command_error",
+    "rule": f"{_G}.misc:get_rule",
+    "list_directory": f"{_G}.info:get_list_directory",
+}
+
+#: metric name (task JSON ``func``) -> "module:function"
+_METRICS: dict[str, str | Metric] = {
+    "exact_match": f"{_M}.general:exact_match",
+    "match_in_list": f"{_M}.general:match_in_list",
+    "check_include_exclude": f"{_M}.general:check_include_exclude",
+    "check_direct_json_object": f"{_M}.general:check_direct_json_object",
+    "infeasible": f"{_M}.general:infeasible",
+    "compare_text_file": f"{_M}.text:compare_text_file",
+}
+
+
+def _resolve(
+    table: dict[str, str | Callable[..., Any]], kind: str, name: str
+) -> Callable[..., Any]:
+    try:
+        target = table[name]
+    except KeyError:
+        raise KeyError(f"unknown {kind} {name!r}; known: {', '.join(sorted(table))}") from None
+    if callable(target):
+        return target
+    module_name, _, attr = target.partition(":")
+    fn = getattr(importlib.import_module(module_name), attr)
+    table[name] = fn
+    return fn
+
+
+def getter(name: str) -> Getter:
+    """The getter for task JSON ``type`` ``name`` (imports its module on first use).
+
+    Raises:
+        KeyError: no such getter.
+    """
+    return _resolve(_GETTERS, "getter", name)
+
+
+def metric(name: str) -> Metric:
+    """The metric for task JSON ``func`` ``name`` (imports its module on first use).
+
+    Raises:
+        KeyError: no such metric.
+    """
+    return _resolve(_METRICS, "metric", name)
+
+
+def has_getter(name: str) -> bool:
+    """True if ``name`` is a registered getter type (without importing anything)."""
+    return name in _GETTERS
+
+
+def has_metric(name: str) -> bool:
+    """True if ``name`` is a registered metric (without importing anything)."""
+    return name in _METRICS
+
+
+def getter_names() -> list[str]:
+    """Sorted names of all registered getters."""
+    return sorted(_GETTERS)
+
+
+def metric_names() -> list[str]:
+    """Sorted names of all registered metrics."""
+    return sorted(_METRICS)
+
+
+def register_getter(name: str, fn: Getter | str) -> None:
+    """Add (or replace) getter ``name``: a callable or a lazy ``"module:function"`` string."""
+    _GETTERS[name] = fn
+
+
+def register_metric(name: str, fn: Metric | str) -> None:
+    """Add (or replace) metric ``name``: a callable or a lazy ``"module:function"`` string."""
+    _METRICS[name] = fn
+
+
+def unregister_getter(name: str) -> None:
+    """Remove getter ``name`` (no error if absent)."""
+    _GETTERS.pop(name, None)
+
+
+def unregister_metric(name: str) -> None:
+    """Remove metric ``name`` (no error if absent)."""
+    _METRICS.pop(name, None)
