@@ -343,5 +343,5 @@ def test_fetch_http_error_is_not_retried(tmp_path):
 
 
 def test_fetch_rejects_other_schemes(tmp_path):
-    with pytest.raises(SetupError, match="only http, https and file"):
+    with pytest.raises(SetupError, match="only http, https, file and builtin-asset"):
         fetch("ftp://example.org/x", tmp_path / "x")

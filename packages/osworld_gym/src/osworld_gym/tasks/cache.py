@@ -84,6 +84,11 @@ def fetch(
         logger.debug("cache hit for %s at %s", url, dest)
         return dest
     parsed = urlparse(url)
+    if parsed.scheme == "builtin-asset":
+        from osworld_gym.tasks.assets import generate
+
+        _atomic_write(dest, generate(url))
+        return dest
     if parsed.scheme == "file":
         source = Path(unquote(parsed.path))
         try:
@@ -96,7 +101,7 @@ def fetch(
         return dest
     if parsed.scheme not in ("http", "https"):
         raise SetupError(
-            f"cannot download {url!r}: only http, https and file URLs are supported. "
+            f"cannot download {url!r}: only http, https, file and builtin-asset URLs are supported. "
             f"Place the file at {dest} to use the cache instead."
         )
     own_client = client is None

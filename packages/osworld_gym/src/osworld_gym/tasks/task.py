@@ -19,7 +19,7 @@ osworld_gym.errors.TaskError: task 'demo-2': evaluator.func names unknown metric
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from osworld_gym.errors import TaskError
@@ -59,6 +59,24 @@ class Task:
     proxy: bool = False
     oracle: list[str] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    template: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """The task's seeded variables (see :mod:`osworld_gym.tasks.variation`), if any."""
+        return dict((self.template or {}).get("variables") or {})
+
+    def instantiate(self, seed: int | None) -> Task:
+        """The instance of this task for a variation seed (``None``: the default instance).
+
+        Tasks without variables return themselves.
+        """
+        if self.template is None:
+            return self
+        from osworld_gym.tasks.variation import instantiate_dict
+
+        task = Task.from_dict(instantiate_dict(self.template, seed), domain=self.domain)
+        return replace(task, template=self.template)
 
     @property
     def is_infeasible(self) -> bool:
@@ -95,6 +113,13 @@ class Task:
         if not isinstance(task_id, str) or not task_id.strip():
             raise TaskError(f"task without a valid 'id' field{where}: got {task_id!r}")
         who = f"task {task_id!r}{where}"
+        template = None
+        if d.get("variables") and "variation" not in d:
+            from osworld_gym.tasks.variation import instantiate_dict
+
+            if not isinstance(d["variables"], dict):
+                raise TaskError(f"{who}: field 'variables' must be an object")
+            template, d = d, instantiate_dict(d, None)
 
         def need(name: str, kind: type, default: Any = None) -> Any:
             value = d.get(name)
@@ -139,6 +164,7 @@ class Task:
             proxy=proxy,
             oracle=list(oracle) if oracle is not None else None,
             raw=copy.deepcopy(d),
+            template=copy.deepcopy(template),
         )
         if validate:
             task.validate(origin=origin)
