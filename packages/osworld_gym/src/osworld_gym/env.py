@@ -137,10 +137,19 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         The task is ``options["task"]`` (an id, a task dict or a :class:`Task`) when given, else
         ``tasks.for_seed(seed)`` when a seed is given (so ``make_vec`` sub-envs seeded
         ``seed + i`` get distinct tasks), else drawn with the env's RNG.
+
+        Tasks with seeded variables (:mod:`osworld_gym.tasks.variation`) are instantiated with
+        ``options["variation"]`` when given, else with ``seed``; a task named in ``options``
+        without either gets its default instance, and a task drawn by the RNG a random one.
         """
         super().reset(seed=seed)
         self._task = None
-        task = self._pick_task(seed, (options or {}).get("task"))
+        options = options or {}
+        task = self._pick_task(seed, options.get("task"))
+        variation = options.get("variation", seed)
+        if variation is None and options.get("task") is None:
+            variation = int(self.np_random.integers(2**31))
+        task = task.instantiate(variation)
         timings: dict[str, float] = {}
         t0 = time.monotonic()
         for attempt in range(self.setup_retries + 1):
@@ -193,8 +202,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                     self._last_action = "FAIL"
                 self._execute(client, parsed, timings)
                 terminated = special in ("DONE", "FAIL")
-            previous = self._frame
-            self._frame = self._observe_frame(client, timings, previous=previous)
+            # after input the screen may still be changing; after a pure wait it has had its time
+            acted = parsed is not None and any(not isinstance(p, Wait) for p in parsed.primitives)
+            self._frame = self._observe_frame(client, timings, previous=self._frame, settle=bool(acted))
             truncated = not terminated and self._steps >= self.max_steps
             if terminated or truncated:
                 t1 = time.monotonic()
@@ -271,9 +281,10 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         timings["exec_ms"] = 1000 * (time.monotonic() - t0)
         timings["guest_exec_ms"] = guest_ms
 
-    def _observe_frame(self, client, timings: dict[str, float], previous: np.ndarray | None) -> np.ndarray:
+    def _observe_frame(self, client, timings: dict[str, float], previous: np.ndarray | None,
+                       settle: bool = True) -> np.ndarray:
         t0 = time.monotonic()
-        if self.settle is None:
+        if self.settle is None or not settle:
             frame = client.screenshot_array()
         else:
             frame, facts = wait_until_settled(client.screenshot_array, self.settle, previous)
@@ -290,7 +301,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
     def _score(self, client) -> float:
         assert self._task is not None
         ctx = EvalContext(client=client, cache_dir=self.cache_dir / self._task.id, task_id=self._task.id,
-                          last_action=self._last_action, screen_size=self.screen_size)
+                          last_action=self._last_action, screen_size=self.screen_size,
+                          client_password=self.provider.client_password)
         result = evaluate(self._task, ctx, self._runner(client, self._task))
         return float(result.score)
 
@@ -317,5 +329,6 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             "action_error": action_error,
             "infra_error": infra_error,
             "special": special,
+            "variation": task.raw.get("variation", {}).get("seed") if task else None,
             "timings": timings,
         }
