@@ -205,6 +205,12 @@ class LocalProvider(Provider):
                 "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", "openbox", "--home", home]
         if self.home_template is not None:
             args += ["--home-template", str(self.home_template)]
+        if self.sandbox:  # /tmp is the sandbox's own: a reset may empty it
+            args += ["--clean-tmp"]
+        else:  # the host's /tmp is shared: give the apps a private TMPDIR, die with this process
+            assert self._dir is not None
+            (self._dir / "tmp").mkdir(exist_ok=True)
+            args += ["--tmp-dir", str(self._dir / "tmp"), "--exit-with-parent"]
         return args
 
     def _command(self, home: Path, run: Path) -> list[str]:

@@ -1,0 +1,260 @@
+"""Host-side client of the guest server (:mod:`osworld_gym.guest`).
+
+One method per endpoint. Transport failures and non-2xx answers raise
+:class:`~osworld_gym.errors.GuestError` carrying the server's message, the HTTP status and the
+endpoint. Idempotent GETs are retried (with backoff) on transport errors and 5xx answers;
+POSTs only when the connection could not be made at all (so nothing ran twice).
+
+Example (needs a running guest)::
+
+    with GuestClient(uds="/run/guest.sock", token=token) as guest:
+        guest.wait_ready(timeout=30)
+        frame = guest.screenshot_array()              # (H, W, 3) uint8
+        guest.run_actions([Click(100, 200), TypeText("héllo")])
+        guest.reset_desktop()
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Self
+
+import httpx
+import numpy as np
+
+from osworld_gym.actions.primitives import Primitive, Wait, to_dict
+from osworld_gym.errors import GuestError
+
+log = logging.getLogger(__name__)
+
+_RETRY_STATUSES = {502, 503}
+_BACKOFF_S = 0.2
+
+
+class GuestClient:
+    """Talks to one guest over a unix socket (``uds``) or ``base_url`` (loopback TCP)."""
+
+    def __init__(self, *, uds: str | None = None, base_url: str | None = None,
+                 token: str | None = None, timeout: float = 30.0, retries: int = 2):
+        if (uds is None) == (base_url is None):
+            raise ValueError("give exactly one of uds= or base_url=")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        transport = httpx.HTTPTransport(uds=uds) if uds is not None else httpx.HTTPTransport()
+        self._http = httpx.Client(transport=transport, base_url=base_url or "http://guest",
+                                  headers=headers, timeout=timeout)
+        self.timeout = timeout
+        self.retries = retries
+        self.last_timings: dict[str, float] = {}
+
+    # ---- plumbing ---------------------------------------------------------------------------
+    def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
+                 ok_404: bool = False, ok_501: bool = False,
+                 **kwargs: Any) -> httpx.Response | None:
+        attempts = 1 + max(0, self.retries)
+        last: Exception | None = None
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(_BACKOFF_S * 2 ** (attempt - 1))
+            try:
+                resp = self._http.request(method, endpoint, timeout=timeout or self.timeout,
+                                          **kwargs)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                last = GuestError(f"cannot connect to the guest: {e}", endpoint=endpoint)
+                continue  # nothing reached the server: safe to retry any method
+            except httpx.TransportError as e:
+                last = GuestError(f"{method} {endpoint} failed: {type(e).__name__}: {e}",
+                                  endpoint=endpoint)
+                if method == "GET":
+                    continue
+                raise last from e
+            if resp.is_success:
+                return resp
+            if (ok_404 and resp.status_code == 404) or (ok_501 and resp.status_code == 501):
+                return None
+            last = GuestError(f"{method} {endpoint} -> {resp.status_code}: {_message(resp)}",
+                              status=resp.status_code, endpoint=endpoint)
+            if method == "GET" and resp.status_code in _RETRY_STATUSES:
+                continue
+            raise last
+        assert last is not None
+        raise last
+
+    def _json(self, method: str, endpoint: str, **kwargs: Any) -> Any:
+        resp = self._request(method, endpoint, **kwargs)
+        try:
+            return resp.json()
+        except ValueError:
+            raise GuestError(f"{endpoint} answered non-JSON: {resp.text[:200]!r}",
+                             status=resp.status_code, endpoint=endpoint) from None
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def health(self) -> dict:
+        return self._json("GET", "/osworld_gym/health")
+
+    def wait_ready(self, timeout: float) -> None:
+        """Poll :meth:`health` until the guest answers with a live X server; GuestError after
+        ``timeout`` seconds, carrying the last error."""
+        deadline = time.monotonic() + timeout
+        delay, last = 0.02, "no answer yet"
+        while True:
+            try:
+                h = self._json("GET", "/osworld_gym/health", timeout=min(5.0, self.timeout))
+                if h.get("x_alive"):
+                    return
+                last = f"guest is up but its X server is not: {h}"
+            except GuestError as e:
+                last = str(e)
+                if e.status == 401:
+                    raise
+            if time.monotonic() + delay > deadline:
+                raise GuestError(f"guest not ready after {timeout:g} s: {last}",
+                                 endpoint="/osworld_gym/health")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def reset_desktop(self, restore_home: bool = True) -> dict:
+        """Kill all apps, restore the home directory; ``{"killed": N, "ms": ...}``."""
+        return self._json("POST", "/osworld_gym/reset", json={"restore_home": restore_home},
+                          timeout=max(self.timeout, 60.0))
+
+    # ---- observation ------------------------------------------------------------------------
+    def screenshot_png(self) -> bytes:
+        """OSWorld's ``/screenshot``: PNG with the cursor drawn."""
+        return self._request("GET", "/screenshot").content
+
+    def screenshot_array(self, cursor: bool = True) -> np.ndarray:
+        """The screen as an ``(H, W, 3)`` uint8 array (raw transfer, no PNG)."""
+        t0 = time.perf_counter()
+        resp = self._request("GET", "/osworld_gym/screenshot",
+                             params={"format": "raw", "cursor": "1" if cursor else "0"})
+        try:
+            w, h = int(resp.headers["X-Width"]), int(resp.headers["X-Height"])
+        except (KeyError, ValueError):
+            raise GuestError("raw screenshot without X-Width/X-Height headers",
+                             endpoint="/osworld_gym/screenshot") from None
+        if len(resp.content) != w * h * 3:
+            raise GuestError(f"raw screenshot is {len(resp.content)} bytes, expected {w}x{h}x3",
+                             endpoint="/osworld_gym/screenshot")
+        arr = np.frombuffer(resp.content, dtype=np.uint8).reshape(h, w, 3)
+        self.last_timings = {"capture_ms": float(resp.headers.get("X-Capture-Ms", "nan")),
+                             "encode_ms": float(resp.headers.get("X-Encode-Ms", "nan")),
+                             "total_ms": (time.perf_counter() - t0) * 1000,
+                             "bytes": float(len(resp.content))}
+        return arr
+
+    def screen_size(self) -> tuple[int, int]:
+        d = self._json("POST", "/screen_size")
+        return int(d["width"]), int(d["height"])
+
+    def cursor_position(self) -> tuple[int, int]:
+        x, y = self._json("GET", "/cursor_position")
+        return int(x), int(y)
+
+    def platform(self) -> str:
+        return self._request("GET", "/platform").text
+
+    def terminal(self) -> str | None:
+        return self._json("GET", "/terminal").get("output")
+
+    def accessibility(self) -> str | None:
+        """OSWorld-style AT-SPI XML, or None where the guest cannot produce one (501)."""
+        resp = self._request("GET", "/accessibility", ok_501=True, timeout=max(self.timeout, 45))
+        return None if resp is None else resp.json().get("AT")
+
+    # ---- commands and files -----------------------------------------------------------------
+    def execute(self, command: str | Sequence[str], shell: bool = False, timeout: float = 120.0,
+                setup: bool = False) -> dict:
+        """Run a command to completion: ``{"status", "output", "error", "returncode"}``."""
+        endpoint = "/setup/execute" if setup else "/execute"
+        body = {"command": command if isinstance(command, str) else list(command),
+                "shell": shell, "timeout": timeout}
+        return self._json("POST", endpoint, json=body, timeout=timeout + 10)
+
+    def launch(self, command: str | Sequence[str], shell: bool = False) -> None:
+        body = {"command": command if isinstance(command, str) else list(command), "shell": shell}
+        self._request("POST", "/setup/launch", json=body)
+
+    def upload(self, path: str, data: bytes) -> None:
+        """Write ``data`` to ``path`` in the guest (parents created)."""
+        self._request("POST", "/setup/upload", data={"file_path": path},
+                      files={"file_data": ("file", data, "application/octet-stream")},
+                      timeout=max(self.timeout, 30 + len(data) / 20e6))
+
+    def open_file(self, path: str, timeout: float = 60.0) -> None:
+        """Open a file (xdg-open) or command and wait until its window appears."""
+        self._request("POST", "/setup/open_file", json={"path": path, "timeout": timeout},
+                      timeout=timeout + 15)
+
+    def activate_window(self, window_name: str, strict: bool = False,
+                        by_class: bool = False) -> None:
+        self._request("POST", "/setup/activate_window",
+                      json={"window_name": window_name, "strict": strict, "by_class": by_class})
+
+    def close_window(self, window_name: str, strict: bool = False,
+                     by_class: bool = False) -> None:
+        self._request("POST", "/setup/close_window",
+                      json={"window_name": window_name, "strict": strict, "by_class": by_class})
+
+    def get_file(self, path: str) -> bytes | None:
+        """The file's bytes, or None if it does not exist."""
+        resp = self._request("POST", "/file", data={"file_path": path}, ok_404=True,
+                             timeout=max(self.timeout, 120))
+        return None if resp is None else resp.content
+
+    def list_directory(self, path: str) -> dict:
+        return self._json("POST", "/list_directory", json={"path": path})["directory_tree"]
+
+    # ---- recording --------------------------------------------------------------------------
+    def start_recording(self) -> None:
+        self._request("POST", "/start_recording")
+
+    def end_recording(self) -> bytes:
+        """Stop the recording and return the mp4."""
+        return self._request("POST", "/end_recording", timeout=max(self.timeout, 60)).content
+
+    # ---- input ------------------------------------------------------------------------------
+    def run_actions(self, prims: Sequence[Primitive]) -> dict:
+        """Execute primitives through XTest. :class:`Wait` primitives are slept here, between
+        the requests carrying the actions around them. Returns the last answer's JSON, with
+        ``exec_ms`` summed over requests."""
+        result: dict = {"status": "success", "executed": 0, "timings": {"exec_ms": 0.0}}
+        batch: list[dict] = []
+
+        def flush() -> None:
+            if not batch:
+                return
+            r = self._json("POST", "/osworld_gym/actions", json={"actions": batch},
+                           timeout=max(self.timeout, 120))
+            result["executed"] += r.get("executed", len(batch))
+            result["timings"]["exec_ms"] += r.get("timings", {}).get("exec_ms", 0.0)
+            batch.clear()
+
+        for p in prims:
+            if isinstance(p, Wait):
+                flush()
+                time.sleep(p.seconds)
+            else:
+                batch.append(to_dict(p))
+        flush()
+        return result
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+        if isinstance(data, dict) and "message" in data:
+            return str(data["message"])
+    except ValueError:
+        pass
+    return resp.text[:500] or resp.reason_phrase

@@ -1,0 +1,76 @@
+"""Accessibility tree and terminal text via AT-SPI, through a helper process.
+
+``pyatspi`` comes from the distribution (Debian ``python3-pyatspi``) and is importable only by
+the system Python, not by the guest's virtual environment, so :mod:`a11y_helper` runs as a
+separate script under :data:`SYSTEM_PYTHON` with a timeout. Reasons it cannot work (no helper
+Python, no session bus) are reported as :class:`A11yUnavailable` (HTTP 501).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+from osworld_gym.guest.processes import ProcessRegistry
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PYTHON = os.environ.get("OSWORLD_GYM_A11Y_PYTHON", "/usr/bin/python3")
+HELPER = Path(__file__).with_name("a11y_helper.py")
+TREE_TIMEOUT_S = 30.0
+TERMINAL_TIMEOUT_S = 10.0
+
+
+class A11yUnavailable(RuntimeError):
+    """No AT-SPI tree can be obtained on this guest; the message says why."""
+
+
+class A11yFailed(RuntimeError):
+    """The helper ran but failed or timed out."""
+
+
+class Accessibility:
+    def __init__(self, registry: ProcessRegistry, env: dict[str, str]):
+        self._registry = registry
+        self._env = env
+
+    def _run(self, mode: str, timeout: float) -> str:
+        if not Path(SYSTEM_PYTHON).is_file():
+            raise A11yUnavailable(f"no system Python at {SYSTEM_PYTHON} to run the AT-SPI helper "
+                                  "(set OSWORLD_GYM_A11Y_PYTHON)")
+        if not self._env.get("DBUS_SESSION_BUS_ADDRESS"):
+            raise A11yUnavailable("no D-Bus session bus: start the guest with --start-x (it starts "
+                                  "one when dbus-daemon is installed) or set "
+                                  "DBUS_SESSION_BUS_ADDRESS")
+        try:
+            res = self._registry.run([SYSTEM_PYTHON, str(HELPER), mode], timeout=timeout,
+                                     env=self._env)
+        except subprocess.TimeoutExpired:
+            raise A11yFailed(f"the AT-SPI helper did not finish within {timeout:.0f} s "
+                             "(an application may be hung)") from None
+        err = res.stderr.decode("utf-8", errors="replace").strip()
+        if res.returncode == 3:
+            raise A11yUnavailable(f"pyatspi is not installed for {SYSTEM_PYTHON} (Debian package "
+                                  f"python3-pyatspi): {err[-300:]}")
+        if res.returncode == 4:
+            raise A11yUnavailable(f"the AT-SPI registry is unreachable (at-spi2-core missing?): "
+                                  f"{err[-300:]}")
+        if res.returncode != 0:
+            raise A11yFailed(f"AT-SPI helper failed with status {res.returncode}: {err[-500:]}")
+        return res.stdout.decode("utf-8", errors="replace")
+
+    def tree(self) -> str:
+        """The whole desktop's accessibility tree as OSWorld-style XML."""
+        return self._run("tree", TREE_TIMEOUT_S)
+
+    def terminal(self) -> str | None:
+        """Text of the active terminal widget (gnome-terminal, xfce4-terminal, ...), or None."""
+        try:
+            out = self._run("terminal", TERMINAL_TIMEOUT_S)
+            return json.loads(out).get("output")
+        except (A11yUnavailable, A11yFailed, ValueError) as e:
+            log.debug("terminal output unavailable: %s", e)
+            return None

@@ -1,0 +1,256 @@
+"""The desktop the guest supervises: Xvfb, the window manager and a session D-Bus.
+
+With ``--start-x`` the guest starts all three as its own children; without it, it attaches to
+an existing display and only watches it. The readiness checks poll the real condition (the
+display accepts a connection, the WM owns ``WM_S0``, the bus socket accepts a connection); there
+are no fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from Xlib import display as xdisplay
+from Xlib import error as xerror
+
+from osworld_gym.errors import GuestError, MissingDependencyError
+from osworld_gym.guest.processes import ProcessRegistry, descendants
+
+log = logging.getLogger(__name__)
+
+#: Session services (activated through the bus, then adopted by the guest) that a desktop reset
+#: leaves running: restarting them costs every next app start time and holds no user state.
+SESSION_SERVICES = frozenset({"at-spi-bus-launcher", "at-spi2-registryd"})
+
+
+def parse_screen(spec: str) -> tuple[int, int, int]:
+    """``"1920x1080x24"`` → ``(1920, 1080, 24)``; depth defaults to 24.
+
+    >>> parse_screen("1280x800"), parse_screen("1920x1080x24")
+    ((1280, 800, 24), (1920, 1080, 24))
+    """
+    parts = spec.lower().split("x")
+    try:
+        w, h = int(parts[0]), int(parts[1])
+        depth = int(parts[2]) if len(parts) > 2 else 24
+    except (ValueError, IndexError):
+        raise ValueError(f"screen must look like 1920x1080x24, got {spec!r}") from None
+    if len(parts) > 3 or w < 64 or h < 64 or depth not in (16, 24, 32):
+        raise ValueError(f"screen {spec!r} is out of range (min 64x64, depth 16, 24 or 32)")
+    return w, h, depth
+
+
+def display_number(name: str) -> int:
+    """``":0"`` / ``":95.0"`` → 0 / 95."""
+    try:
+        return int(name.split(":", 1)[1].split(".")[0])
+    except (IndexError, ValueError):
+        raise ValueError(f"display must look like :0, got {name!r}") from None
+
+
+def can_connect(name: str) -> bool:
+    """True if the X server at ``name`` accepts a connection right now."""
+    try:
+        d = xdisplay.Display(name)
+    except (xerror.DisplayError, ConnectionError, OSError):
+        return False
+    d.close()
+    return True
+
+
+def _wait_for(cond, timeout: float, what: str, proc: subprocess.Popen | None = None,
+              log_path: Path | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while not cond():
+        if proc is not None and proc.poll() is not None:
+            tail = _tail(log_path)
+            raise GuestError(f"{what} exited with status {proc.returncode} before it was ready"
+                             + (f": {tail}" if tail else ""))
+        if time.monotonic() > deadline:
+            raise GuestError(f"{what} was not ready after {timeout:.0f} s")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.1)
+
+
+def _die_with_us() -> list[str]:
+    """Prefix that makes a child get SIGKILL if the guest dies without cleaning up.
+
+    Only for children started from the main thread: the kernel signals when the *thread* that
+    forked exits, and request-handler threads exit after every request.
+    """
+    return ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+
+
+def _program(pid: int) -> str:
+    """Basename of a process's argv[0] ('' if unreadable)."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+    except OSError:
+        return ""
+    return os.path.basename(argv0.decode("utf-8", "replace"))
+
+
+def _tail(path: Path | None, n: int = 600) -> str:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(errors="replace")[-n:].strip()
+    except OSError:
+        return ""
+
+
+@dataclass
+class Desktop:
+    """Xvfb + window manager + session bus, owned by the guest process.
+
+    Attributes:
+        display: X display name such as ``":0"``.
+        screen: requested (width, height, depth); the real size is read from the server.
+        wm: ``"openbox"`` or ``"none"``.
+        home: the desktop user's home (the WM reads its config from there).
+        state_dir: private directory for logs and the bus socket.
+        registry: spawns and reaps every child.
+    """
+
+    display: str
+    screen: tuple[int, int, int]
+    wm: str
+    home: Path
+    state_dir: Path
+    registry: ProcessRegistry
+    xvfb: subprocess.Popen | None = field(default=None, init=False)
+    wm_proc: subprocess.Popen | None = field(default=None, init=False)
+    bus: subprocess.Popen | None = field(default=None, init=False)
+    bus_address: str | None = field(default=None, init=False)
+
+    # ---- X server ---------------------------------------------------------------------------
+    def start_x(self, timeout: float = 15.0) -> None:
+        """Start Xvfb on :attr:`display` and wait until it accepts connections."""
+        if shutil.which("Xvfb") is None:
+            raise MissingDependencyError("Xvfb is not installed; install the 'xvfb' package")
+        n = display_number(self.display)
+        if Path(f"/tmp/.X11-unix/X{n}").exists() and can_connect(self.display):
+            raise GuestError(f"display {self.display} is already in use; pick another --display")
+        w, h, depth = self.screen
+        log_path = self.state_dir / "xvfb.log"
+        argv = [*_die_with_us(), "Xvfb", self.display, "-screen", "0", f"{w}x{h}x{depth}",
+                "-nolisten", "tcp", "-br", "+extension", "XTEST", "+extension", "XFIXES",
+                "-dpi", "96"]
+        with open(log_path, "wb") as out:
+            self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        log.info("started Xvfb %s (pid %d)", self.display, self.xvfb.pid)
+        _wait_for(lambda: can_connect(self.display), timeout, f"Xvfb {self.display}", self.xvfb,
+                  log_path)
+
+    def x_alive(self) -> bool:
+        if self.xvfb is not None and self.xvfb.poll() is not None:
+            return False
+        return can_connect(self.display)
+
+    # ---- session bus ------------------------------------------------------------------------
+    def start_bus(self, env: dict[str, str], timeout: float = 10.0) -> str | None:
+        """Start a session ``dbus-daemon`` (for AT-SPI, dconf, ...). None if dbus is missing."""
+        if shutil.which("dbus-daemon") is None:
+            log.warning("dbus-daemon is not installed: no session bus, /accessibility will be 501")
+            return None
+        path = self.state_dir / "bus"
+        path.unlink(missing_ok=True)
+        address = f"unix:path={path}"
+        log_path = self.state_dir / "dbus.log"
+        with open(log_path, "wb") as out:
+            self.bus = self.registry.popen(
+                [*_die_with_us(), "dbus-daemon", "--session", "--nofork", "--nopidfile",
+                 f"--address={address}"],
+                env=env, stdout=out, stderr=subprocess.STDOUT)
+
+        def ready() -> bool:
+            with socket.socket(socket.AF_UNIX) as s:
+                try:
+                    s.connect(str(path))
+                except OSError:
+                    return False
+            return True
+
+        _wait_for(ready, timeout, "dbus-daemon", self.bus, log_path)
+        self.bus_address = address
+        return address
+
+    # ---- window manager ---------------------------------------------------------------------
+    def start_wm(self, env: dict[str, str], timeout: float = 10.0) -> None:
+        """Start the window manager and wait until it manages the screen (owns ``WM_S0``)."""
+        if self.wm == "none":
+            return
+        if self.wm != "openbox":
+            raise ValueError(f"unknown window manager {self.wm!r}; use openbox or none")
+        if shutil.which("openbox") is None:
+            raise MissingDependencyError("openbox is not installed; install the 'openbox' package")
+        argv = ["openbox", "--sm-disable"]
+        rc = self.home / ".config" / "openbox" / "rc.xml"
+        if rc.is_file():
+            argv += ["--config-file", str(rc)]
+        log_path = self.state_dir / "wm.log"
+        with open(log_path, "ab") as out:
+            self.wm_proc = self.registry.popen(argv, env=env, cwd=str(self.home), stdout=out,
+                                               stderr=subprocess.STDOUT)
+        log.info("started %s (pid %d)", self.wm, self.wm_proc.pid)
+        _wait_for(self.wm_running, timeout, self.wm, self.wm_proc, log_path)
+
+    def wm_running(self) -> bool:
+        """True if some window manager owns the ``WM_S0`` selection."""
+        try:
+            d = xdisplay.Display(self.display)
+        except (xerror.DisplayError, ConnectionError, OSError):
+            return False
+        try:
+            return d.get_selection_owner(d.intern_atom("WM_S0")) != 0
+        except (xerror.XError, ConnectionError, OSError):
+            return False
+        finally:
+            d.close()
+
+    def wm_alive(self) -> bool:
+        if self.wm == "none":
+            return False
+        if self.wm_proc is not None:
+            return self.wm_proc.poll() is None
+        return self.wm_running()
+
+    def ensure_wm(self, env: dict[str, str]) -> bool:
+        """Restart the window manager if we own it and it died. Returns True if restarted."""
+        if self.wm == "none" or self.xvfb is None and self.wm_proc is None:
+            return False
+        if self.wm_proc is not None and self.wm_proc.poll() is None:
+            return False
+        log.warning("window manager is not running; restarting it")
+        self.start_wm(env)
+        return True
+
+    def infrastructure_pids(self) -> set[int]:
+        """Processes a desktop reset must not kill: X, WM, bus, and the accessibility services
+        with their private bus (children of the WM are *not* included)."""
+        pids = {p.pid for p in (self.xvfb, self.wm_proc, self.bus)
+                if p is not None and p.poll() is None}
+        procs = descendants(os.getpid())
+        for info in procs:
+            if info.pid not in pids and _program(info.pid) in SESSION_SERVICES:
+                pids.add(info.pid)
+                pids.update(p.pid for p in descendants(info.pid, procs))
+        return pids
+
+    def stop(self) -> None:
+        """Stop WM, bus and X server (in that order); reaps them."""
+        for proc in (self.wm_proc, self.bus, self.xvfb):
+            self.registry.terminate(proc, timeout=3.0)
+        n = display_number(self.display)
+        # Xvfb removes these itself on SIGTERM; one that had to be SIGKILLed may not have.
+        if self.xvfb is not None and not can_connect(self.display):
+            for stale in (Path(f"/tmp/.X{n}-lock"), Path(f"/tmp/.X11-unix/X{n}")):
+                stale.unlink(missing_ok=True)

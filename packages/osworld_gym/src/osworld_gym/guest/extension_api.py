@@ -1,0 +1,78 @@
+"""osworld-gym's own endpoints under ``/osworld_gym/``: typed actions, fast screenshots, reset,
+health."""
+
+from __future__ import annotations
+
+import time
+
+from osworld_gym.actions.primitives import Wait, from_dict
+from osworld_gym.errors import ActionError
+from osworld_gym.guest.app import GuestApp
+from osworld_gym.guest.homedir import HomeError
+from osworld_gym.guest.screen import encode_png, encode_raw
+from osworld_gym.guest.server import HTTPError, Request, Response, Router, json_response
+
+PREFIX = "/osworld_gym"
+#: Most primitives accepted in one request.
+MAX_ACTIONS = 256
+
+
+def register(router: Router, app: GuestApp) -> None:
+    """Add the extension endpoints to ``router``."""
+
+    def actions(req: Request) -> Response:
+        raw = req.json().get("actions")
+        if not isinstance(raw, list):
+            raise HTTPError(400, "body must be {\"actions\": [primitive, ...]}")
+        if len(raw) > MAX_ACTIONS:
+            raise HTTPError(400, f"at most {MAX_ACTIONS} actions per request, got {len(raw)}")
+        prims = []
+        for i, d in enumerate(raw):  # validate everything before executing anything
+            try:
+                p = from_dict(d)
+            except ActionError as e:
+                raise HTTPError(400, f"action {i}: {e}") from None
+            if isinstance(p, Wait):
+                raise HTTPError(400, f"action {i}: wait is executed by the host, not the guest; "
+                                     "send the actions around it in separate requests")
+            prims.append(p)
+        t0 = time.perf_counter()
+        app.xinput.run(prims)
+        exec_ms = (time.perf_counter() - t0) * 1000
+        return json_response({"status": "success", "executed": len(prims),
+                              "timings": {"exec_ms": round(exec_ms, 2)}})
+
+    def screenshot(req: Request) -> Response:
+        fmt = req.query.get("format", "png")
+        if fmt not in ("png", "raw"):
+            raise HTTPError(400, f"format must be png or raw, got {fmt!r}")
+        cursor = req.query.get("cursor", "1") not in ("0", "false", "no")
+        frame = app.screen.capture(cursor=cursor)
+        t0 = time.perf_counter()
+        if fmt == "raw":
+            body, ctype = encode_raw(frame.image), "application/octet-stream"
+        else:
+            body, ctype = encode_png(frame.image), "image/png"
+        encode_ms = (time.perf_counter() - t0) * 1000
+        w, h = frame.image.size
+        return Response(200, body, ctype, {"X-Width": str(w), "X-Height": str(h),
+                                           "X-Capture-Ms": f"{frame.capture_ms:.2f}",
+                                           "X-Encode-Ms": f"{encode_ms:.2f}"})
+
+    def reset(req: Request) -> Response:
+        body = req.json()
+        restore = body.get("restore_home", True)
+        if not isinstance(restore, bool):
+            raise HTTPError(400, f"restore_home must be true or false, got {restore!r}")
+        try:
+            return json_response(app.reset(restore_home=restore))
+        except HomeError as e:
+            raise HTTPError(409, str(e)) from None
+
+    def health(req: Request) -> Response:
+        return json_response(app.health())
+
+    router.add("POST", f"{PREFIX}/actions", actions)
+    router.add("GET", f"{PREFIX}/screenshot", screenshot)
+    router.add("POST", f"{PREFIX}/reset", reset)
+    router.add("GET", f"{PREFIX}/health", health)

@@ -1,0 +1,308 @@
+"""OSWorld's guest endpoints, with OSWorld's request and response shapes.
+
+Where OSWorld answers plain text on success (``/setup/launch``, ``/setup/upload``, window
+operations) we do too; every error is JSON ``{"status": "error", "message": ...}``.
+Not implemented: ``/window_size``, ``/wallpaper``, ``/setup/change_wallpaper``,
+``/setup/download_file`` (the host downloads and uploads), ``/run_python``, ``/run_bash_script``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
+from osworld_gym.guest.app import GuestApp
+from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
+from osworld_gym.guest.screen import encode_png
+from osworld_gym.guest.server import (
+    HTTPError,
+    Request,
+    Response,
+    Router,
+    json_response,
+    text_response,
+)
+
+log = logging.getLogger(__name__)
+
+EXECUTE_TIMEOUT_S = 120.0
+MAX_EXECUTE_TIMEOUT_S = 3600.0
+OPEN_FILE_TIMEOUT_S = 60.0
+MAX_OPEN_FILE_TIMEOUT_S = 1800.0
+MAX_TREE_ENTRIES = 20000
+
+
+def _number(body: dict[str, Any], key: str, default: float, limit: float) -> float:
+    t = body.get(key, default)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= limit:
+        raise HTTPError(400, f"{key} must be a number of seconds in (0, {limit:g}], got {t!r}")
+    return float(t)
+
+
+def _timeout(body: dict[str, Any], default: float, limit: float) -> float:
+    return _number(body, "timeout", default, limit)
+
+
+def command_from(app: GuestApp, body: dict[str, Any]) -> tuple[list[str] | str, bool]:
+    """OSWorld's command rules: a string is shlex-split unless ``shell``; a list with ``shell``
+    is joined; ``~`` / ``~/...`` arguments are expanded to the guest home."""
+    command, shell = body.get("command"), body.get("shell", False)
+    if not isinstance(shell, bool):
+        raise HTTPError(400, f"shell must be true or false, got {shell!r}")
+    if isinstance(command, str) and command.strip():
+        if shell:
+            return command, True
+        try:
+            command = shlex.split(command)
+        except ValueError as e:
+            raise HTTPError(400, f"cannot split command: {e}") from None
+    elif not (isinstance(command, list) and command and all(isinstance(a, str) for a in command)):
+        raise HTTPError(400, "command must be a non-empty string or list of strings")
+    elif shell:
+        return " ".join(command), True
+    return [str(app.resolve(a)) if a == "~" or a.startswith("~/") else a for a in command], False
+
+
+def register(router: Router, app: GuestApp) -> None:
+    """Add OSWorld's endpoints to ``router``."""
+
+    def screenshot(req: Request) -> Response:
+        frame = app.screen.capture(cursor=True)
+        return Response(200, encode_png(frame.image), "image/png")
+
+    def run_command(body: dict[str, Any]) -> dict[str, Any]:
+        argv, shell = command_from(app, body)
+        timeout = _timeout(body, EXECUTE_TIMEOUT_S, MAX_EXECUTE_TIMEOUT_S)
+        try:
+            res = app.registry.run(argv, shell=shell, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise HTTPError(504, f"command timed out after {timeout:g} s and was killed") from None
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+            raise HTTPError(400, f"cannot run {argv!r}: {e}") from None
+        return {"status": "success", "output": res.stdout.decode("utf-8", errors="replace"),
+                "error": res.stderr.decode("utf-8", errors="replace"),
+                "returncode": res.returncode}
+
+    def execute(req: Request) -> Response:
+        return json_response(run_command(req.json()))
+
+    def execute_with_verification(req: Request) -> Response:
+        body = req.json()
+        verification = body.get("verification") or {}
+        if not isinstance(verification, dict):
+            raise HTTPError(400, "verification must be an object")
+        max_wait = _number(body, "max_wait_time", 10, MAX_EXECUTE_TIMEOUT_S)
+        interval = _number(body, "check_interval", 1, 60)
+        result = run_command(body)
+        t0 = time.monotonic()
+        while True:
+            ok = True
+            if (title := verification.get("window_exists")) is not None:
+                ok = any(str(title) in w.title for w in app.windows.list())
+            if ok and (check := verification.get("command_success")) is not None:
+                try:
+                    ok = app.registry.run(str(check), shell=True, timeout=10).returncode == 0
+                except subprocess.TimeoutExpired:
+                    ok = False
+            waited = time.monotonic() - t0
+            if ok:
+                return json_response({**result, "verification": "passed",
+                                      "wait_time": round(waited, 2)})
+            if waited >= max_wait:
+                return json_response({"status": "verification_failed",
+                                      "message": f"verification not met within {max_wait:g} s",
+                                      "wait_time": round(waited, 2), **{
+                                          k: result[k] for k in ("output", "error", "returncode")}},
+                                     500)
+            time.sleep(interval)
+
+    def launch(req: Request) -> Response:
+        argv, shell = command_from(app, req.json())
+        try:
+            with open(app.state_dir / "apps.log", "ab") as out:
+                proc = app.registry.popen(argv, shell=shell, stdout=out, stderr=subprocess.STDOUT)
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
+            raise HTTPError(400, f"cannot launch {argv!r}: {e}") from None
+        log.info("launched %r (pid %d)", argv, proc.pid)
+        return text_response(f"{argv if isinstance(argv, str) else shlex.join(argv)} "
+                             "launched successfully")
+
+    def upload(req: Request) -> Response:
+        form = req.form()
+        path_field, data = form.get("file_path"), form.get("file_data")
+        if path_field is None or not path_field.text:
+            raise HTTPError(400, "missing form field 'file_path'")
+        if data is None:
+            raise HTTPError(400, "missing file field 'file_data'")
+        path = app.resolve(path_field.text)
+        if path.is_dir():
+            raise HTTPError(400, f"{path} is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.upload-{threading.get_ident()}")
+        tmp.write_bytes(data.data)
+        os.replace(tmp, path)
+        return text_response(f"File Uploaded: {len(data.data)} bytes")
+
+    def open_file(req: Request) -> Response:
+        body = req.json()
+        raw = body.get("path")
+        if not isinstance(raw, str) or not raw:
+            raise HTTPError(400, "missing 'path'")
+        timeout = _timeout(body, OPEN_FILE_TIMEOUT_S, MAX_OPEN_FILE_TIMEOUT_S)
+        path = app.resolve(raw)
+        if path.exists():
+            if shutil.which("xdg-open") is None:
+                raise HTTPError(501, "xdg-open is not installed (package xdg-utils)")
+            argv, needle, is_command = ["xdg-open", str(path)], path.name, False
+        elif shutil.which(raw, path=app.env.get("PATH")):
+            argv, needle, is_command = [raw], Path(raw).name, True
+        else:
+            raise HTTPError(404, f"no such file or command: {raw}")
+        with open(app.state_dir / "apps.log", "ab") as out:
+            proc = app.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while True:
+            for w in app.windows.list():
+                if needle in w.title or (is_command and needle.lower() in w.wm_class.lower()):
+                    app.windows.activate_id(w.id)
+                    return text_response("File opened successfully")
+            if not is_command and proc.poll() not in (None, 0):
+                raise HTTPError(500, f"xdg-open {path} failed with status {proc.returncode} "
+                                     "(no application for this file type?)")
+            if time.monotonic() >= deadline:
+                raise HTTPError(504, f"opened {raw}, but no window with {needle!r} in its title "
+                                     f"appeared within {timeout:.0f} s")
+            time.sleep(0.2)
+
+    def _window_args(req: Request) -> tuple[str, bool, bool]:
+        body = req.json()
+        name = body.get("window_name")
+        strict, by_class = body.get("strict", False), body.get("by_class", False)
+        if not isinstance(name, str) or not name:
+            raise HTTPError(400, "missing 'window_name'")
+        if not isinstance(strict, bool) or not isinstance(by_class, bool):
+            raise HTTPError(400, "strict and by_class must be true or false")
+        return name, strict, by_class
+
+    def activate_window(req: Request) -> Response:
+        name, strict, by_class = _window_args(req)
+        if not app.windows.activate(name, strict=strict, by_class=by_class):
+            raise HTTPError(404, f"no window matches {name!r}")
+        return text_response("Window activated successfully")
+
+    def close_window(req: Request) -> Response:
+        name, strict, by_class = _window_args(req)
+        if not app.windows.close(name, strict=strict, by_class=by_class):
+            raise HTTPError(404, f"no window matches {name!r}")
+        return text_response("Window closed successfully")
+
+    def get_file(req: Request) -> Response:
+        path = app.resolve(req.field("file_path"))
+        if path.is_dir():
+            raise HTTPError(400, f"{path} is a directory")
+        if not path.is_file():
+            raise HTTPError(404, f"file not found: {path}")
+        return Response(200, content_type="application/octet-stream", file=path,
+                        headers={"Content-Disposition": f'attachment; filename="{path.name}"'})
+
+    def list_directory(req: Request) -> Response:
+        raw = req.json().get("path")
+        if not isinstance(raw, str) or not raw:
+            raise HTTPError(400, "missing 'path'")
+        path = app.resolve(raw)
+        if not path.is_dir():
+            raise HTTPError(404, f"directory not found: {path}")
+        budget = [MAX_TREE_ENTRIES]
+
+        def tree(p: Path) -> dict[str, Any]:
+            node: dict[str, Any] = {"type": "directory", "name": p.name or str(p), "children": []}
+            try:
+                entries = sorted(os.scandir(p), key=lambda e: e.name)
+            except OSError:
+                return node
+            for e in entries:
+                if budget[0] <= 0:
+                    node["truncated"] = True
+                    break
+                budget[0] -= 1
+                if e.is_dir(follow_symlinks=False):
+                    node["children"].append(tree(Path(e.path)))
+                else:
+                    node["children"].append({"type": "file", "name": e.name})
+            return node
+
+        return json_response({"directory_tree": tree(path)})
+
+    def screen_size(req: Request) -> Response:
+        return json_response({"width": app.screen.width, "height": app.screen.height})
+
+    def cursor_position(req: Request) -> Response:
+        return json_response(list(app.screen.cursor_position()))
+
+    def platform_name(req: Request) -> Response:
+        return text_response(platform.system())
+
+    def terminal(req: Request) -> Response:
+        return json_response({"output": app.a11y.terminal(), "status": "success"})
+
+    def accessibility(req: Request) -> Response:
+        try:
+            return json_response({"AT": app.a11y.tree()})
+        except A11yUnavailable as e:
+            raise HTTPError(501, f"accessibility tree unavailable: {e}") from None
+        except A11yFailed as e:
+            raise HTTPError(500, str(e)) from None
+
+    def desktop_path(req: Request) -> Response:
+        path = app.home / "Desktop"
+        if not path.is_dir():
+            raise HTTPError(404, f"{path} does not exist")
+        return json_response({"desktop_path": str(path)})
+
+    def start_recording(req: Request) -> Response:
+        try:
+            app.recorder.start()
+        except RecordingStateError as e:
+            raise HTTPError(400, str(e)) from None
+        except RecordingFailed as e:
+            raise HTTPError(500, str(e)) from None
+        return text_response("Started recording successfully")
+
+    def end_recording(req: Request) -> Response:
+        try:
+            data = app.recorder.end()
+        except RecordingStateError as e:
+            raise HTTPError(400, str(e)) from None
+        except RecordingFailed as e:
+            raise HTTPError(500, str(e)) from None
+        return Response(200, data, "video/mp4",
+                        {"Content-Disposition": 'attachment; filename="recording.mp4"'})
+
+    router.add("GET", "/screenshot", screenshot)
+    for prefix in ("", "/setup"):
+        router.add("POST", f"{prefix}/execute", execute)
+        router.add("POST", f"{prefix}/execute_with_verification", execute_with_verification)
+    router.add("POST", "/setup/launch", launch)
+    router.add("POST", "/setup/upload", upload)
+    router.add("POST", "/setup/open_file", open_file)
+    router.add("POST", "/setup/activate_window", activate_window)
+    router.add("POST", "/setup/close_window", close_window)
+    router.add("POST", "/file", get_file)
+    router.add("POST", "/list_directory", list_directory)
+    router.add(("GET", "POST"), "/screen_size", screen_size)
+    router.add(("GET", "POST"), "/cursor_position", cursor_position)
+    router.add(("GET", "POST"), "/platform", platform_name)
+    router.add(("GET", "POST"), "/terminal", terminal)
+    router.add(("GET", "POST"), "/accessibility", accessibility)
+    router.add("POST", "/desktop_path", desktop_path)
+    router.add("POST", "/start_recording", start_recording)
+    router.add("POST", "/end_recording", end_recording)

@@ -1,0 +1,309 @@
+"""Process supervision: spawn through one registry, reap orphans, kill process trees.
+
+The guest server is the desktop's supervisor. It declares itself a *child subreaper*
+(``prctl(PR_SET_CHILD_SUBREAPER)``) so that detached grandchildren (``xdg-open`` → app,
+double-forking daemons) are re-parented to it instead of to PID 1. That keeps every process of
+the desktop inside one tree that :func:`descendants` can walk and :meth:`ProcessRegistry.kill_tree`
+can kill.
+
+Re-parented processes become *our* zombies when they exit, so somebody must ``waitpid`` them.
+Reaping with ``waitpid(-1)`` would steal the exit status of processes that a request handler is
+waiting for (``subprocess`` then silently reports 0). The registry therefore spawns every child
+itself under a lock and reaps only zombies whose pid it did not spawn.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, arg: int) -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make orphaned descendants re-parent to this process. Returns False where unsupported."""
+    ok = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    if not ok:
+        log.warning("prctl(PR_SET_CHILD_SUBREAPER) failed; detached apps may escape supervision")
+    return ok
+
+
+def exit_with_parent(sig: int = signal.SIGTERM) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent exits."""
+    return _prctl(_PR_SET_PDEATHSIG, int(sig))
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    """One line of ``/proc/<pid>/stat``, the parts we need."""
+
+    pid: int
+    ppid: int
+    state: str
+    start_time: int
+    comm: str
+
+
+def read_proc(pid: int) -> ProcInfo | None:
+    """Parse ``/proc/<pid>/stat``; None if the process is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+    # comm is in parentheses and may itself contain spaces or parentheses.
+    lpar, rpar = raw.find("("), raw.rfind(")")
+    rest = raw[rpar + 2:].split()
+    try:
+        return ProcInfo(pid=pid, ppid=int(rest[1]), state=rest[0], start_time=int(rest[19]),
+                        comm=raw[lpar + 1:rpar])
+    except (IndexError, ValueError):
+        return None
+
+
+def all_processes() -> list[ProcInfo]:
+    """Every process visible in ``/proc``."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (info := read_proc(int(name))) is not None:
+            out.append(info)
+    return out
+
+
+def descendants(root: int, procs: Iterable[ProcInfo] | None = None) -> list[ProcInfo]:
+    """All processes below ``root`` (not ``root`` itself), parents before children."""
+    children: dict[int, list[ProcInfo]] = {}
+    for p in all_processes() if procs is None else procs:
+        children.setdefault(p.ppid, []).append(p)
+    out: list[ProcInfo] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child.pid)
+    return out
+
+
+def is_alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    info = read_proc(pid)
+    return info is not None and info.state not in ("Z", "X")
+
+
+@dataclass
+class ProcessRegistry:
+    """Spawns, tracks and reaps the supervisor's children.
+
+    Every child must be started through :meth:`popen` (or :meth:`run`): the registry holds
+    ``_lock`` across fork + registration, and :meth:`reap` holds it while scanning, so a zombie
+    it sees is either a registered :class:`subprocess.Popen` (reaped via ``poll()``, which keeps
+    the status in the object) or an orphan it may ``waitpid`` directly.
+    """
+
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    cwd: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _tracked: dict[int, subprocess.Popen] = field(default_factory=dict, init=False, repr=False)
+    _wake_r: int = field(default=-1, init=False, repr=False)
+    _wake_w: int = field(default=-1, init=False, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
+
+    # ---- spawning ---------------------------------------------------------------------------
+    def popen(self, argv: Sequence[str] | str, *, shell: bool = False, new_session: bool = True,
+              env: dict[str, str] | None = None, cwd: str | None = None,
+              **kwargs: Any) -> subprocess.Popen:
+        """Start a child (not waited for) and track it. ``new_session`` gives it its own group."""
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        with self._lock:
+            proc = subprocess.Popen(argv, shell=shell, start_new_session=new_session,
+                                    env=env if env is not None else self.env,
+                                    cwd=cwd if cwd is not None else self.cwd, **kwargs)
+            self._tracked[proc.pid] = proc
+        return proc
+
+    def run(self, argv: Sequence[str] | str, *, timeout: float, shell: bool = False,
+            input: bytes | None = None, env: dict[str, str] | None = None,
+            cwd: str | None = None) -> subprocess.CompletedProcess:
+        """Run to completion with a hard timeout; on timeout the child's whole group is killed.
+
+        Raises :class:`subprocess.TimeoutExpired` after killing.
+        """
+        proc = self.popen(argv, shell=shell, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE,
+                          stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+        try:
+            out, err = proc.communicate(input=input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_group(proc)
+            try:  # a detached grandchild may still hold the pipes open: do not wait for EOF
+                proc.communicate(timeout=2)
+            except subprocess.TimeoutExpired:
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
+                proc.wait(timeout=2)
+            raise
+        finally:
+            self._forget(proc)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def kill_group(self, proc: subprocess.Popen) -> None:
+        """SIGKILL ``proc``'s process group (it was started in its own session)."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            try:
+                proc.kill()
+            except ProcessLookupError:
+                pass
+
+    def _forget(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            if proc.returncode is not None:
+                self._tracked.pop(proc.pid, None)
+
+    # ---- reaping ----------------------------------------------------------------------------
+    def reap(self) -> int:
+        """Collect exited tracked children and orphan zombies. Returns how many orphans."""
+        me = os.getpid()
+        reaped = 0
+        with self._lock:
+            for pid, proc in list(self._tracked.items()):
+                if proc.poll() is not None:
+                    del self._tracked[pid]
+            for info in all_processes():
+                if info.ppid != me or info.state != "Z" or info.pid in self._tracked:
+                    continue
+                try:
+                    if os.waitpid(info.pid, os.WNOHANG)[0] == info.pid:
+                        reaped += 1
+                except ChildProcessError:
+                    pass
+        return reaped
+
+    def wake(self) -> None:
+        """Ask the reaper thread to run now. Async-signal-safe (a SIGCHLD handler may call it):
+        it only writes a byte to a pipe, taking no lock."""
+        if self._wake_w >= 0:
+            try:
+                os.write(self._wake_w, b"x")
+            except (BlockingIOError, OSError):
+                pass
+
+    def start_reaper(self, interval: float = 1.0) -> None:
+        """Reap in a daemon thread: on :meth:`wake` and every ``interval`` seconds."""
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                ready, _, _ = select.select([self._wake_r], [], [], interval)
+                if ready:
+                    try:
+                        while os.read(self._wake_r, 4096):
+                            pass
+                    except (BlockingIOError, OSError):
+                        pass
+                try:
+                    self.reap()
+                except Exception:  # never let the reaper die
+                    log.exception("reaper pass failed")
+
+        self._thread = threading.Thread(target=loop, name="guest-reaper", daemon=True)
+        self._thread.start()
+
+    def stop_reaper(self) -> None:
+        self._stop.set()
+        self.wake()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        fds = (self._wake_r, self._wake_w)
+        self._wake_r = self._wake_w = -1  # before closing: a late wake() must not hit a reused fd
+        for fd in fds:
+            if fd >= 0:
+                os.close(fd)
+
+    # ---- killing ----------------------------------------------------------------------------
+    def kill_tree(self, keep: set[int] | None = None, *, grace: float = 0.3,
+                  keep_subtrees: bool = True) -> int:
+        """Kill every descendant of this process except ``keep`` (and, by default, their subtrees).
+
+        SIGTERM first, up to ``grace`` seconds for them to exit, then SIGKILL; repeats for
+        processes forked meanwhile. Returns how many processes were signalled.
+        """
+        keep = set(keep or ())
+        signalled: set[tuple[int, int]] = set()
+        me = os.getpid()
+
+        def targets() -> list[ProcInfo]:
+            procs = all_processes()
+            spared = set(keep)
+            if keep_subtrees:
+                for pid in keep:
+                    spared.update(p.pid for p in descendants(pid, procs))
+            return [p for p in descendants(me, procs)
+                    if p.pid not in spared and p.state not in ("Z", "X")]
+
+        first = targets()
+        for p in first:
+            _signal(p.pid, signal.SIGTERM)
+            signalled.add((p.pid, p.start_time))
+        deadline = time.monotonic() + grace
+        while first and time.monotonic() < deadline:
+            self.reap()
+            if not any(is_alive(p.pid) for p in first):
+                break
+            time.sleep(0.01)
+        for _ in range(5):
+            left = targets()
+            if not left:
+                break
+            for p in left:
+                _signal(p.pid, signal.SIGKILL)
+                signalled.add((p.pid, p.start_time))
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end and any(is_alive(p.pid) for p in left):
+                time.sleep(0.005)
+            self.reap()
+        self.reap()
+        return len(signalled)
+
+    def terminate(self, proc: subprocess.Popen | None, timeout: float = 2.0) -> None:
+        """Stop one tracked child: SIGTERM, wait up to ``timeout``, SIGKILL; always reaps it."""
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            proc.terminate()
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+        finally:
+            self._forget(proc)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

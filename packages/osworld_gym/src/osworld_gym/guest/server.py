@@ -1,0 +1,297 @@
+"""HTTP machinery of the guest: a threading ``http.server`` on a unix socket or loopback TCP,
+bearer-token auth, routing, and JSON errors.
+
+Every answer that is not a success is JSON ``{"status": "error", "message": ...}``; a handler
+that raises never takes the server down (it becomes a 500). Handlers are plain functions
+``(Request) -> Response``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import shutil
+import socket
+import socketserver
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from osworld_gym.errors import ActionError, GuestError, MissingDependencyError
+from osworld_gym.guest.multipart import Field, FormError, parse_form
+
+log = logging.getLogger(__name__)
+
+#: Largest request body accepted (uploads of task files).
+MAX_BODY = 1 << 30
+#: Seconds an idle keep-alive connection may wait for its next request.
+IDLE_TIMEOUT_S = 300
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+TOKEN_HEADERS = ("X-OSWorld-Token",)
+
+
+class HTTPError(Exception):
+    """Raise in a handler to answer ``status`` with a JSON error ``message``."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: Message
+    body: bytes
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object (an empty body is ``{}``); 400 otherwise."""
+        if not self.body.strip():
+            return {}
+        try:
+            data = json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise HTTPError(400, f"request body is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise HTTPError(400, f"request body must be a JSON object, got {type(data).__name__}")
+        return data
+
+    def form(self) -> dict[str, Field]:
+        try:
+            return parse_form(self.headers.get("Content-Type"), self.body)
+        except FormError as e:
+            raise HTTPError(400, str(e)) from None
+
+    def field(self, name: str) -> str:
+        """A required text field from a form *or* JSON body."""
+        ctype = (self.headers.get("Content-Type") or "").lower()
+        if ctype.startswith("application/json"):
+            value = self.json().get(name)
+        else:
+            f = self.form().get(name)
+            value = f.text if f is not None else None
+        if not isinstance(value, str) or not value:
+            raise HTTPError(400, f"missing form field {name!r}")
+        return value
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    #: Stream this file instead of ``body``.
+    file: Path | None = None
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(status, json.dumps(obj).encode(), "application/json", headers or {})
+
+
+def text_response(text: str, status: int = 200) -> Response:
+    return Response(status, text.encode(), "text/plain; charset=utf-8")
+
+
+def error_response(status: int, message: str) -> Response:
+    return json_response({"status": "error", "message": message}, status)
+
+
+Handler = Callable[[Request], Response]
+
+
+class Router:
+    """``(method, path) -> handler`` with 404/405 JSON answers and bearer-token auth."""
+
+    def __init__(self, token: str):
+        if not token:
+            raise ValueError("the guest needs a non-empty token")
+        self._token = token.encode()
+        self._routes: dict[str, dict[str, Handler]] = {}
+
+    def add(self, methods: str | tuple[str, ...], path: str, handler: Handler) -> None:
+        for m in (methods,) if isinstance(methods, str) else methods:
+            self._routes.setdefault(path, {})[m.upper()] = handler
+
+    def route(self, methods: str | tuple[str, ...], path: str) -> Callable[[Handler], Handler]:
+        def deco(fn: Handler) -> Handler:
+            self.add(methods, path, fn)
+            return fn
+        return deco
+
+    def authorized(self, headers: Message) -> bool:
+        auth = headers.get("Authorization") or ""
+        given = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        for name in TOKEN_HEADERS:
+            given = given or (headers.get(name) or "").strip()
+        return bool(given) and hmac.compare_digest(given.encode(), self._token)
+
+    def dispatch(self, req: Request) -> Response:
+        by_method = self._routes.get(req.path)
+        if by_method is None:
+            raise HTTPError(404, f"no such endpoint: {req.path}")
+        handler = by_method.get(req.method) or (by_method.get("GET") if req.method == "HEAD"
+                                                else None)
+        if handler is None:
+            raise HTTPError(405, f"{req.path} accepts {', '.join(sorted(by_method))}, "
+                                 f"not {req.method}")
+        try:
+            return handler(req)
+        except HTTPError:
+            raise
+        except ActionError as e:
+            raise HTTPError(400, f"invalid action: {e}") from None
+        except MissingDependencyError as e:
+            raise HTTPError(501, str(e)) from None
+        except GuestError as e:
+            raise HTTPError(e.status or 500, str(e)) from None
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "osworld-gym-guest/1"
+    timeout = IDLE_TIMEOUT_S
+    router: Router  # set on the subclass made per server
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    do_POST = do_PUT = do_DELETE = do_HEAD = do_GET
+
+    def _handle(self) -> None:
+        try:
+            resp = self._dispatch()
+        except HTTPError as e:
+            resp = error_response(e.status, e.message)
+        except Exception as e:  # the server must survive any handler bug
+            log.exception("%s %s failed", self.command, self.path)
+            resp = error_response(500, f"internal error: {type(e).__name__}: {e}")
+        try:
+            self._send(resp)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _dispatch(self) -> Response:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        if not self.router.authorized(self.headers):
+            self.close_connection = True  # the body was not read
+            raise HTTPError(401, "missing or wrong token: send 'Authorization: Bearer <token>'")
+        body = self._read_body()
+        return self.router.dispatch(Request(self.command, url.path or "/", query, self.headers,
+                                            body))
+
+    def _read_body(self) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return self._read_chunked()
+        length = self.headers.get("Content-Length")
+        if length is None:
+            return b""
+        try:
+            n = int(length)
+        except ValueError:
+            self.close_connection = True
+            raise HTTPError(400, f"bad Content-Length {length!r}") from None
+        if n < 0 or n > MAX_BODY:
+            self.close_connection = True
+            raise HTTPError(413, f"request body of {n} bytes is over the {MAX_BODY} byte limit")
+        data = self.rfile.read(n)
+        if len(data) != n:
+            self.close_connection = True
+            raise HTTPError(400, "request body shorter than its Content-Length")
+        return data
+
+    def _read_chunked(self) -> bytes:
+        parts, total = [], 0
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                self.close_connection = True
+                raise HTTPError(400, "malformed chunked body") from None
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailers
+                    pass
+                return b"".join(parts)
+            total += size
+            if total > MAX_BODY:
+                self.close_connection = True
+                raise HTTPError(413, f"request body is over the {MAX_BODY} byte limit")
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(8)
+
+    def _send(self, resp: Response) -> None:
+        size = resp.file.stat().st_size if resp.file is not None else len(resp.body)
+        self.send_response(resp.status)
+        self.send_header("Content-Type", resp.content_type)
+        self.send_header("Content-Length", str(size))
+        for k, v in resp.headers.items():
+            self.send_header(k, v)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        if resp.file is not None:
+            with open(resp.file, "rb") as f:
+                shutil.copyfileobj(f, self.wfile, 1 << 20)
+        else:
+            self.wfile.write(resp.body)
+
+    def address_string(self) -> str:
+        return self.client_address[0] if isinstance(self.client_address, tuple) else "unix"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        log.debug("%s %s -> %s", self.command, self.path, code)
+
+
+class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+class _TCPHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+
+class _TCP6HTTPServer(_TCPHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def make_server(router: Router, *, uds: str | None = None, host: str | None = None,
+                port: int | None = None) -> socketserver.BaseServer:
+    """A threading HTTP server on a unix socket (mode 0600) or on a loopback TCP port."""
+    handler = type("GuestRequestHandler", (_RequestHandler,), {"router": router})
+    if uds is not None:
+        path = Path(uds)
+        if path.is_socket():
+            path.unlink()
+        elif path.exists():
+            raise ValueError(f"{uds} exists and is not a socket; refusing to replace it")
+        old = os.umask(0o177)
+        try:
+            return _UnixHTTPServer(str(path), handler)
+        finally:
+            os.umask(old)
+    if host not in LOOPBACK_HOSTS:
+        raise ValueError(f"the guest only listens on loopback ({', '.join(sorted(LOOPBACK_HOSTS))})"
+                         f" or a unix socket, not on {host!r}")
+    if port is None:
+        raise ValueError("--port is required with --host")
+    if host == "::1":
+        return _TCP6HTTPServer((host, port), handler)
+    return _TCPHTTPServer(("127.0.0.1", port), handler)

@@ -1,0 +1,333 @@
+"""Execute primitive actions with XTest (python-xlib), never through a shell or Python code.
+
+Typing any Unicode character works even when the keyboard map has no key for it: like
+``xdotool``, we bind the character's keysym to a *spare* keycode (one with no symbols), type it,
+and later put the spare keycode back to NoSymbol. Restoring is deferred by
+:data:`RESTORE_DELAY_S` because applications look the keycode up when they *process* the key
+event, which can be after we send it; restoring at once would turn late-processed characters
+into nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from Xlib import XK, X
+from Xlib import display as xdisplay
+from Xlib.ext import xtest
+
+from osworld_gym.actions.keys import X_KEYSYM
+from osworld_gym.actions.primitives import (
+    Click,
+    DragTo,
+    Hotkey,
+    KeyDown,
+    KeyUp,
+    MouseDown,
+    MouseUp,
+    MoveTo,
+    Press,
+    Primitive,
+    Scroll,
+    TypeText,
+    Wait,
+)
+from osworld_gym.errors import ActionError, GuestError
+
+log = logging.getLogger(__name__)
+
+for _group in ("xf86", "korean", "katakana", "latin2", "latin3", "latin4", "greek", "cyrillic"):
+    XK.load_keysym_group(_group)
+
+BUTTONS = {"left": 1, "middle": 2, "right": 3}
+#: Seconds after the last use before spare keycodes are put back to NoSymbol.
+RESTORE_DELAY_S = 1.0
+#: Pause after each button event, for the window manager's grab (see ``_button``).
+BUTTON_SETTLE_S = 0.025
+#: The same for wheel clicks (not grabbed by the window manager; just keep them in order).
+WHEEL_SETTLE_S = 0.005
+#: Pause between the clicks of a multi-click (well below any double-click interval).
+CLICK_GAP_S = 0.03
+DRAG_STEPS = 12
+DRAG_STEP_S = 0.015
+#: Flush the request queue after this many typed characters.
+TYPE_FLUSH_EVERY = 16
+
+
+def char_keysym(ch: str) -> int:
+    """The X keysym that types ``ch`` (Latin-1 keysyms equal the code point; others are Unicode).
+
+    >>> [hex(char_keysym(c)) for c in ("a", "é", "Ω", "\\n")]
+    ['0x61', '0xe9', '0x10003a9', '0xff0d']
+    """
+    if ch in "\n\r":
+        return XK.XK_Return
+    if ch == "\t":
+        return XK.XK_Tab
+    cp = ord(ch)
+    if 0x20 <= cp <= 0x7E or 0xA0 <= cp <= 0xFF:
+        return cp
+    return 0x01000000 | cp
+
+
+def key_keysym(name: str) -> int:
+    """Keysym of a canonical key name from :data:`osworld_gym.actions.keys.X_KEYSYM`."""
+    sym_name = X_KEYSYM.get(name)
+    if sym_name is None:
+        raise ActionError(f"unknown key {name!r}")
+    ks = XK.string_to_keysym(sym_name)
+    if ks == X.NoSymbol and sym_name.startswith("XF86"):  # python-xlib spells them XF86_Sleep
+        ks = XK.string_to_keysym("XF86_" + sym_name[4:])
+    if ks == X.NoSymbol and len(sym_name) == 1:
+        ks = char_keysym(sym_name)
+    if ks == X.NoSymbol:
+        raise ActionError(f"key {name!r} has no X keysym {sym_name!r} on this system")
+    return ks
+
+
+class XInput:
+    """Synthetic keyboard and pointer input on one X display. Thread-safe (one lock)."""
+
+    def __init__(self, display_name: str):
+        self._d = xdisplay.Display(display_name)
+        if not self._d.has_extension("XTEST"):
+            raise GuestError(f"X server {display_name} lacks the XTEST extension")
+        screen = self._d.screen()
+        self.width, self.height = screen.width_in_pixels, screen.height_in_pixels
+        self._lock = threading.RLock()
+        self._min_kc = self._d.display.info.min_keycode
+        self._max_kc = self._d.display.info.max_keycode
+        self._keymap: dict[int, tuple[int, int]] = {}  # keysym -> (keycode, level 0/1)
+        self._spare: list[int] = []  # keycodes with no symbols (or bound by us)
+        self._bound: OrderedDict[int, int] = OrderedDict()  # keysym -> spare keycode, LRU order
+        self._restore_timer: threading.Timer | None = None
+        self._keysyms_per_keycode = 1
+        self._load_keymap()
+
+    # ---- public -----------------------------------------------------------------------------
+    def run(self, prims: Iterable[Primitive]) -> None:
+        """Execute validated primitives in order. :class:`Wait` is the host's job and rejected."""
+        with self._lock:
+            if self._restore_timer is not None:
+                self._restore_timer.cancel()
+                self._restore_timer = None
+            self._load_keymap()
+            try:
+                for p in prims:
+                    self._do(p)
+            finally:
+                self._d.sync()
+                if self._bound:
+                    self._restore_timer = threading.Timer(RESTORE_DELAY_S, self.restore_keymap)
+                    self._restore_timer.daemon = True
+                    self._restore_timer.start()
+
+    def pointer(self) -> tuple[int, int]:
+        with self._lock:
+            reply = self._d.screen().root.query_pointer()
+            return reply.root_x, reply.root_y
+
+    def release_all(self) -> None:
+        """Release every pressed key and button (a reset must not inherit a held Shift)."""
+        with self._lock:
+            keys = self._d.query_keymap()  # 32 bytes, one bit per keycode
+            for kc in range(self._min_kc, self._max_kc + 1):
+                if keys[kc // 8] & (1 << (kc % 8)):
+                    xtest.fake_input(self._d, X.KeyRelease, kc)
+            mask = self._d.screen().root.query_pointer().mask
+            for button, bit in ((1, X.Button1Mask), (2, X.Button2Mask), (3, X.Button3Mask)):
+                if mask & bit:
+                    xtest.fake_input(self._d, X.ButtonRelease, button)
+            self._d.sync()
+        self.restore_keymap()
+
+    def restore_keymap(self) -> None:
+        """Put every spare keycode we bound back to NoSymbol."""
+        with self._lock:
+            if not self._bound:
+                return
+            per = self._keysyms_per_keycode
+            for kc in self._bound.values():
+                self._d.change_keyboard_mapping(kc, [(X.NoSymbol,) * per])
+            self._d.sync()
+            log.debug("restored %d spare keycodes", len(self._bound))
+            self._bound.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._restore_timer is not None:
+                self._restore_timer.cancel()
+            try:
+                self.restore_keymap()
+            finally:
+                self._d.close()
+
+    # ---- dispatch ---------------------------------------------------------------------------
+    def _do(self, p: Primitive) -> None:
+        match p:
+            case MoveTo(x, y):
+                self._move(x, y)
+            case Click(x, y, button, clicks):
+                if x is not None:
+                    self._move(x, y)
+                for i in range(clicks):
+                    if i:
+                        time.sleep(CLICK_GAP_S)
+                    self._button(BUTTONS[button], True)
+                    self._button(BUTTONS[button], False)
+            case MouseDown(button, x, y) | MouseUp(button, x, y):
+                if x is not None:
+                    self._move(x, y)
+                self._button(BUTTONS[button], isinstance(p, MouseDown))
+            case DragTo(x, y, button):
+                self._drag(x, y, BUTTONS[button])
+            case Scroll(dy, dx, x, y):
+                if x is not None:
+                    self._move(x, y)
+                for btn, n in ((4 if dy > 0 else 5, abs(dy)), (7 if dx > 0 else 6, abs(dx))):
+                    for _ in range(n):
+                        self._button(btn, True, WHEEL_SETTLE_S)
+                        self._button(btn, False, WHEEL_SETTLE_S)
+            case KeyDown(key):
+                self._key(key_keysym(key), True)
+            case KeyUp(key):
+                self._key(key_keysym(key), False)
+            case Press(key, presses):
+                ks = key_keysym(key)
+                for _ in range(presses):
+                    self._key(ks, True)
+                    self._key(ks, False)
+            case Hotkey(keys):
+                syms = [key_keysym(k) for k in keys]
+                for ks in syms:
+                    self._key(ks, True)
+                for ks in reversed(syms):
+                    self._key(ks, False)
+            case TypeText(text):
+                self._type(text)
+            case Wait():
+                raise ActionError("wait is executed by the host; send the actions around it "
+                                  "separately (GuestClient.run_actions does this)")
+            case _:
+                raise ActionError(f"not a primitive action: {p!r}")
+
+    # ---- pointer ----------------------------------------------------------------------------
+    def _clamp(self, x: int, y: int) -> tuple[int, int]:
+        return min(max(int(x), 0), self.width - 1), min(max(int(y), 0), self.height - 1)
+
+    def _move(self, x: int, y: int) -> None:
+        x, y = self._clamp(x, y)
+        xtest.fake_input(self._d, X.MotionNotify, x=x, y=y)
+        self._d.sync()
+
+    def _button(self, button: int, down: bool, settle: float = BUTTON_SETTLE_S) -> None:
+        xtest.fake_input(self._d, X.ButtonPress if down else X.ButtonRelease, button)
+        # A window manager's synchronous button grab freezes the pointer until it has handled
+        # the press; events sent meanwhile reach the application late and out of place.
+        self._d.sync()
+        time.sleep(settle)
+
+    def _drag(self, x: int, y: int, button: int) -> None:
+        x, y = self._clamp(x, y)
+        reply = self._d.screen().root.query_pointer()
+        x0, y0 = reply.root_x, reply.root_y
+        self._button(button, True)
+        self._d.sync()
+        for i in range(1, DRAG_STEPS + 1):
+            time.sleep(DRAG_STEP_S)
+            xtest.fake_input(self._d, X.MotionNotify, x=round(x0 + (x - x0) * i / DRAG_STEPS),
+                             y=round(y0 + (y - y0) * i / DRAG_STEPS))
+            self._d.sync()
+        time.sleep(DRAG_STEP_S)
+        self._button(button, False)
+
+    # ---- keyboard ---------------------------------------------------------------------------
+    def _load_keymap(self) -> None:
+        count = self._max_kc - self._min_kc + 1
+        rows = self._d.get_keyboard_mapping(self._min_kc, count)
+        self._keysyms_per_keycode = len(rows[0]) if rows else 1
+        keymap: dict[int, tuple[int, int]] = {}
+        spare: list[int] = []
+        bound_codes = set(self._bound.values())
+        for i, row in enumerate(rows):
+            kc = self._min_kc + i
+            if kc in bound_codes or all(ks == X.NoSymbol for ks in row):
+                spare.append(kc)
+            for level, ks in enumerate(row[:2]):
+                if ks != X.NoSymbol and (ks not in keymap or keymap[ks][1] > level):
+                    keymap[ks] = (kc, level)
+        for ks, kc in self._bound.items():
+            keymap[ks] = (kc, 0)
+        self._keymap, self._spare = keymap, spare
+
+    def _bind(self, keysyms: list[int]) -> None:
+        """Make every keysym in ``keysyms`` typeable, binding spare keycodes (LRU eviction)."""
+        missing = [ks for ks in dict.fromkeys(keysyms) if ks not in self._keymap]
+        for ks in keysyms:
+            if ks in self._bound:
+                self._bound.move_to_end(ks)
+        if not missing:
+            return
+        needed = set(keysyms)
+        free = [kc for kc in self._spare if kc not in self._bound.values()]
+        assignments: list[tuple[int, int]] = []
+        evicted = False
+        for ks in missing:
+            if free:
+                assignments.append((ks, free.pop(0)))
+                continue
+            victim = next((v for v in self._bound if v not in needed), None)
+            if victim is None:
+                raise GuestError("no spare keycode left to type this text; split it up")
+            assignments.append((ks, self._bound.pop(victim)))
+            self._keymap.pop(victim, None)
+            evicted = True
+        if evicted:  # let applications process keys typed with the old bindings first
+            self._d.sync()
+            time.sleep(0.05)
+        per = self._keysyms_per_keycode
+        for ks, kc in assignments:
+            self._d.change_keyboard_mapping(kc, [(ks,) * per])
+            self._bound[ks] = kc
+            self._keymap[ks] = (kc, 0)
+        self._d.sync()
+
+    def _key(self, ks: int, down: bool) -> None:
+        if ks not in self._keymap:
+            self._bind([ks])
+        kc, level = self._keymap[ks]
+        shift = self._keymap.get(XK.XK_Shift_L, (None, 0))[0] if level == 1 else None
+        kind = X.KeyPress if down else X.KeyRelease
+        if shift is not None and down:
+            xtest.fake_input(self._d, X.KeyPress, shift)
+        xtest.fake_input(self._d, kind, kc)
+        if shift is not None and not down:
+            xtest.fake_input(self._d, X.KeyRelease, shift)
+
+    def _type(self, text: str) -> None:
+        syms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
+        capacity = max(1, len(self._spare))
+        start = 0
+        while start < len(syms):
+            # The longest run whose unmapped keysyms fit in the spare keycodes at once.
+            end, new = start, set()
+            while end < len(syms):
+                ks = syms[end]
+                if (ks not in self._keymap or ks in self._bound) and ks not in new:
+                    if len(new) == capacity:
+                        break
+                    new.add(ks)
+                end += 1
+            chunk = syms[start:end]
+            self._bind(chunk)
+            for i, ks in enumerate(chunk, 1):
+                self._key(ks, True)
+                self._key(ks, False)
+                if i % TYPE_FLUSH_EVERY == 0:
+                    self._d.sync()
+            self._d.sync()
+            start = end

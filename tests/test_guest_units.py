@@ -1,0 +1,280 @@
+"""Guest parts that need no X server: HTTP layer, forms, home/tmp handling, process
+supervision, key tables and the client's error handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import httpx
+import pytest
+from osworld_gym.actions.keys import X_KEYSYM
+from osworld_gym.client import GuestClient
+from osworld_gym.errors import GuestError
+from osworld_gym.guest import homedir
+from osworld_gym.guest.multipart import FormError, parse_form
+from osworld_gym.guest.server import (
+    HTTPError,
+    Request,
+    Response,
+    Router,
+    json_response,
+    make_server,
+)
+from osworld_gym.guest.windows import Window, matches, parse_wmctrl
+from osworld_gym.guest.xinput import char_keysym, key_keysym
+
+TOKEN = "unit-token"
+
+
+# ---- HTTP layer ---------------------------------------------------------------------------------
+@pytest.fixture
+def http(tmp_path):
+    """A guest HTTP server with toy routes on a unix socket; yields an authorised client."""
+    router = Router(TOKEN)
+
+    def echo(req: Request) -> Response:
+        body = req.json()
+        return json_response({"got": body, "query": req.query})
+
+    def boom(req: Request) -> Response:
+        raise RuntimeError("handler bug")
+
+    def teapot(req: Request) -> Response:
+        raise HTTPError(418, "short and stout")
+
+    def form(req: Request) -> Response:
+        f = req.form()
+        return json_response({k: len(v.data) for k, v in f.items()})
+
+    router.add("POST", "/echo", echo)
+    router.add("GET", "/boom", boom)
+    router.add("GET", "/teapot", teapot)
+    router.add("POST", "/form", form)
+    sock = tmp_path / "s.sock"
+    server = make_server(router, uds=str(sock))
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    client = httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://g",
+                          headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    yield client, sock
+    client.close()
+    server.shutdown()
+    server.server_close()
+
+
+def test_socket_is_private_to_its_owner(http):
+    _, sock = http
+    assert sock.stat().st_mode & 0o777 == 0o600
+
+
+def test_routes_answer_json_and_errors_are_json(http):
+    c, _ = http
+    assert c.post("/echo?a=1", json={"x": [1, "é"]}).json() == {"got": {"x": [1, "é"]},
+                                                                "query": {"a": "1"}}
+    for method, path, kwargs, status in [("GET", "/nowhere", {}, 404),
+                                         ("GET", "/echo", {}, 405),
+                                         ("POST", "/echo", {"content": b"{oops"}, 400),
+                                         ("GET", "/boom", {}, 500),
+                                         ("GET", "/teapot", {}, 418)]:
+        r = c.request(method, path, **kwargs)
+        assert r.status_code == status
+        assert r.json()["status"] == "error" and r.json()["message"]
+    assert "handler bug" in c.get("/boom").json()["message"]
+    assert c.post("/echo", json={}).status_code == 200  # still alive after a 500
+
+
+def test_auth_accepts_bearer_or_osworld_header_only_with_the_right_token(http):
+    _, sock = http
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://g") as raw:
+        assert raw.post("/echo", json={}).status_code == 401
+        wrong = {"Authorization": "Bearer nope"}
+        assert raw.post("/echo", json={}, headers=wrong).status_code == 401
+        assert raw.post("/echo", json={}, headers={"X-OSWorld-Token": TOKEN}).status_code == 200
+        lower = {"authorization": f"bearer {TOKEN}"}
+        assert raw.post("/echo", json={}, headers=lower).status_code == 200
+        # A rejected request with a body must not poison the next request on the connection.
+        assert raw.post("/echo", content=b"x" * 100_000).status_code == 401
+        assert raw.post("/echo", json={}, headers={"X-OSWorld-Token": TOKEN}).status_code == 200
+
+
+def test_chunked_bodies_and_multipart_uploads_arrive_intact(http):
+    c, _ = http
+    chunks = iter([b'{"a": ', b'"chunked"}'])
+    assert c.post("/echo", content=chunks).json()["got"] == {"a": "chunked"}
+    blob = os.urandom(300_000) + b"\r\n--\r\n"
+    r = c.post("/form", data={"file_path": "/x/y"}, files={"file_data": ("f", blob)})
+    assert r.json() == {"file_path": 4, "file_data": len(blob)}
+
+
+def test_only_loopback_tcp_is_allowed(tmp_path):
+    router = Router(TOKEN)
+    with pytest.raises(ValueError, match="loopback"):
+        make_server(router, host="0.0.0.0", port=0)
+    server = make_server(router, host="127.0.0.1", port=0)
+    assert server.server_address[0] == "127.0.0.1"
+    server.server_close()
+    plain = tmp_path / "plain"
+    plain.write_text("not a socket")
+    with pytest.raises(ValueError, match="not a socket"):
+        make_server(router, uds=str(plain))
+
+
+# ---- forms ------------------------------------------------------------------------------------
+def test_multipart_rejects_malformed_bodies():
+    for ctype, body in [("multipart/form-data", b"--x\r\n"),
+                        ("multipart/form-data; boundary=x", b"no boundary here"),
+                        ("multipart/form-data; boundary=x",
+                         b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nunterminated'),
+                        ("text/plain", b"hello")]:
+        with pytest.raises(FormError):
+            parse_form(ctype, body)
+
+
+# ---- windows and keys ---------------------------------------------------------------------------
+def test_wmctrl_listing_and_matching_follow_wmctrl():
+    wins = parse_wmctrl("0x01  0 mousepad.Mousepad  host notes.txt - Mousepad\n"
+                        "0x02 -1 N/A  host \nbad line\n")
+    assert wins[0] == Window("0x01", 0, "mousepad.Mousepad", "notes.txt - Mousepad")
+    assert wins[1].title == "" and len(wins) == 2
+    assert matches(wins[0], "NOTES", strict=False, by_class=False)
+    assert not matches(wins[0], "notes.txt", strict=True, by_class=False)
+    assert matches(wins[0], "mousepad.Mousepad", strict=True, by_class=True)
+
+
+def test_every_key_name_has_an_x_keysym():
+    for name in X_KEYSYM:
+        assert key_keysym(name) > 0, name
+    assert char_keysym("\t") == key_keysym("tab")
+    assert char_keysym("✓") == 0x1002713
+
+
+# ---- home and tmp -------------------------------------------------------------------------------
+def test_home_is_populated_restored_in_place_and_never_wiped_when_foreign(tmp_path):
+    home = tmp_path / "home"
+    assert homedir.prepare_home(home, homedir.SKEL)
+    assert (home / ".config" / "openbox" / "rc.xml").is_file()
+    assert all((home / d).is_dir() for d in ("Desktop", "Documents", "Downloads"))
+    inode = home.stat().st_ino
+    (home / "Desktop" / "junk").write_text("x")
+    (home / ".config" / "openbox" / "rc.xml").unlink()
+    keep = home / "run" / "guest.sock"
+    keep.parent.mkdir()
+    keep.write_text("server file")
+    homedir.restore_home(home, homedir.SKEL, protect=[keep])
+    assert home.stat().st_ino == inode
+    assert not (home / "Desktop" / "junk").exists()
+    assert (home / ".config" / "openbox" / "rc.xml").is_file()
+    assert keep.read_text() == "server file"
+
+    foreign = tmp_path / "someone"
+    foreign.mkdir()
+    (foreign / "precious").write_text("do not delete")
+    assert not homedir.prepare_home(foreign, homedir.SKEL)
+    with pytest.raises(homedir.HomeError, match="refusing"):
+        homedir.restore_home(foreign, homedir.SKEL)
+    assert (foreign / "precious").exists()
+
+
+def test_tmp_clean_keeps_x11_sockets_and_protected_paths(tmp_path):
+    for name in (".X11-unix/X5", ".X5-lock", "junk/deep/file", "state/bus", "loose"):
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("x")
+    homedir.clean_tmp(tmp_path, protect=[tmp_path / "state"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".X11-unix", ".X5-lock", "state"]
+    assert (tmp_path / "state" / "bus").exists()
+
+
+# ---- process supervision (in a child interpreter, never on pytest's own tree) ------------------
+def _in_child(code: str) -> dict:
+    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_subreaper_adopts_orphans_and_kill_tree_leaves_nothing():
+    out = _in_child("""
+        import json, os, time
+        from osworld_gym.guest.processes import ProcessRegistry, become_subreaper, descendants
+        assert become_subreaper()
+        reg = ProcessRegistry()
+        reg.start_reaper(interval=0.1)
+        reg.run(["sh", "-c", "sleep 100 >/dev/null 2>&1 & sleep 101 >/dev/null 2>&1 &"], timeout=5)
+        keep = reg.popen(["sleep", "102"])
+        time.sleep(0.2)
+        adopted = sorted(p.comm for p in descendants(os.getpid()) if p.ppid == os.getpid())
+        t0 = time.perf_counter()
+        killed = reg.kill_tree(keep={keep.pid})
+        ms = (time.perf_counter() - t0) * 1000
+        time.sleep(0.3)
+        left = [(p.comm, p.state) for p in descendants(os.getpid())]
+        reg.terminate(keep)
+        reg.stop_reaper()
+        print(json.dumps({"adopted": adopted, "killed": killed, "left": left, "ms": ms,
+                          "after": [p.comm for p in descendants(os.getpid())]}))
+    """)
+    assert out["adopted"] == ["sleep", "sleep", "sleep"]
+    assert out["killed"] == 2
+    assert out["left"] == [["sleep", "S"]]  # only the kept one
+    assert out["after"] == []
+
+
+def test_exit_statuses_are_never_stolen_by_the_reaper():
+    out = _in_child("""
+        import json, threading
+        from osworld_gym.guest.processes import ProcessRegistry, become_subreaper
+        become_subreaper()
+        reg = ProcessRegistry()
+        reg.start_reaper(interval=0.001)
+        codes = []
+        def work(i):
+            codes.append(reg.run(["sh", "-c", f"(sleep 0.01 &) ; exit {i % 7 + 1}"], timeout=10)
+                         .returncode - (i % 7 + 1))
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(40)]
+        [t.start() for t in ts]
+        [t.join() for t in ts]
+        reg.stop_reaper()
+        print(json.dumps({"codes": codes}))
+    """)
+    assert out["codes"] == [0] * 40
+
+
+def test_run_kills_the_whole_group_on_timeout():
+    out = _in_child("""
+        import json, subprocess, time
+        from osworld_gym.guest.processes import ProcessRegistry, descendants
+        import os
+        reg = ProcessRegistry()
+        t0 = time.monotonic()
+        try:
+            reg.run(["sh", "-c", "sleep 50 & sleep 51"], timeout=0.3)
+            raised = False
+        except subprocess.TimeoutExpired:
+            raised = True
+        time.sleep(0.2)
+        reg.reap()
+        print(json.dumps({"raised": raised, "s": time.monotonic() - t0,
+                          "left": [p.comm for p in descendants(os.getpid())]}))
+    """)
+    assert out["raised"] and out["s"] < 5 and out["left"] == []
+
+
+# ---- client errors ------------------------------------------------------------------------------
+def test_client_reports_unreachable_guests_as_guest_errors(tmp_path):
+    with GuestClient(uds=str(tmp_path / "missing.sock"), token="t", retries=1) as c:
+        with pytest.raises(GuestError) as e:
+            c.health()
+        assert e.value.endpoint == "/osworld_gym/health" and "connect" in str(e.value)
+        t0 = time.monotonic()
+        with pytest.raises(GuestError, match="not ready after"):
+            c.wait_ready(timeout=0.5)
+        assert time.monotonic() - t0 < 3
+    with pytest.raises(ValueError):
+        GuestClient(token="t")
