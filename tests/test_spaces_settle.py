@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 
@@ -43,3 +44,18 @@ def test_settle_gives_up_at_the_cap_on_a_screen_that_never_stops():
     cfg = SettleConfig(min_s=0.0, quiet_s=0.2, max_s=0.1, poll_s=0.01)
     _, facts = wait_until_settled(lambda: np.full((8, 8, 3), next(counter) % 256, np.uint8), cfg)
     assert facts["settle_capped"] == 1.0
+
+
+def test_settle_waits_for_a_late_window_when_nothing_changed_yet():
+    blank = np.zeros((40, 40, 3), np.uint8)
+    window = np.full((40, 40, 3), 200, np.uint8)
+    start = None
+
+    def capture():
+        nonlocal start
+        start = start or time.monotonic()
+        return window if time.monotonic() - start > 0.3 else blank
+
+    cfg = SettleConfig(min_s=0.0, quiet_s=0.1, first_change_s=1.0, max_s=3.0, poll_s=0.02)
+    frame, facts = wait_until_settled(capture, cfg, previous=blank)
+    assert (frame == window).all() and facts["screen_changed"] == 1.0

@@ -308,7 +308,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
 
     def _obs(self, client) -> ObsType:
         assert self._task is not None and self._frame is not None
-        obs: ObsType = {"screenshot": self._frame, "instruction": self._task.instruction}
+        # after an infrastructure error the last good frame is repeated: hand out a copy of it
+        frame = self._frame if client is not None else self._frame.copy()
+        obs: ObsType = {"screenshot": frame, "instruction": self._task.instruction}
         if self.a11y_tree:
             tree = None
             if client is not None:

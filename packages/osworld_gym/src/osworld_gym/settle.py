@@ -2,8 +2,9 @@
 
 After an action the env polls screenshots until the screen has been still for ``quiet_s``
 (frames compared on a coarse grid, so a blinking caret or clock does not count as motion), or
-until ``max_s`` has passed. The last frame polled is the observation, so settling costs no
-extra capture.
+until ``max_s`` has passed. Apps take a moment to map their first window, so while the screen
+still shows exactly the frame from before the action, stillness only counts after
+``first_change_s``. The last frame polled is the observation, so settling costs no extra capture.
 
 >>> import numpy as np
 >>> a = np.zeros((100, 100, 3), np.uint8); b = a.copy(); b[50:60, 50:60] = 255
@@ -27,6 +28,8 @@ class SettleConfig:
     Attributes:
         min_s: always wait at least this long after an action (input events to be processed).
         quiet_s: the screen must stay unchanged for this long.
+        first_change_s: while nothing at all has changed since the action, keep waiting this
+            long for a first change (a window being mapped) before stillness counts.
         max_s: give up waiting after this long; the latest frame is returned.
         poll_s: pause between captures.
         threshold: fraction of sampled pixels that may differ between frames and still count
@@ -36,6 +39,7 @@ class SettleConfig:
 
     min_s: float = 0.05
     quiet_s: float = 0.3
+    first_change_s: float = 1.0
     max_s: float = 3.0
     poll_s: float = 0.05
     threshold: float = 2e-4
@@ -61,16 +65,19 @@ def wait_until_settled(capture: Callable[[], np.ndarray], cfg: SettleConfig = Se
     time.sleep(cfg.min_s)
     frame = capture()
     n = 1
+    changed = previous is None or changed_fraction(previous, frame, cfg.stride) > cfg.threshold
     still_since = time.monotonic()
     while True:
         now = time.monotonic()
-        if now - still_since >= cfg.quiet_s or now - t0 >= cfg.max_s:
+        waited_for_change = changed or now - t0 >= cfg.first_change_s
+        if (waited_for_change and now - still_since >= cfg.quiet_s) or now - t0 >= cfg.max_s:
             break
         time.sleep(cfg.poll_s)
         nxt = capture()
         n += 1
         if changed_fraction(frame, nxt, cfg.stride) > cfg.threshold:
             still_since = time.monotonic()
+            changed = True
         frame = nxt
     elapsed = time.monotonic() - t0
     facts = {"settle_ms": 1000 * elapsed, "settle_frames": float(n),

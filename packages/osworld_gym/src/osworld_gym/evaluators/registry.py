@@ -49,6 +49,15 @@ _METRICS: dict[str, str | Metric] = {
     "check_direct_json_object": f"{_M}.general:check_direct_json_object",
     "infeasible": f"{_M}.general:infeasible",
     "compare_text_file": f"{_M}.text:compare_text_file",
+    "check_list": f"{_M}.text:check_list",
+    "check_json_settings": f"{_M}.text:check_json_settings",
+    "compare_table": f"{_M}.table:compare_table",
+    "compare_docx_files": f"{_M}.docs:compare_docx_files",
+    "compare_pptx_files": f"{_M}.slides:compare_pptx_files",
+    "compare_pdfs": f"{_M}.pdf:compare_pdfs",
+    "compare_images": f"{_M}.images:compare_images",
+    "is_expected_url_pattern_match": f"{_M}.chrome:is_expected_url_pattern_match",
+    "is_expected_active_tab": f"{_M}.chrome:is_expected_active_tab",
 }
 
 

@@ -173,14 +173,25 @@ class LocalProvider(Provider):
             self._client = None
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
+            tree = _descendants(proc.pid)
             try:  # the whole session: bwrap, or in no-sandbox mode the guest and its children
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            for pid in tree:  # apps in their own sessions die with the namespace; don't wait for it
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 log.error("sandbox process %d did not exit after SIGKILL", proc.pid)
+            deadline = time.monotonic() + 5
+            while (left := [p for p in tree if _running(p)]) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if left:
+                log.error("desktop processes %s survived SIGKILL", left)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -264,6 +275,35 @@ class LocalProvider(Provider):
                 raise InfraError(f"no guest socket after {self.start_timeout:.0f} s")
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
+
+
+def _descendants(root: int) -> list[int]:
+    """PIDs of every process below ``root`` (read from /proc; the sandbox's are visible here)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _free_display() -> str:

@@ -1,9 +1,14 @@
-"""Metrics on text files."""
+"""Metrics on text files: whole-file comparison, line patterns, JSON settings files."""
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
 
 
 def _normalise(text: str, *, ignore_blanks: bool, ignore_case: bool) -> str:
@@ -41,3 +46,62 @@ def compare_text_file(
     b = Path(expected).read_text(encoding="utf-8", errors="replace")
     opts = {"ignore_blanks": ignore_blanks, "ignore_case": ignore_case}
     return float(_normalise(a, **opts) == _normalise(b, **opts))
+
+
+def check_list(result: str | None, rules: dict[str, list[str]]) -> float:
+    """1 if every ``rules["expect"]`` regex matches some line of the file ``result`` and no
+    ``rules["unexpect"]`` regex matches any line (both lists optional). Missing file: 0.
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "list.txt"
+    >>> _ = f.write_text("apple 3\\nbanana 5\\n")
+    >>> check_list(str(f), {"expect": [r"^apple \\d$", "banana"], "unexpect": ["cherry"]})
+    1.0
+    >>> check_list(str(f), {"expect": ["cherry"]})
+    0.0
+    """
+    if not result or not Path(result).is_file():
+        return 0.0
+    expect = [re.compile(p) for p in rules.get("expect", [])]
+    unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
+    found = [False] * len(expect)
+    for line in Path(result).read_text(encoding="utf-8", errors="replace").splitlines():
+        if any(p.search(line) for p in unexpect):
+            return 0.0
+        for i, p in enumerate(expect):
+            found[i] = found[i] or p.search(line) is not None
+    return float(all(found))
+
+
+def check_json_settings(result: str | None, expected: dict[str, Any]) -> float:
+    """1 if the JSON settings file ``result`` has every key of ``expected["expected"]`` with an
+    equal value (other keys are ignored). ``//`` and ``/* */`` comments and trailing commas, as
+    VS Code writes them, are tolerated. A missing or unparsable file scores 0.
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "settings.json"
+    >>> _ = f.write_text('{\\n  // editor\\n  "editor.tabSize": 2,\\n  "a": [1],\\n}')
+    >>> check_json_settings(str(f), {"expected": {"editor.tabSize": 2}})
+    1.0
+    >>> check_json_settings(str(f), {"expected": {"editor.tabSize": 4}})
+    0.0
+    """
+    if not result or not Path(result).is_file():
+        return 0.0
+    text = Path(result).read_text(encoding="utf-8", errors="replace")
+    try:
+        data = json.loads(_strip_jsonc(text))
+    except json.JSONDecodeError as exc:
+        logger.info("check_json_settings: %s is not JSON: %s", result, exc)
+        return 0.0
+    if not isinstance(data, dict):
+        return 0.0
+    return float(all(k in data and data[k] == v for k, v in expected["expected"].items()))
+
+
+_JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
+
+
+def _strip_jsonc(text: str) -> str:
+    """Drop comments and trailing commas outside strings."""
+    return _JSONC_TOKENS.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)

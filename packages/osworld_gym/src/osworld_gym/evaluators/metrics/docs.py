@@ -1,0 +1,131 @@
+"""Metrics on word-processor documents (``.docx`` through python-docx, ``.odt`` through lxml)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from osworld_gym.evaluators.metrics.match import fuzzy_ratio
+from osworld_gym.evaluators.metrics.options import check_options, honours
+
+logger = logging.getLogger(__name__)
+
+_ODF_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+_ODF_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
+
+
+def docx_paragraphs(path: str) -> list[str]:
+    """The text of each body paragraph of a ``.docx`` (tables, headers, footers excluded)."""
+    from docx import Document
+
+    return [p.text for p in Document(path).paragraphs]
+
+
+def odt_paragraphs(path: str) -> list[str]:
+    """The text of each ``text:p`` paragraph of an ``.odt`` body, in document order."""
+    from lxml import etree
+
+    with zipfile.ZipFile(path) as z:
+        root = etree.fromstring(z.read("content.xml"))
+    body = root.find(f"{{{_ODF_OFFICE}}}body")
+    if body is None:
+        return []
+    return [_odf_text(p) for p in body.iter(f"{{{_ODF_TEXT}}}p")]
+
+
+def _odf_text(element: Any) -> str:
+    parts: list[str] = [element.text or ""]
+    for child in element:
+        local = child.tag.rsplit("}", 1)[-1] if isinstance(child.tag, str) else ""
+        if local == "s":
+            parts.append(" " * int(child.get(f"{{{_ODF_TEXT}}}c", "1")))
+        elif local == "tab":
+            parts.append("\t")
+        elif local == "line-break":
+            parts.append("\n")
+        elif local not in ("note", "annotation"):
+            parts.append(_odf_text(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def _paragraphs(path: str) -> list[str]:
+    suffix = Path(path).suffix.lower()
+    if suffix == ".docx":
+        return docx_paragraphs(path)
+    if suffix == ".odt":
+        return odt_paragraphs(path)
+    raise ValueError(f"not a .docx or .odt file: {path}")
+
+
+def _squash(paragraphs: list[str], ignore_case: bool) -> str:
+    text = re.sub(r"\s+", " ", "\n".join(paragraphs)).strip()
+    return text.lower() if ignore_case else text
+
+
+@honours(
+    "ignore_blanks", "ignore_case", "ignore_order", "content_only", "fuzzy_match",
+    "delete_empty_lines",
+)
+def compare_docx_files(result: str | None, expected: str | None, **options: Any) -> float:
+    """Compare the paragraph texts of two documents (both ``.docx`` or both ``.odt``).
+
+    Options (OSWorld's, same defaults):
+
+    * ``ignore_blanks`` (true): join the paragraphs and collapse all whitespace, then compare the
+      whole text; false compares paragraph by paragraph (the counts must match).
+    * ``ignore_case`` (false), ``ignore_order`` (false: sort the paragraphs first),
+      ``delete_empty_lines`` (false: drop blank paragraphs first).
+    * ``fuzzy_match`` (false): score the similarity ratio instead of 0/1 (per paragraph, averaged,
+      when ``ignore_blanks`` is false).
+    * ``content_only`` (false): the similarity ratio of the whitespace-collapsed texts.
+
+    A missing, unreadable or differently-typed result scores 0.
+
+    >>> import tempfile, pathlib, docx
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for name, lines in [("a", ["Hello", "World"]), ("b", ["hello ", "world"])]:
+    ...     doc = docx.Document(); _ = [doc.add_paragraph(t) for t in lines]; doc.save(d / f"{name}.docx")
+    >>> compare_docx_files(str(d / "a.docx"), str(d / "b.docx"))
+    0.0
+    >>> compare_docx_files(str(d / "a.docx"), str(d / "b.docx"), ignore_case=True)
+    1.0
+    """
+    check_options("compare_docx_files", options, compare_docx_files.honoured_options)
+    if not result or not expected:
+        return 0.0
+    if Path(result).suffix.lower() != Path(expected).suffix.lower():
+        logger.info("compare_docx_files: %s and %s are of different types", result, expected)
+        return 0.0
+    try:
+        mine = _paragraphs(result)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        logger.info("compare_docx_files: cannot read result %s: %s", result, exc)
+        return 0.0
+    gold = _paragraphs(expected)
+
+    ignore_case = bool(options.get("ignore_case", False))
+    if options.get("ignore_order", False):
+        mine, gold = sorted(mine), sorted(gold)
+    if options.get("delete_empty_lines", False):
+        mine, gold = [p for p in mine if p.strip()], [p for p in gold if p.strip()]
+
+    if options.get("content_only", False):
+        return fuzzy_ratio(_squash(mine, ignore_case), _squash(gold, ignore_case))
+    if options.get("ignore_blanks", True):
+        a, b = _squash(mine, ignore_case), _squash(gold, ignore_case)
+        if options.get("fuzzy_match", False):
+            return fuzzy_ratio(a, b)
+        return float(a == b)
+    if len(mine) != len(gold):
+        return 0.0
+    if ignore_case:
+        mine, gold = [p.lower() for p in mine], [p.lower() for p in gold]
+    if options.get("fuzzy_match", False):
+        if not gold:
+            return 1.0
+        return sum(fuzzy_ratio(a, b) for a, b in zip(mine, gold, strict=True)) / len(gold)
+    return float(mine == gold)

@@ -1,0 +1,312 @@
+"""``compare_table``: OSWorld's spreadsheet metric, a list of rules that must all hold.
+
+``compare_table(result, expected=None, rules=[...])`` opens the result workbook (and the gold
+one when given) with openpyxl and checks each rule in order; the first failing rule scores 0.
+A result that is missing or not a readable ``.xlsx`` scores 0; an unreadable gold file raises.
+
+Sheets are addressed as in OSWorld: an ``int`` is a sheet index in the *result*;
+``"RI<n>"``/``"RN<name>"`` are the result's sheet ``n`` / named ``name``, ``"EI<n>"``/
+``"EN<name>"`` the expected workbook's. A sheet that does not exist fails the rule.
+
+Rules (``type`` and its keys):
+
+================  ====================================================================
+``sheet_name``    the two workbooks have the same sheet names in the same order
+``sheet_data``    ``sheet_idx0``, ``sheet_idx1``: equal cell values (cached values of
+                  formulas); ``precision`` (decimals numbers are rounded to, default 4),
+                  ``ignore_case``. As with OSWorld's pandas reading, blank rows are skipped
+                  and trailing blank columns ignored; unlike pandas, ``3`` equals ``3.0``.
+``sheet_fuzzy``   ``sheet_idx0``, ``sheet_idx1``, ``rules: [{range: [..], type:
+                  exact_match|includes|included_by|fuzzy_match, threshold (0-100, default
+                  85), ignore_case, ignore_chars, trim_leadings, trim_trailings,
+                  normalization: [[old, new], ..]}]``; cells compared as ``str(value)``
+                  (an empty cell is ``"None"``, as in OSWorld)
+``check_cell``    ``sheet_idx``, ``coordinate``, ``props: {prop: {method, ref}}`` where prop
+                  is ``value`` or a style property (below); see :func:`.match.match_value`
+``style``         ``sheet_idx0``, ``sheet_idx1``, ``props: [...]``: every cell's style props
+                  equal (conditional formatting is not applied)
+``freeze``        ``sheet_idx0``, ``sheet_idx1``: same frozen panes
+``zoom``          ``sheet_idx``, ``method``, ``ref``: the zoom (default 100) matches
+``data_validation``  ``sheet_idx``, ``dv_props: [{attr: {method, ref}}]``: at least as many
+                  validations as entries, each validation matching one entry
+``filter``        ``sheet_idx0``, ``sheet_idx1``: same auto-filter (range, column filters,
+                  sort state)
+``row_props``     ``sheet_idx0``, ``sheet_idx1``, ``props`` (e.g. ``["hidden", "height"]``)
+``col_props``     same for columns (e.g. ``["hidden", "width"]``)
+================  ====================================================================
+
+Style properties (OSWorld's names; ``None`` for empty cells): ``number_format`` (numeric
+cells only), ``font_name``, ``font_family``, ``font_color``, ``font_bold``, ``font_italic``,
+``font_underline``, ``font_size``, ``fill_type``, ``bgcolor``, ``fgcolor``, ``hyperlink``,
+``merge``.
+
+Not implemented (a task using them is classified unsupported and raises here):
+``sheet_print``, ``sparkline``, ``chart``, ``pivot_table``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import zipfile
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from osworld_gym.evaluators.metrics import table_props as props
+from osworld_gym.evaluators.metrics.match import fuzzy_ratio, match_value, range_cells
+from osworld_gym.evaluators.metrics.options import check_options, honours
+
+logger = logging.getLogger(__name__)
+
+#: OSWorld rule types osworld-gym implements.
+SUPPORTED_RULES = frozenset(
+    {
+        "sheet_name",
+        "sheet_data",
+        "sheet_fuzzy",
+        "check_cell",
+        "style",
+        "freeze",
+        "zoom",
+        "data_validation",
+        "filter",
+        "row_props",
+        "col_props",
+    }
+)
+#: OSWorld rule types that exist but are not implemented here.
+UNSUPPORTED_RULES = frozenset({"sheet_print", "sparkline", "chart", "pivot_table"})
+
+
+class Workbook:
+    """One ``.xlsx`` file, opened lazily twice: cached values, and formulas with styles."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    @cached_property
+    def values(self) -> Any:
+        import openpyxl
+
+        return openpyxl.load_workbook(self.path, data_only=True)
+
+    @cached_property
+    def formulas(self) -> Any:
+        import openpyxl
+
+        return openpyxl.load_workbook(self.path, data_only=False)
+
+
+def sheet(idx: int | str, result: Workbook, expected: Workbook | None, *, styles: bool = False) -> Any:
+    """The worksheet ``idx`` names (OSWorld addressing), or ``None`` if it does not exist.
+
+    ``styles=True`` reads the workbook with formulas kept (as OSWorld does for styles).
+
+    Raises:
+        ValueError: a malformed index, or an ``E..`` index without an expected workbook.
+    """
+    if isinstance(idx, int):
+        book, by, key = result, "I", str(idx)
+    elif isinstance(idx, str) and len(idx) >= 2 and idx[0] in "RE" and idx[1] in "IN":
+        book, by, key = (result if idx[0] == "R" else expected), idx[1], idx[2:]
+    else:
+        raise ValueError(f"unrecognised sheet index {idx!r} (use an int, RI0, RNname, EI0, ENname)")
+    if book is None:
+        raise ValueError(f"sheet index {idx!r} refers to the expected workbook, but none is given")
+    wb = book.formulas if styles else book.values
+    if by == "I":
+        i = int(key)
+        return wb.worksheets[i] if 0 <= i < len(wb.worksheets) else None
+    return wb[key] if key in wb.sheetnames else None
+
+
+@honours("rules")
+def compare_table(result: str | None, expected: str | None = None, **options: Any) -> float:
+    """1 if every rule of ``options["rules"]`` holds for the result workbook, else 0.
+
+    >>> import tempfile, openpyxl, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); wb = openpyxl.Workbook(); wb.active["A1"] = 7
+    >>> wb.save(d / "r.xlsx")
+    >>> compare_table(str(d / "r.xlsx"), rules=[{"type": "check_cell", "sheet_idx": 0,
+    ...     "coordinate": "A1", "props": {"value": {"method": "eq", "ref": 7}}}])
+    1.0
+    """
+    check_options("compare_table", options, compare_table.honoured_options)
+    rules = options.get("rules")
+    if not isinstance(rules, list):
+        raise ValueError("compare_table needs options.rules, a list of rule objects")
+    if not result:
+        return 0.0
+    book_r = Workbook(result)
+    try:
+        book_r.values  # noqa: B018 - open now: an unreadable result scores 0
+    except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        logger.info("compare_table: cannot read result %s: %s", result, exc)
+        return 0.0
+    book_e = Workbook(expected) if expected else None
+    for i, rule in enumerate(rules):
+        kind = rule.get("type")
+        check = _RULES.get(kind)
+        if check is None:
+            raise NotImplementedError(
+                f"compare_table rule type {kind!r} is not implemented "
+                f"(supported: {', '.join(sorted(SUPPORTED_RULES))})"
+            )
+        if not check(rule, book_r, book_e):
+            logger.info("compare_table: rule %d (%s) failed", i, kind)
+            return 0.0
+    return 1.0
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+
+def _sheet_name(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    if e is None:
+        raise ValueError("the sheet_name rule needs an expected workbook")
+    return list(r.values.sheetnames) == list(e.values.sheetnames)
+
+
+def _sheet_data(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    s0, s1 = sheet(rule["sheet_idx0"], r, e), sheet(rule["sheet_idx1"], r, e)
+    if s0 is None or s1 is None:
+        return False
+    precision = int(rule.get("precision", 4))
+    ignore_case = bool(rule.get("ignore_case", False))
+    return grid(s0, precision, ignore_case) == grid(s1, precision, ignore_case)
+
+
+def grid(ws: Any, precision: int = 4, ignore_case: bool = False) -> list[tuple[Any, ...]]:
+    """The sheet's values as rows, normalised for comparison (see ``sheet_data``)."""
+    rows = []
+    for raw in ws.iter_rows(values_only=True):
+        row = tuple(_normalise(v, precision, ignore_case) for v in raw)
+        if any(v is not None for v in row):
+            rows.append(row)
+    width = max((max(i for i, v in enumerate(row) if v is not None) + 1 for row in rows), default=0)
+    return [row[:width] + (None,) * (width - len(row)) for row in rows]
+
+
+def _normalise(value: Any, precision: int, ignore_case: bool) -> Any:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        rounded = round(float(value), precision)
+        return 0.0 if rounded == 0 else rounded
+    if isinstance(value, str) and ignore_case:
+        return value.lower()
+    return value
+
+
+def _sheet_fuzzy(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    s0, s1 = sheet(rule["sheet_idx0"], r, e), sheet(rule["sheet_idx1"], r, e)
+    if s0 is None or s1 is None:
+        return False
+    for sub in rule["rules"]:
+        for row, col in sorted(range_cells(sub["range"])):
+            a = _fuzzy_text(s0.cell(row=row, column=col).value, sub)
+            b = _fuzzy_text(s1.cell(row=row, column=col).value, sub)
+            if not _fuzzy_pair(a, b, sub):
+                logger.info("sheet_fuzzy: cell (%d, %d): %r vs %r", row, col, a, b)
+                return False
+    return True
+
+
+def _fuzzy_text(value: Any, sub: dict[str, Any]) -> str:
+    text = str(value)
+    for old, new in sub.get("normalization", []):
+        text = text.replace(old, new)
+    if "trim_leadings" in sub:
+        text = text.lstrip(sub["trim_leadings"])
+    if "trim_trailings" in sub:
+        text = text.rstrip(sub["trim_trailings"])
+    if "ignore_chars" in sub:
+        text = "".join(ch for ch in text if ch not in set(sub["ignore_chars"]))
+    if sub.get("ignore_case", False):
+        text = text.lower()
+    return text
+
+
+def _fuzzy_pair(a: str, b: str, sub: dict[str, Any]) -> bool:
+    kind = sub["type"]
+    if kind == "exact_match":
+        return a == b
+    if kind == "includes":
+        return b in a
+    if kind == "included_by":
+        return a in b
+    if kind == "fuzzy_match":
+        return 100 * fuzzy_ratio(a, b) >= float(sub.get("threshold", 85))
+    raise ValueError(f"unknown sheet_fuzzy comparison {kind!r}")
+
+
+def _check_cell(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    values, styled = sheet(rule["sheet_idx"], r, e), sheet(rule["sheet_idx"], r, e, styles=True)
+    if values is None or styled is None:
+        return False
+    coordinate = rule["coordinate"]
+    for prop, want in rule["props"].items():
+        if prop == "value":
+            got = values[coordinate].value
+            if isinstance(got, dt.datetime | dt.date) and isinstance(want.get("ref"), int | float):
+                from openpyxl.utils.datetime import to_excel
+
+                got = to_excel(got)
+        else:
+            got = props.cell_style(prop, styled[coordinate])
+        if not match_value(got, want):
+            logger.info("check_cell %s.%s = %r does not match %r", coordinate, prop, got, want)
+            return False
+    return True
+
+
+def _pair(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> tuple[Any, Any] | None:
+    s0 = sheet(rule["sheet_idx0"], r, e, styles=True)
+    s1 = sheet(rule["sheet_idx1"], r, e, styles=True)
+    return None if s0 is None or s1 is None else (s0, s1)
+
+
+def _compare_with(read: Callable[..., Any]) -> Callable[[dict[str, Any], Workbook, Workbook | None], bool]:
+    def check(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+        pair = _pair(rule, r, e)
+        return pair is not None and read(pair[0], pair[1], rule)
+
+    return check
+
+
+def _zoom(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    ws = sheet(rule["sheet_idx"], r, e, styles=True)
+    return ws is not None and match_value(ws.sheet_view.zoomScale or 100, rule)
+
+
+def _data_validation(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    ws = sheet(rule["sheet_idx"], r, e, styles=True)
+    if ws is None:
+        return False
+    validations = list(ws.data_validations.dataValidation)
+    wanted: list[dict[str, Any]] = rule["dv_props"]
+    if len(validations) < len(wanted):
+        return False
+    return all(
+        any(all(match_value(getattr(dv, attr), m) for attr, m in w.items()) for w in wanted)
+        for dv in validations
+    )
+
+
+_RULES: dict[str, Callable[[dict[str, Any], Workbook, Workbook | None], bool]] = {
+    "sheet_name": _sheet_name,
+    "sheet_data": _sheet_data,
+    "sheet_fuzzy": _sheet_fuzzy,
+    "check_cell": _check_cell,
+    "style": _compare_with(lambda a, b, rule: props.styles(a, b, rule["props"])),
+    "freeze": _compare_with(lambda a, b, rule: a.freeze_panes == b.freeze_panes),
+    "zoom": _zoom,
+    "data_validation": _data_validation,
+    "filter": _compare_with(lambda a, b, rule: props.auto_filter(a) == props.auto_filter(b)),
+    "row_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "row", rule["props"])),
+    "col_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "column", rule["props"])),
+}
+assert set(_RULES) == SUPPORTED_RULES

@@ -1,0 +1,46 @@
+"""Every built-in task is solvable through the GUI, and doing nothing does not solve it.
+
+Each task ships an ``oracle``: pyautogui actions that solve it on a real desktop. Replaying the
+oracle must score 1.0; ending at once must score 0.0 (for infeasible tasks: FAIL scores 1.0 and
+DONE 0.0). All tasks are checked once, spread over parallel desktops, by the same checker as
+``osworld-gym tasks check --all``; each task then gets its own test result.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from osworld_gym.tasks import builtin_tasks
+from osworld_gym.tasks.check import check_tasks, format_table
+
+pytestmark = pytest.mark.desktop
+
+TASKS = list(builtin_tasks())
+NUM_ENVS = int(os.environ.get("OSWORLD_GYM_CHECK_ENVS", "3"))
+
+
+@pytest.fixture(scope="module")
+def results():
+    out = check_tasks(TASKS, num_envs=NUM_ENVS)
+    print("\n" + format_table(out))
+    return {r.task_id: r for r in out}
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
+def test_oracle_scores_one_and_doing_nothing_scores_zero(results, task):
+    r = results[task.id]
+    assert r.error is None, r.error
+    assert r.oracle_score == 1.0, f"{task.id}: oracle scored {r.oracle_score}"
+    assert r.noop_score == 0.0, f"{task.id}: doing nothing scored {r.noop_score}"
+
+
+def test_a_wrong_answer_scores_zero(local_env):
+    """Moving the report instead of copying it must not pass for "copy"."""
+    local_env.reset(options={"task": "os-copy-001"})
+    for action in ["pyautogui.hotkey('ctrl', 'alt', 't')", "time.sleep(2)",
+                   "pyautogui.write('mv ~/Desktop/report.txt ~/Desktop/archive/\\n')", "time.sleep(1)"]:
+        local_env.step(action)
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0
