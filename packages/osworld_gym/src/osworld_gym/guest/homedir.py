@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -110,4 +111,19 @@ def clean_tmp(tmp: Path, protect: Iterable[Path | str | None] = ()) -> None:
     keep = _protected(protect, tmp)
     keep.update(tmp / name for name in TMP_KEEP)
     keep.update(p for p in tmp.glob(".X*-lock"))
+    keep.update(_protected(mount_points(), tmp))  # e.g. a checkout under /tmp bound into a sandbox
     _clear(tmp, keep)
+
+
+def mount_points() -> list[str]:
+    """Mount points visible to this process (from /proc/self/mountinfo)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4:  # octal escapes (\040 for a space) as the kernel writes them
+            out.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return out

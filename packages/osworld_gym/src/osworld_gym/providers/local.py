@@ -237,6 +237,8 @@ class LocalProvider(Provider):
             "--ro-bind", str(self._etc_file("passwd")), "/etc/passwd",
             "--ro-bind", str(self._etc_file("group")), "/etc/group",
         ]
+        for path in _python_paths():  # a venv or checkout under /tmp or /home must stay visible
+            cmd += ["--ro-bind", path, path]
         for src, dst in self.extra_binds.items():
             cmd += ["--ro-bind", str(src), dst]
         cmd += ["--clearenv"]
@@ -275,6 +277,32 @@ class LocalProvider(Provider):
                 raise InfraError(f"no guest socket after {self.start_timeout:.0f} s")
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
+
+
+#: directories the sandbox replaces with its own empty ones
+_MASKED = ("/tmp", "/var/tmp", "/run", "/home", "/dev/shm")
+
+
+def _python_paths() -> list[str]:
+    """Paths the guest's Python needs that the sandbox's private mounts would hide.
+
+    The guest runs with this interpreter and this copy of osworld-gym. When the virtual
+    environment, the interpreter or an editable checkout lives under /tmp or /home (as in a
+    CI clone), bind it back read-only at the same path.
+    """
+    import osworld_gym
+
+    wanted = {sys.prefix, sys.base_prefix, os.path.realpath(sys.executable),
+              str(Path(osworld_gym.__file__).resolve().parent.parent)}
+    out: set[str] = set()
+    for p in wanted:
+        p = os.path.realpath(p)
+        if os.path.isfile(p):
+            p = os.path.dirname(p)
+        if any(p == m or p.startswith(m + "/") for m in _MASKED):
+            out.add(p)
+    # drop paths inside other bound paths
+    return sorted(p for p in out if not any(p != q and p.startswith(q + "/") for q in out))
 
 
 def _descendants(root: int) -> list[int]:
