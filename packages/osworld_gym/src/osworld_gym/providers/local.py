@@ -244,7 +244,8 @@ class LocalProvider(Provider):
         cmd += ["--clearenv"]
         env = {"HOME": "/home/user", "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
                "PATH": f"{_SHIMS}:{_PATH}", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-               "XDG_RUNTIME_DIR": "/run/user/1000", "DISPLAY": ":0", "NO_AT_BRIDGE": "0"}
+               "XDG_RUNTIME_DIR": "/run/user/1000", "DISPLAY": ":0", "NO_AT_BRIDGE": "0",
+               "XDG_SESSION_TYPE": "x11"}
         for k, v in env.items():
             cmd += ["--setenv", k, v]
         cmd += ["--chdir", "/home/user", "--"]
