@@ -7,7 +7,7 @@ APT_PACKAGES=(
   # the local desktop: X server, window manager, sandbox, window control, recording
   xvfb openbox bubblewrap wmctrl x11-utils xdotool ffmpeg
   # apps the built-in tasks use
-  xterm mousepad libreoffice-calc libreoffice-writer
+  xterm mousepad libreoffice-calc libreoffice-writer libreoffice-impress chromium vlc
   # accessibility tree (AT-SPI) for /accessibility
   at-spi2-core python3-pyatspi dbus-x11
   # fonts so screenshots have glyphs; process tools the tests use
