@@ -168,14 +168,18 @@ def test_interpreter_exit_leaves_no_process_behind(tmp_path, how):
         env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
         p = env.unwrapped.provider
         print(json.dumps({{"pid": p.pid, "dir": str(p.state_dir)}}), flush=True)
+        sys.stdin.readline()  # the test has listed the desktop's processes
         if {how!r} == "sigkill":
             time.sleep(60)   # killed by the test
-        # "exit": fall off the end without close(); atexit must clean up
+        # "exit": fall off the end without close(); the exit handlers must clean up
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
     facts = json.loads(proc.stdout.readline())
     pids = descendants(facts["pid"]) | {facts["pid"]}
     assert len(pids) >= 5
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
     if how == "sigkill":
         proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -223,5 +227,21 @@ def test_no_sandbox_mode_is_an_explicit_warned_opt_in(caplog):
             obs, _ = env.reset(options={"task": "os-mkdir-001"})
         assert "sandbox=False" in caplog.text
         assert obs["screenshot"].shape == (1080, 1920, 3)
+    finally:
+        env.close()
+
+
+def test_a_desktop_outlives_the_thread_that_started_it():
+    import threading
+
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
+    try:
+        t = threading.Thread(target=lambda: env.reset(options={"task": "os-mkdir-001"}))
+        t.start()
+        t.join()
+        time.sleep(0.5)  # were the desktop tied to that thread, it would be dying now
+        assert env.unwrapped.provider.running
+        _, _, _, _, info = env.step("pyautogui.moveTo(5, 5)")
+        assert info["infra_error"] is None
     finally:
         env.close()

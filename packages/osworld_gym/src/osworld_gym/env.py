@@ -14,7 +14,8 @@ step (when it says DONE/FAIL, or when ``max_steps`` truncates the episode, as OS
 (1.0, True, False, None, None)
 >>> env.close()
 
-``info`` always carries ``task_id``, ``domain``, ``step``, ``action_error`` (the parser's message
+``info`` always carries ``task_id``, ``domain``, ``step``, ``variation`` (the instance's seed,
+-1 for a default instance), ``action_error`` (the parser's message
 when the action was rejected: nothing was executed), ``infra_error`` (set when the desktop or
 the evaluator failed: the reward is then **not** a score and the episode is truncated) and
 ``timings`` in milliseconds.
@@ -331,6 +332,15 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             "action_error": action_error,
             "infra_error": infra_error,
             "special": special,
-            "variation": task.raw.get("variation", {}).get("seed") if task else None,
+            "variation": _variation_seed(task),
             "timings": timings,
         }
+
+
+def _variation_seed(task: Task | None) -> int:
+    """The task instance's variation seed; -1 for a default instance or a task without variables.
+
+    Always an int, so vector envs can batch it.
+    """
+    seed = task.raw.get("variation", {}).get("seed") if task else None
+    return -1 if seed is None else int(seed)

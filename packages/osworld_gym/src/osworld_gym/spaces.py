@@ -30,12 +30,34 @@ def _printable_bmp() -> str:
     return "\n\t" + "".join(chars)
 
 
+@cache
+def _charset_tables() -> dict[str, Any]:
+    """Text's lookup tables for the sampling charset, built once and shared by every space."""
+    proto = Text(1, charset=_printable_bmp())
+    return {k: getattr(proto, k) for k in _CHARSET_ATTRS}
+
+
+_CHARSET_ATTRS = ("_char_set", "_char_list", "_char_index", "_char_str")
+
+
 class UnicodeText(Text):
-    """Text over all of Unicode (see the module docstring)."""
+    """Text over all of Unicode (see the module docstring).
+
+    The 60k-character sampling tables are shared between instances and left out of pickles and
+    copies (vector envs and Ray ship spaces between processes).
+    """
 
     def __init__(self, max_length: int, *, min_length: int = 0,
                  seed: int | np.random.Generator | None = None):
-        super().__init__(max_length, min_length=min_length, charset=_printable_bmp(), seed=seed)
+        super().__init__(max_length, min_length=min_length, charset="a", seed=seed)
+        self.__dict__.update(_charset_tables())
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in _CHARSET_ATTRS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.update(_charset_tables())
 
     def contains(self, x: Any) -> bool:
         if not isinstance(x, str) or not self.min_length <= len(x) <= self.max_length:

@@ -142,7 +142,7 @@ class Desktop:
         w, h, depth = self.screen
         log_path = self.state_dir / "xvfb.log"
         argv = [*_die_with_us(), "Xvfb", self.display, "-screen", "0", f"{w}x{h}x{depth}",
-                "-nolisten", "tcp", "-br", "+extension", "XTEST", "+extension", "XFIXES",
+                "-nolisten", "tcp", "-noreset", "-br", "+extension", "XTEST", "+extension", "XFIXES",
                 "-dpi", "96"]
         with open(log_path, "wb") as out:
             self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT)

@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from osworld_gym.client import GuestClient
@@ -46,6 +47,7 @@ SANDBOX_PROGRAMS: dict[str, str] = {"bwrap": "bubblewrap"}
 
 _SHIMS = Path(__file__).resolve().parent.parent / "guest" / "shims"
 _LIVE: weakref.WeakSet[LocalProvider] = weakref.WeakSet()
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="osworld-gym-spawner")
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -138,10 +140,13 @@ class LocalProvider(Provider):
             token_file.chmod(0o600)
             logf = open(run / "guest.log", "wb")  # noqa: SIM115 - owned by the child process
             try:
-                self._proc = subprocess.Popen(
-                    self._command(home, run), stdin=subprocess.DEVNULL, stdout=logf,
-                    stderr=subprocess.STDOUT, start_new_session=True, env=self._host_env(home),
-                )
+                # bwrap's --die-with-parent follows the *thread* that forks it; fork from one
+                # long-lived thread so a desktop outlives the thread that happened to start it
+                self._proc = _SPAWNER.submit(
+                    subprocess.Popen, self._command(home, run), stdin=subprocess.DEVNULL,
+                    stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
+                    env=self._host_env(home),
+                ).result()
             finally:
                 logf.close()
             _LIVE.add(self)
