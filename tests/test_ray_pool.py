@@ -1,0 +1,158 @@
+"""The Ray pool: env actors on a (local) Ray cluster behind the Gymnasium VectorEnv interface."""
+
+from __future__ import annotations
+
+import doctest
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # see cluster()
+ray = pytest.importorskip("ray")
+
+import osworld_gym.ray_pool  # noqa: E402
+from osworld_gym.ray_pool import RayVectorEnv  # noqa: E402
+from osworld_gym.tasks import builtin_task, load_tasks  # noqa: E402
+
+TASKS = load_tasks([builtin_task(t) for t in (
+    "os-chmod-001", "os-copy-001", "os-infeasible-001", "os-mkdir-001")])
+FAKE = {"provider": "fake", "tasks": TASKS, "max_steps": 3, "settle": None}
+# the test cluster: 2 CPUs and 2 desktop slots; fake actors reserve no CPU so tests can overlap
+FAKE_ACTOR = {"num_cpus": 0, "resources": {"osworld_desktop": 0.5}}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    # under `uv run`, Ray would copy the repo and build a fresh venv (GBs) for its workers; they
+    # share this interpreter's environment instead (the constant is read at import time)
+    from ray._private import ray_constants
+
+    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
+    ray.init(num_cpus=2, resources={"osworld_desktop": 2}, include_dashboard=False,
+             log_to_driver=False, object_store_memory=200 * 1024**2)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _wait_dead(pids, timeout=15.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (left := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def test_the_module_docstring_example_runs():
+    result = doctest.testmod(osworld_gym.ray_pool)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+def test_seeds_pick_distinct_tasks_and_reset_mask_resets_only_finished_sub_envs():
+    envs = RayVectorEnv(2, **FAKE_ACTOR, **FAKE)
+    try:
+        assert envs.metadata["autoreset_mode"].value == "Disabled"
+        obs, info = envs.reset(seed=2)
+        assert info["task_id"].tolist() == [TASKS.for_seed(2).id, TASKS.for_seed(3).id]
+        assert list(obs["instruction"]) == [TASKS.for_seed(2).instruction, TASKS.for_seed(3).instruction]
+        assert obs["screenshot"].shape == (2, 1080, 1920, 3) and obs["screenshot"].flags.writeable
+        obs, reward, term, trunc, info = envs.step(("DONE", "pyautogui.click(5, 5)"))
+        assert term.tolist() == [True, False] and info["infra_error"].tolist() == [None, None]
+        obs, info = envs.reset(seed=0, options={"reset_mask": np.array([True, False])})
+        assert info["_task_id"].tolist() == [True, False] and info["task_id"][0] == TASKS.for_seed(0).id
+        obs, reward, term, trunc, info = envs.step(("pyautogui.click(1, 1)",) * 2)
+        assert info["step"].tolist() == [1, 2]
+        assert envs.call("max_steps") == (3, 3)
+    finally:
+        envs.close()
+
+
+def test_png_transport_delivers_the_same_frames_as_arrays_and_auto_picks_arrays_locally():
+    frames = {}
+    for transport in ("auto", "png"):
+        envs = RayVectorEnv(1, transport=transport, **FAKE_ACTOR, **FAKE)
+        try:
+            assert envs.placement[0]["transport"] == ("array" if transport == "auto" else "png")
+            envs.reset(seed=0)
+            obs, *_ = envs.step(("pyautogui.click(640, 360)",))
+            frames[transport] = obs["screenshot"]
+        finally:
+            envs.close()
+    assert frames["auto"].dtype == frames["png"].dtype == np.uint8
+    assert np.array_equal(frames["auto"], frames["png"])
+
+
+def test_a_dead_actor_is_an_infra_error_not_a_crash_and_is_replaced():
+    envs = RayVectorEnv(2, **FAKE_ACTOR, **FAKE)
+    try:
+        envs.reset(seed=0)
+        victim = envs.placement[1]["pid"]
+        os.kill(victim, signal.SIGKILL)  # the node lost the actor's process
+        obs, reward, term, trunc, info = envs.step(("pyautogui.click(1, 1)",) * 2)
+        assert trunc.tolist() == [False, True] and reward[1] == 0.0
+        assert info["infra_error"][0] is None and "actor died" in info["infra_error"][1]
+        obs, info = envs.reset(seed=0)  # the replacement actor takes the next episode
+        assert info["infra_error"].tolist() == [None, None]
+        assert info["task_id"].tolist() == [TASKS.for_seed(0).id, TASKS.for_seed(1).id]
+    finally:
+        envs.close()
+
+
+def test_a_step_past_step_timeout_is_an_infra_error_and_the_actor_is_replaced():
+    envs = RayVectorEnv(2, step_timeout=3.0, wait_s=60.0, **FAKE_ACTOR, **FAKE)
+    try:
+        envs.reset(seed=0)
+        t0 = time.monotonic()
+        obs, reward, term, trunc, info = envs.step(("pyautogui.click(1, 1)", "WAIT"))
+        assert time.monotonic() - t0 < 20
+        assert trunc.tolist() == [False, True] and "timed out" in info["infra_error"][1]
+        obs, info = envs.reset(seed=1)
+        assert info["infra_error"].tolist() == [None, None]
+    finally:
+        envs.close()
+
+
+def test_a_cluster_without_the_resources_gets_a_clear_error():
+    with pytest.raises(TimeoutError, match="osworld_desktop"):
+        RayVectorEnv(1, resources={"gpu_desktop": 1}, num_cpus=0, start_timeout=3, **FAKE)
+
+
+@pytest.mark.desktop
+def test_two_local_desktops_as_actors_survive_a_dead_actor_and_close_kills_everything():
+    envs = RayVectorEnv(2, resources={"osworld_desktop": 1}, num_cpus=0, provider="local",
+                        tasks=TASKS, max_steps=4, step_timeout=120)
+    pids = [p["pid"] for p in envs.placement]
+    try:
+        obs, info = envs.reset(seed=1)
+        assert info["task_id"].tolist() == [TASKS.for_seed(1).id, TASKS.for_seed(2).id]
+        assert info["infra_error"].tolist() == [None, None]
+        assert obs["screenshot"].shape == (2, 1080, 1920, 3) and obs["screenshot"].any()
+        desktops = ray.get([a.desktop_pid.remote() for a in envs.actors])
+        assert all(desktops) and len(set(desktops)) == 2
+        pids += desktops
+        obs, reward, term, trunc, info = envs.step(("pyautogui.hotkey('ctrl', 'alt', 't')", "DONE"))
+        assert info["infra_error"].tolist() == [None, None] and term.tolist() == [False, True]
+
+        # a node loses actor 0: its desktop dies with it, and the pool reports it and goes on
+        os.kill(envs.placement[0]["pid"], signal.SIGKILL)
+        assert _wait_dead([desktops[0]]) == []
+        obs, info = envs.reset(seed=1, options={"reset_mask": np.array([True, False])})
+        assert "actor died" in info["infra_error"][0] and info["_infra_error"].tolist() == [True, False]
+        obs, info = envs.reset(seed=1)
+        assert info["infra_error"].tolist() == [None, None]
+        pids += [p["pid"] for p in ray.get([a.ready.remote() for a in envs.actors])]
+        pids += ray.get([a.desktop_pid.remote() for a in envs.actors])
+    finally:
+        envs.close()
+    assert _wait_dead(pids) == []
