@@ -1,0 +1,268 @@
+"""``arpo-train``: train with ARPO, or select the tasks worth training on.
+
+Usage::
+
+    arpo-train --config configs/demo.yaml [--key value ...]          # train
+    arpo-train select-tasks --config configs/demo.yaml --k 16 --selection_output tasks.json
+
+Every field of :class:`~arpo_trainer.config.ARPOConfig` (TRL's GRPOConfig + ARPO's),
+:class:`~arpo_trainer.modeling.ModelArguments` and, for ``select-tasks``,
+:class:`SelectArguments` is a ``--flag``; a YAML ``--config`` sets defaults (TRL's ``TrlParser``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if (
+    TYPE_CHECKING
+):  # heavy imports stay inside the commands (desktop subprocesses re-import this module)
+    from arpo_trainer.config import ARPOConfig
+    from arpo_trainer.modeling import ModelArguments
+
+log = logging.getLogger("arpo_trainer")
+
+
+@dataclass
+class SelectArguments:
+    """Options of ``arpo-train select-tasks``."""
+
+    k: int = field(
+        default=16, metadata={"help": "Rollouts of the baseline policy per task (ARPO 16)."}
+    )
+    selection_output: str = field(
+        default="selected_tasks.json",
+        metadata={
+            "help": "Where to write the selected task list (read back by --tasks); a Markdown success "
+            "table and a JSON of per-task counts are written next to it."
+        },
+    )
+    exclude_infeasible: bool = field(
+        default=False, metadata={"help": "Drop infeasible tasks (evaluator 'infeasible')."}
+    )
+    uncertain_only: bool = field(
+        default=False,
+        metadata={"help": "Keep only tasks with 0 < success rate < 1 (drop always-solved ones)."},
+    )
+    desktops: int = field(default=4, metadata={"help": "Desktops running in parallel."})
+
+
+def build_policy(margs: ModelArguments, args: ARPOConfig, tasks: Any):
+    """``(model, processor)``: a checkpoint, or the offline tiny VLM for ``model_name_or_path='tiny'``."""
+    from arpo_trainer.modeling import load_model, load_processor
+
+    if margs.model_name_or_path != "tiny":
+        return (
+            load_model(
+                margs.model_name_or_path,
+                dtype=margs.dtype,
+                attn_implementation=margs.attn_implementation,
+            ),
+            load_processor(margs.model_name_or_path),
+        )
+    from osworld_gym.actions import make_action_set
+
+    from arpo_trainer.demos import oracle_script
+    from arpo_trainer.testing.tiny import build_tiny_vlm
+
+    corpus: list[str] = []
+    if margs.tiny_corpus_from_tasks:
+        aset = make_action_set(args.action_set, screen_size=args.screen_size)
+        corpus.append(aset.describe())
+        for task in tasks:
+            corpus.append(task.instruction)
+            try:
+                corpus.extend(oracle_script(task, aset))
+            except ValueError:
+                pass
+    vlm = build_tiny_vlm(
+        seed=margs.seed_model,
+        hidden_size=margs.tiny_hidden_size,
+        num_layers=margs.tiny_layers,
+        max_pixels=margs.tiny_max_pixels,
+        vocab_size=1024,
+        extra_corpus=tuple(corpus),
+    )
+    return vlm.model, vlm.processor
+
+
+def _setup_logging(args: ARPOConfig) -> None:
+    level = logging.INFO if args.should_log else logging.WARNING
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"
+    )
+    for noisy in ("httpx", "urllib3", "PIL"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def train(args: ARPOConfig, margs: ModelArguments) -> int:
+    """Build the policy and trainer, warm-start the replay if asked, train, plot the curve."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from arpo_trainer.modeling import lora_config
+    from arpo_trainer.plotting import curve_text, plot_success
+    from arpo_trainer.tasks import resolve_tasks
+    from arpo_trainer.trainer import ARPOTrainer
+
+    _setup_logging(args)
+    tasks = resolve_tasks(args.tasks, args.task_ids)
+    model, processor = build_policy(margs, args, tasks)
+    peft = None
+    if margs.use_lora:
+        peft = lora_config(
+            model,
+            r=margs.lora_r,
+            alpha=margs.lora_alpha,
+            dropout=margs.lora_dropout,
+            target_modules=margs.lora_target_modules,
+            include_vision=margs.lora_include_vision,
+        )
+    trainer = ARPOTrainer(model, args, processor, tasks=tasks, peft_config=peft)
+    resume = args.resume_from_checkpoint
+    if resume in ("last", "true", "True"):
+        resume = get_last_checkpoint(args.output_dir)
+        if resume is None:
+            log.info("no checkpoint in %s to resume from; starting fresh", args.output_dir)
+    t0 = time.monotonic()
+    try:
+        if args.replay_warm_start == "oracle" and resume is None:
+            stored = trainer.warm_start_replay()
+            print(
+                f"replay warm start: {stored} oracle demonstrations stored "
+                f"({', '.join(trainer.replay_buffer.task_ids()) or 'none'})",
+                flush=True,
+            )
+        trainer.train(resume_from_checkpoint=resume)
+    finally:
+        trainer.close_desktops()
+    minutes = (time.monotonic() - t0) / 60
+    trainer.save_model(args.output_dir)
+    if peft is not None and margs.save_merged and trainer.accelerator.is_main_process:
+        merged_dir = Path(args.output_dir) / "merged"
+        trainer.accelerator.unwrap_model(trainer.model).merge_and_unload().save_pretrained(
+            merged_dir
+        )
+        processor.save_pretrained(merged_dir)
+        print(f"merged model: {merged_dir}")
+    history = trainer.state.log_history
+    note = (
+        "Replay warm-started from oracle demonstrations."
+        if args.replay_warm_start == "oracle"
+        else None
+    )
+    path = plot_success(
+        history,
+        Path(args.output_dir) / "success_curve.png",
+        title=f"ARPO on {', '.join(t.id for t in tasks)[:80]}",
+        note=note,
+    )
+    print(curve_text(history))
+    print(f"trained {trainer.state.global_step} steps in {minutes:.1f} min; curve: {path}")
+    if note:
+        print(note)
+    return 0
+
+
+def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments) -> int:
+    """Run the baseline policy k times per task; write the solved-at-least-once list and a table."""
+    from accelerate.utils import set_seed
+
+    from arpo_trainer.desktops import DesktopPool
+    from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
+    from arpo_trainer.generation import TransformersPolicy, turn_generation_config
+    from arpo_trainer.rollout import Collector
+    from arpo_trainer.selection import choose_tasks, evaluate_tasks, stats_records, success_table
+    from arpo_trainer.tasks import resolve_tasks, write_task_list
+
+    _setup_logging(args)
+    set_seed(args.seed)
+    tasks = resolve_tasks(args.tasks, args.task_ids)
+    model, processor = build_policy(margs, args, tasks)
+    device = "cpu" if args.use_cpu else args.device
+    model.to(device)
+    encoder = make_encoder(args, processor)
+    action_set = make_policy_action_set(args, encoder)
+    policy = TransformersPolicy(
+        model,
+        encoder,
+        turn_generation_config(
+            encoder,
+            max_new_tokens=args.max_turn_tokens,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            top_k=args.top_k,
+        ),
+    )
+    t0 = time.monotonic()
+    with DesktopPool(
+        sargs.desktops,
+        env_kwargs(args, encoder),
+        backend=args.vector_env,
+        step_timeout=args.step_timeout_s,
+    ) as pool:
+        collector = Collector(
+            pool,
+            encoder,
+            action_set,
+            max_turns=args.max_turns,
+            end_on_format_error=args.end_on_format_error,
+        )
+        stats = evaluate_tasks(
+            list(tasks),
+            collector,
+            policy,
+            k=sargs.k,
+            success_threshold=args.replay_success_threshold,
+        )
+    selected = choose_tasks(
+        stats, exclude_infeasible=sargs.exclude_infeasible, uncertain_only=sargs.uncertain_only
+    )
+    out = write_task_list(
+        sargs.selection_output,
+        args.tasks,
+        selected,
+        k=sargs.k,
+        model=margs.model_name_or_path,
+        exclude_infeasible=sargs.exclude_infeasible,
+        uncertain_only=sargs.uncertain_only,
+    )
+    table = success_table(stats, selected)
+    out.with_suffix(".md").write_text(table + "\n")
+    out.with_name(out.stem + "_stats.json").write_text(
+        json.dumps(stats_records(stats), indent=2) + "\n"
+    )
+    print(table)
+    print(
+        f"selected {len(selected)}/{len(stats)} tasks in {(time.monotonic() - t0) / 60:.1f} min -> {out}"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl import TrlParser
+
+    from arpo_trainer.config import ARPOConfig
+    from arpo_trainer.modeling import ModelArguments
+
+    if argv and argv[0] == "select-tasks":
+        parser = TrlParser(
+            (ARPOConfig, ModelArguments, SelectArguments), prog="arpo-train select-tasks"
+        )
+        args, margs, sargs = parser.parse_args_and_config(argv[1:])
+        return select_tasks(args, margs, sargs)
+    parser = TrlParser((ARPOConfig, ModelArguments), prog="arpo-train")
+    args, margs = parser.parse_args_and_config(argv)
+    return train(args, margs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,256 @@
+"""``ARPOConfig``: TRL's ``GRPOConfig`` plus the knobs of multi-turn desktop RL with success replay.
+
+Every field carries ``help`` metadata, so ``arpo-train --help`` documents it. Defaults follow the
+ARPO paper (arXiv 2505.16282) where it states a value; where the released code differs, the field's
+help says so (see also ``configs/arpo_uitars_osworld.yaml``).
+
+>>> cfg = ARPOConfig(output_dir="/tmp/arpo-doc", use_cpu=True, bf16=False, report_to="none",
+...                  per_device_train_batch_size=4, num_generations=4)
+>>> cfg.epsilon, cfg.epsilon_high, cfg.beta, cfg.loss_type
+(0.2, 0.3, 0.0, 'grpo')
+>>> cfg.screen_size
+(1920, 1080)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from trl import GRPOConfig
+
+VECTOR_BACKENDS = ("auto", "sync", "async")
+
+
+@dataclass
+class ARPOConfig(GRPOConfig):
+    """Configuration of :class:`arpo_trainer.ARPOTrainer`.
+
+    GRPO settings keep their TRL meaning (``num_generations`` = G rollouts per task,
+    ``epsilon``/``epsilon_high`` = asymmetric clip, ``beta`` = KL weight, ``loss_type``,
+    ``scale_rewards``, ``temperature``). ``max_completion_length`` is TRL's whole-completion
+    length (only the ``dr_grpo`` loss reads it); each turn is capped by ``max_turn_tokens``.
+    """
+
+    # -- GRPO defaults that differ from TRL's, as in ARPO ------------------------------------
+    epsilon_high: float | None = field(
+        default=0.3,
+        metadata={"help": "Upper clip ε_high of the ratio (ARPO 0.3; lower ε is `epsilon`, 0.2)."},
+    )
+    loss_type: str = field(
+        default="grpo",
+        metadata={
+            "help": "TRL loss variant: grpo (per-trajectory token mean, as ARPO), dapo, dr_grpo, bnpo, "
+            "cispo, sapo, luspo, vespo."
+        },
+    )
+    remove_unused_columns: bool | None = field(
+        default=False, metadata={"help": "Keep the `task_id` column (must stay False for ARPO)."}
+    )
+
+    # -- desktops and tasks -----------------------------------------------------------------------
+    tasks: str = field(
+        default="builtin",
+        metadata={
+            "help": "Where tasks come from: 'builtin', a task JSON file or directory, an OSWorld "
+            "evaluation_examples meta file, or a task list written by `arpo-train select-tasks`."
+        },
+    )
+    task_ids: list[str] | None = field(
+        default=None,
+        metadata={"help": "Train only on these task ids (default: every task in `tasks`)."},
+    )
+    provider: str = field(
+        default="local",
+        metadata={
+            "help": "Desktop provider: 'local' (sandboxed Xvfb), 'docker', 'remote', 'fake'."
+        },
+    )
+    action_set: str = field(
+        default="uitars",
+        metadata={
+            "help": "Action syntax the policy writes: 'uitars', 'pyautogui' or 'computer_13'."
+        },
+    )
+    action_set_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Extra arguments for the action set, as a dict or JSON string. For 'uitars' the "
+            "coordinate frame (`max_pixels`) defaults to `image_max_pixels` so coordinates refer "
+            "to the screenshot the model sees."
+        },
+    )
+    screen_width: int = field(
+        default=1920, metadata={"help": "Desktop width in pixels (ARPO 1920)."}
+    )
+    screen_height: int = field(
+        default=1080, metadata={"help": "Desktop height in pixels (ARPO 1080)."}
+    )
+    settle: bool = field(
+        default=True,
+        metadata={
+            "help": "Wait for the screen to stop changing after each action (else capture at once)."
+        },
+    )
+    settle_max_s: float = field(
+        default=3.0, metadata={"help": "Longest wait for the screen to settle, seconds."}
+    )
+    vector_env: str = field(
+        default="auto",
+        metadata={
+            "help": "How the G desktops of a generation batch run: 'async' (one subprocess each, in "
+            "parallel), 'sync' (in turn, in this process) or 'auto' (sync for the fake provider)."
+        },
+    )
+    step_timeout_s: float | None = field(
+        default=300.0,
+        metadata={
+            "help": "Seconds a desktop may take for one step or reset (async pool) before its episode is "
+            "ended as an infrastructure error and its worker replaced."
+        },
+    )
+    env_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "Extra keyword arguments for gym.make('OSWorld-v0', ...), dict or JSON."},
+    )
+
+    # -- the multi-turn episode -------------------------------------------------------------------
+    max_turns: int = field(
+        default=15,
+        metadata={"help": "Actions per episode before it is truncated and scored (ARPO 15)."},
+    )
+    max_history_images: int = field(
+        default=15,
+        metadata={
+            "help": "Screenshots kept in the context (the latest ones; ARPO 15). Older ones become a "
+            "short text marker. With max_history_images >= max_turns every sampled turn is "
+            "trained in exactly the context it was sampled in."
+        },
+    )
+    max_turn_tokens: int = field(
+        default=512, metadata={"help": "New tokens per turn (ARPO's max_response_length is 8192)."}
+    )
+    image_max_pixels: int | None = field(
+        default=None,
+        metadata={
+            "help": "Screenshots are resized to at most this many pixels before the processor sees them "
+            "(ARPO 2116800 = 1092x1932 for 1080p). Default: the image processor's own limit."
+        },
+    )
+    system_prompt: str = field(
+        default="You are a helpful assistant.",
+        metadata={"help": "System message of every episode."},
+    )
+    prompt_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "First user message; `{instruction}` is replaced by the task. Default: the action "
+            "set's own prompt (`describe()`)."
+        },
+    )
+
+    # -- reward -------------------------------------------------------------------------------------
+    format_penalty: float = field(
+        default=-1.0,
+        metadata={
+            "help": "Added to the evaluator score when any turn could not be parsed. Paper: -1; "
+            "released code: -0.5 (format reward -1 weighted 0.5)."
+        },
+    )
+    end_on_format_error: bool = field(
+        default=True,
+        metadata={
+            "help": "End the episode at the first unparsable turn (ARPO: the action becomes DONE and the "
+            "desktop is scored). False: the turn does nothing and the episode goes on."
+        },
+    )
+
+    # -- success replay -----------------------------------------------------------------------------
+    replay: bool = field(
+        default=True, metadata={"help": "Enable the per-task success replay buffer (ARPO)."}
+    )
+    replay_capacity: int = field(
+        default=8, metadata={"help": "Successful trajectories kept per task, FIFO (ARPO 8)."}
+    )
+    replay_success_threshold: float = field(
+        default=0.1,
+        metadata={
+            "help": "A trajectory is stored when its evaluator score exceeds this (ARPO 0.1)."
+        },
+    )
+    replay_fail_std: float = field(
+        default=0.05,
+        metadata={
+            "help": "A group counts as all-failure when the std of its scores is below this..."
+        },
+    )
+    replay_fail_mean: float = field(
+        default=0.2,
+        metadata={"help": "...and the mean of its scores is below this (ARPO 0.05 / 0.2)."},
+    )
+    replay_warm_start: str | None = field(
+        default=None,
+        metadata={
+            "help": "Seed the buffer before training: 'oracle' executes each task's built-in oracle on a "
+            "desktop, rendered in the policy's action syntax, and stores it if it succeeds."
+        },
+    )
+
+    # -- logging --------------------------------------------------------------------------------------
+    rollout_log: str | None = field(
+        default=None,
+        metadata={
+            "help": "Append one JSON line per finished trajectory (task, score, turns, actions) to this "
+            "file; relative paths are under output_dir."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.action_set_kwargs = _as_dict(self.action_set_kwargs, "action_set_kwargs")
+        self.env_kwargs = _as_dict(self.env_kwargs, "env_kwargs")
+        if self.vector_env not in VECTOR_BACKENDS:
+            raise ValueError(
+                f"vector_env must be one of {VECTOR_BACKENDS}, got {self.vector_env!r}"
+            )
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
+        if self.max_history_images < 1:
+            raise ValueError(
+                f"max_history_images must be at least 1, got {self.max_history_images}"
+            )
+        if self.replay_capacity < 1:
+            raise ValueError(f"replay_capacity must be at least 1, got {self.replay_capacity}")
+        if self.replay_warm_start not in (None, "oracle"):
+            raise ValueError(
+                f"replay_warm_start must be None or 'oracle', got {self.replay_warm_start!r}"
+            )
+        per_process = self.per_device_train_batch_size * self.steps_per_generation
+        if per_process % self.num_generations != 0:
+            raise ValueError(
+                f"each process's generation batch ({per_process} = per_device_train_batch_size x "
+                f"steps_per_generation) must hold whole groups of num_generations={self.num_generations}, so "
+                "that replay sees every group on one process; adjust per_device_train_batch_size"
+            )
+
+    @property
+    def screen_size(self) -> tuple[int, int]:
+        """``(width, height)`` of every desktop."""
+        return (self.screen_width, self.screen_height)
+
+
+def _as_dict(value: dict[str, Any] | str | None, name: str) -> dict[str, Any]:
+    if value is None or value == "":
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise ValueError(
+            f"{name} must be a dict or a JSON object string, got {value!r}: {e}"
+        ) from e
+    if not isinstance(parsed, dict):
+        raise ValueError(f"{name} must be a JSON object, got {value!r}")
+    return parsed

@@ -1,0 +1,200 @@
+"""Sampling one turn for a batch of episode contexts, token-in / token-out.
+
+A :class:`Policy` takes encoded contexts (:class:`~arpo_trainer.chat.EncodedSequence` ending in
+``assistant\\n``) and returns, per context, the sampled token ids, the log-prob each was sampled
+with, and their text. Two implementations:
+
+* :class:`TransformersPolicy`: ``model.generate`` (CPU or GPU), log-probs of the processed
+  distribution (after temperature / top-k / top-p), like vLLM's ``processed_logprobs``;
+* :class:`TRLGenerationPolicy`: TRL's own generation path, i.e. vLLM colocate/server with
+  weight sync when ``use_vllm`` is set;
+* :class:`ScriptedPolicy`: written texts (demonstrations, tests).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from PIL import Image
+from transformers import GenerationConfig
+
+from arpo_trainer.chat import EncodedSequence, TurnEncoder, batch_image_inputs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TurnSample:
+    """One sampled turn: ids (ending in EOS unless cut at the token limit), their log-probs, their text."""
+
+    ids: list[int]
+    logps: list[float]
+    text: str
+
+
+class Policy(Protocol):
+    """Anything that can answer a batch of contexts with one turn each."""
+
+    def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
+        """One turn per context; ``rows[k]`` names the episode ``contexts[k]`` belongs to
+        (stable within one rollout, for stateful or scripted policies)."""
+        ...
+
+
+def special_token_suppression(encoder: TurnEncoder) -> list[int]:
+    """Token ids a policy must never sample: image/video placeholders and vision delimiters."""
+    tok = encoder.tokenizer
+    ids = [
+        tok.convert_tokens_to_ids(t)
+        for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+    ]
+    return sorted({int(i) for i in ids if i is not None and i != tok.unk_token_id})
+
+
+def turn_generation_config(
+    encoder: TurnEncoder,
+    *,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int | None = None,
+    do_sample: bool = True,
+    base: GenerationConfig | None = None,
+) -> GenerationConfig:
+    """A generation config for one turn: stops at ``<|im_end|>``, never samples vision tokens."""
+    tok = encoder.tokenizer
+    cfg = GenerationConfig(**base.to_dict()) if base is not None else GenerationConfig()
+    suppress = sorted(set(cfg.suppress_tokens or []) | set(special_token_suppression(encoder)))
+    cfg.update(
+        max_new_tokens=max_new_tokens,
+        do_sample=do_sample,
+        eos_token_id=[encoder.eos_token_id],
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+        suppress_tokens=suppress,
+        temperature=temperature if do_sample else None,
+        top_p=top_p if do_sample else None,
+        top_k=top_k if do_sample else None,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    return cfg
+
+
+def pad_left(rows: list[list[int]], value: int) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    return torch.tensor([[value] * (width - len(r)) + r for r in rows], dtype=torch.long)
+
+
+class TransformersPolicy:
+    """Samples turns with ``model.generate`` (one batched call per turn).
+
+    Args:
+        model: a Qwen-VL ``*ForConditionalGeneration`` (or a PEFT model around one).
+        encoder: the :class:`TurnEncoder` the contexts were built with.
+        generation_config: see :func:`turn_generation_config`.
+    """
+
+    def __init__(self, model, encoder: TurnEncoder, generation_config: GenerationConfig):
+        self.model = model
+        self.encoder = encoder
+        # per-step scores give the sampled tokens' log-probs
+        self.generation_config = GenerationConfig(**generation_config.to_dict())
+        self.generation_config.update(output_scores=True, return_dict_in_generate=True)
+
+    @torch.no_grad()
+    def sample(
+        self, contexts: list[EncodedSequence], rows: list[int] | None = None
+    ) -> list[TurnSample]:
+        if not contexts:
+            return []
+        enc = self.encoder
+        pad_id = enc.tokenizer.pad_token_id
+        rows = [c.input_ids for c in contexts]
+        input_ids = pad_left(rows, pad_id)
+        attention_mask = pad_left([[1] * len(r) for r in rows], 0)
+        inputs = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "mm_token_type_ids": (input_ids == enc.image_token_id).long() * attention_mask,
+        }
+        inputs.update(batch_image_inputs(contexts))
+        device = next(self.model.parameters()).device
+        inputs = {k: v.to(device) for k, v in inputs.items()}
+        if "pixel_values" in inputs:
+            inputs["pixel_values"] = inputs["pixel_values"].to(next(self.model.parameters()).dtype)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            out = self.model.generate(**inputs, generation_config=self.generation_config)
+        finally:
+            self.model.train(was_training)
+        new = out.sequences[:, input_ids.shape[1] :].cpu()
+        # scores[t]: processed logits of step t, (batch, vocab)
+        logps = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
+        samples = []
+        for b in range(len(contexts)):
+            ids = new[b].tolist()
+            if enc.eos_token_id in ids:
+                ids = ids[: ids.index(enc.eos_token_id) + 1]
+            lp = [float(logps[b, t, tok]) for t, tok in enumerate(ids)]
+            samples.append(TurnSample(ids=ids, logps=lp, text=enc.decode_action(ids)))
+        return samples
+
+
+class ScriptedPolicy:
+    """Plays written action texts: episode ``r``'s ``k``-th turn is ``scripts[r][k]``.
+
+    Used for demonstrations (oracles rendered in the policy's syntax) and tests. The texts are
+    tokenized as written and closed with ``<|im_end|>``; their log-probs are unknown (NaN).
+    Past the end of its script an episode gets ``fallback``.
+    """
+
+    def __init__(self, encoder: TurnEncoder, scripts: list[list[str]], fallback: str = ""):
+        self.encoder = encoder
+        self.scripts = scripts
+        self.fallback = fallback
+        self._turn: dict[int, int] = {}
+
+    def reset(self) -> None:
+        """Start every script again from its first turn."""
+        self._turn.clear()
+
+    def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
+        out = []
+        for r in rows:
+            k = self._turn.get(r, 0)
+            self._turn[r] = k + 1
+            script = self.scripts[r]
+            text = script[k] if k < len(script) else self.fallback
+            ids = self.encoder.action_ids(text)
+            out.append(TurnSample(ids=ids, logps=[float("nan")] * len(ids), text=text))
+        return out
+
+
+class TRLGenerationPolicy:
+    """Samples turns through a GRPOTrainer's ``_generate_single_turn`` (the vLLM path with TRL's
+    weight sync; token ids in, token ids and processed log-probs out)."""
+
+    def __init__(self, trainer, encoder: TurnEncoder):
+        self.trainer = trainer
+        self.encoder = encoder
+
+    def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
+        if not contexts:
+            return []
+        images = [[Image.open(io.BytesIO(png)).convert("RGB") for png in c.pngs] for c in contexts]
+        ids, logps = self.trainer._generate_single_turn(
+            [c.input_ids for c in contexts], images, {}, num_generations=1
+        )
+        out = []
+        for k, sampled in enumerate(ids):
+            sampled = list(sampled)
+            lp = logps[k] if logps is not None else [None] * len(sampled)
+            lp = [float("nan") if x is None else float(x) for x in lp]
+            out.append(TurnSample(ids=sampled, logps=lp, text=self.encoder.decode_action(sampled)))
+        return out

@@ -1,0 +1,283 @@
+"""Tiny, randomly initialised Qwen2.5-VL models built entirely offline (no hub, no downloads).
+
+Used by the tests and the CPU demo. Three parts, each built in code:
+
+* a byte-level BPE tokenizer whose merges are learned (with the ``tokenizers`` library) from a
+  small corpus of UI-TARS action syntax, so an action like ``hotkey(key='ctrl alt t')`` is a
+  handful of tokens, and which carries Qwen's special tokens (``<|im_start|>``, ``<|im_end|>``,
+  ``<|image_pad|>``, ``<|vision_start|>``, ...);
+* an image-only Qwen2.5-VL processor (no torchvision: the PIL image processor, no video
+  processor) with a small ``max_pixels`` so a screenshot is a few dozen image tokens;
+* a ``Qwen2_5_VLForConditionalGeneration`` from a tiny config with the token ids mirrored.
+
+>>> bundle = build_tiny_vlm(seed=0)
+>>> bundle.processor.tokenizer.convert_ids_to_tokens(bundle.model.config.image_token_id)
+'<|image_pad|>'
+>>> sum(p.numel() for p in bundle.model.parameters()) < 1_000_000
+True
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (
+    PreTrainedTokenizerFast,
+    Qwen2_5_VLConfig,
+    Qwen2_5_VLForConditionalGeneration,
+)
+from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
+from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+from transformers.processing_utils import ProcessorMixin
+
+log = logging.getLogger(__name__)
+
+#: Qwen2.5-VL's special tokens, in the order they get ids after the learned vocabulary.
+SPECIAL_TOKENS: tuple[str, ...] = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|box_start|>",
+    "<|box_end|>",
+)
+
+#: Text the BPE merges are learned from: UI-TARS action syntax and the words around it.
+ACTION_CORPUS: tuple[str, ...] = (
+    "Thought: ",
+    "Action: ",
+    "click(start_box='(",
+    ")')",
+    "left_double(start_box='(",
+    "right_single(start_box='(",
+    "drag(start_box='(",
+    "', end_box='(",
+    "hotkey(key='",
+    "')",
+    "type(content='",
+    "\\n')",
+    "scroll(start_box='(",
+    "', direction='down')",
+    "', direction='up')",
+    "wait()",
+    "finished(content='')",
+    "finished(content='",
+    "ctrl alt t",
+    "ctrl c",
+    "ctrl v",
+    "ctrl s",
+    "ctrl a",
+    "enter",
+    "tab",
+    "esc",
+    "backspace",
+    "mkdir -p ~/Desktop/",
+    "touch ~/",
+    "echo ",
+    " > ~/",
+    "cd ~/",
+    "ls",
+    "User Instruction",
+    "You are a GUI agent.",
+    "screenshot",
+    "0123456789",
+    "Desktop",
+    "Documents",
+    "reports",
+    "notes.txt",
+    "hello",
+    "the",
+    "task",
+    "file",
+)
+
+#: Pixel budget of one screenshot for the tiny processor: 28*28*16 -> at most 16 image tokens.
+TINY_MAX_PIXELS = 28 * 28 * 16
+TINY_MIN_PIXELS = 28 * 28 * 4
+
+
+@dataclass
+class TinyVLM:
+    """A tiny model and the processor that goes with it."""
+
+    model: Qwen2_5_VLForConditionalGeneration
+    processor: ProcessorMixin
+
+    def save(self, path: str | Path) -> Path:
+        """``save_pretrained`` both into ``path`` (reload with :func:`load_tiny_vlm`)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(path)
+        self.processor.save_pretrained(path)
+        return path
+
+
+class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
+    """``Qwen2_5_VLProcessor`` without a video processor, so it needs no torchvision."""
+
+    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        self.image_token = "<|image_pad|>"
+        self.video_token = "<|video_pad|>"
+        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
+        self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
+        ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
+
+
+def build_tokenizer(
+    vocab_size: int = 600, extra_corpus: tuple[str, ...] = ()
+) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer learned from :data:`ACTION_CORPUS` (+ ``extra_corpus``).
+
+    Every byte is in the base alphabet, so any text encodes; the learned merges make the
+    action syntax short. Deterministic for a given corpus.
+
+    >>> tok = build_tokenizer()
+    >>> tok.decode(tok.encode("hotkey(key='ctrl alt t')"))
+    "hotkey(key='ctrl alt t')"
+    >>> len(tok.encode("hotkey(key='ctrl alt t')")) < 8
+    True
+    """
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=1,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[],
+    )
+    corpus = [*ACTION_CORPUS, *extra_corpus]
+    # Repeat so that whole phrases get merged, not only their most frequent pairs.
+    backend.train_from_iterator(corpus * 4, trainer=trainer)
+    backend.add_special_tokens(list(SPECIAL_TOKENS))
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        padding_side="left",
+        model_max_length=32768,
+    )
+    tok.chat_template = qwen2_5_vl_chat_template()
+    return tok
+
+
+def qwen2_5_vl_chat_template() -> str:
+    """The Qwen2.5-VL chat template shipped inside the TRL wheel."""
+    return (importlib.resources.files("trl") / "chat_templates" / "qwen2_5_vl.jinja").read_text()
+
+
+def build_processor(
+    tokenizer: PreTrainedTokenizerFast | None = None,
+    *,
+    max_pixels: int = TINY_MAX_PIXELS,
+    min_pixels: int = TINY_MIN_PIXELS,
+) -> ImageOnlyQwen2_5_VLProcessor:
+    """Image-only Qwen2.5-VL processor around :func:`build_tokenizer` (patch 14, merge 2)."""
+    tokenizer = tokenizer or build_tokenizer()
+    image_processor = Qwen2VLImageProcessorPil(
+        patch_size=14,
+        temporal_patch_size=2,
+        merge_size=2,
+        min_pixels=min_pixels,
+        max_pixels=max_pixels,
+    )
+    return ImageOnlyQwen2_5_VLProcessor(
+        image_processor=image_processor, tokenizer=tokenizer, chat_template=tokenizer.chat_template
+    )
+
+
+def build_tiny_vlm(
+    *,
+    seed: int = 0,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    max_pixels: int = TINY_MAX_PIXELS,
+    vocab_size: int = 600,
+    extra_corpus: tuple[str, ...] = (),
+) -> TinyVLM:
+    """A random Qwen2.5-VL with ``num_layers`` text layers of width ``hidden_size``.
+
+    The text model has 4 attention heads and 2 KV heads; the vision tower is 2 blocks of width
+    32 merging 2x2 patches into one token of width ``hidden_size``.
+    """
+    tokenizer = build_tokenizer(vocab_size, extra_corpus)
+    processor = build_processor(tokenizer, max_pixels=max_pixels)
+    ids = {
+        name: tokenizer.convert_tokens_to_ids(tok)
+        for name, tok in (
+            ("image", "<|image_pad|>"),
+            ("video", "<|video_pad|>"),
+            ("vstart", "<|vision_start|>"),
+            ("vend", "<|vision_end|>"),
+            ("eos", "<|im_end|>"),
+            ("pad", "<|endoftext|>"),
+        )
+    }
+    head_dim = hidden_size // 4
+    half = head_dim // 2
+    mrope = [half - 2 * (half // 3), half // 3, half // 3]  # sums to head_dim / 2
+    config = Qwen2_5_VLConfig(
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": hidden_size,
+            "intermediate_size": 2 * hidden_size,
+            "num_hidden_layers": num_layers,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 8192,
+            "rope_scaling": {"type": "default", "mrope_section": mrope, "rope_type": "default"},
+            "bos_token_id": None,
+            "eos_token_id": ids["eos"],
+            "pad_token_id": ids["pad"],
+            "tie_word_embeddings": True,
+            "layer_types": None,
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 4,
+            "out_hidden_size": hidden_size,
+            "fullatt_block_indexes": [1],
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "window_size": 56,
+        },
+        image_token_id=ids["image"],
+        video_token_id=ids["video"],
+        vision_start_token_id=ids["vstart"],
+        vision_end_token_id=ids["vend"],
+        bos_token_id=None,
+        eos_token_id=ids["eos"],
+        pad_token_id=ids["pad"],
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2_5_VLForConditionalGeneration(config)
+    model.generation_config.eos_token_id = ids["eos"]
+    model.generation_config.pad_token_id = ids["pad"]
+    model.generation_config.bos_token_id = None
+    log.info(
+        "built a tiny Qwen2.5-VL: %d parameters, vocabulary %d",
+        sum(p.numel() for p in model.parameters()),
+        len(tokenizer),
+    )
+    return TinyVLM(model=model, processor=processor)
+
+
+def load_tiny_vlm(path: str | Path) -> TinyVLM:
+    """Reload a :class:`TinyVLM` written by :meth:`TinyVLM.save`."""
+    from arpo_trainer.modeling import load_processor
+
+    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
+    return TinyVLM(model=model, processor=load_processor(path))

@@ -1,0 +1,458 @@
+"""``ARPOTrainer``: TRL's ``GRPOTrainer`` with multi-turn desktop rollouts and success replay.
+
+Only the generation seam is replaced (``_generate_and_score_completions``); TRL keeps the batching,
+the loss variants and clipping, PEFT, vLLM weight sync, optimizer and checkpoints. Per generation
+batch (rows = tasks, repeated ``num_generations`` times in contiguous groups):
+
+1. one episode per row on a pool of desktops, lock-step turns, the policy sampling token ids
+   (:class:`~arpo_trainer.rollout.Collector`);
+2. replay: one rollout of every all-failure group is replaced by a stored success of its task,
+   then the fresh successes enter the buffer (:class:`~arpo_trainer.replay.ReplayBuffer`);
+3. rewards = evaluator score + format penalty through TRL's reward functions; trajectories whose
+   desktop failed are unscorable (left out of the group statistics and the loss) and counted;
+4. group-relative advantages (``scale_rewards``), one sequence per trajectory with the
+   observation tokens masked out of the loss (``tool_mask``), ``mm_token_type_ids`` for mRoPE.
+
+The replay buffer is saved in every checkpoint (``arpo_replay.zip``) and restored on resume.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from datasets import Dataset
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl import GRPOTrainer
+from trl.models import unwrap_model_for_generation
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer.utils import use_adapter
+
+from arpo_trainer.batch import collate, importance_sampling_ratio, training_sequence
+from arpo_trainer.config import ARPOConfig
+from arpo_trainer.demos import record_demonstrations
+from arpo_trainer.desktops import DesktopPool
+from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
+from arpo_trainer.generation import TransformersPolicy, TRLGenerationPolicy, turn_generation_config
+from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
+from arpo_trainer.replay import InjectionStats, ReplayBuffer
+from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
+from arpo_trainer.rollout import Collector, RolloutStats, Trajectory
+from arpo_trainer.tasks import resolve_tasks, task_dataset
+
+log = logging.getLogger(__name__)
+
+REPLAY_FILE = "arpo_replay.zip"
+
+
+class ARPOTrainer(GRPOTrainer):
+    """Multi-turn GRPO on desktops with ARPO's success replay (see the module docstring).
+
+    Args:
+        model: a Qwen-VL model (or its name/path), possibly a ``PeftModel``.
+        args: an :class:`~arpo_trainer.config.ARPOConfig`.
+        processing_class: the model's processor (tokenizer + image processor).
+        train_dataset: rows with ``prompt`` and ``task_id``; default: one row per task of ``args.tasks``.
+        reward_funcs: default ``[evaluator_score, format_error]`` weighted ``[1, args.format_penalty]``.
+        tasks: the task set to look ``task_id`` up in (default: ``args.tasks``).
+        replay_buffer: start from this buffer (e.g. warm-started with demonstrations).
+        peft_config, callbacks, optimizers: as for ``GRPOTrainer``.
+    """
+
+    _tag_names = ["trl", "grpo", "arpo"]
+
+    def __init__(
+        self,
+        model: Any,
+        args: ARPOConfig,
+        processing_class: Any = None,
+        *,
+        train_dataset: Dataset | None = None,
+        reward_funcs: Any = None,
+        tasks: Any = None,
+        replay_buffer: ReplayBuffer | None = None,
+        peft_config: Any = None,
+        callbacks: list[TrainerCallback] | None = None,
+        optimizers: Any = (None, None),
+    ):
+        if not isinstance(args, ARPOConfig):
+            raise TypeError(f"ARPOTrainer needs an ARPOConfig, got {type(args).__name__}")
+        self.tasks = tasks if tasks is not None else resolve_tasks(args.tasks, args.task_ids)
+        if train_dataset is None:
+            train_dataset = task_dataset(self.tasks, args.task_ids)
+        if reward_funcs is None:
+            reward_funcs = [evaluator_score, format_error]
+            if args.reward_weights is None:
+                args.reward_weights = [1.0, args.format_penalty]
+        super().__init__(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=train_dataset,
+            processing_class=processing_class,
+            peft_config=peft_config,
+            callbacks=callbacks,
+            optimizers=optimizers,
+        )
+        if not self._is_vlm:
+            raise ValueError(
+                "ARPOTrainer needs a vision-language model and its processor (ProcessorMixin)"
+            )
+        self.encoder = make_encoder(args, self.processing_class)
+        self.action_set = make_policy_action_set(args, self.encoder)
+        self.replay_buffer = replay_buffer or ReplayBuffer(
+            capacity=args.replay_capacity,
+            success_threshold=args.replay_success_threshold,
+            fail_std=args.replay_fail_std,
+            fail_mean=args.replay_fail_mean,
+            seed=args.seed,
+        )
+        if self.use_vllm:
+            self.vllm_generation.max_completion_length = args.max_turn_tokens
+        else:
+            self.turn_generation_config = turn_generation_config(
+                self.encoder,
+                max_new_tokens=args.max_turn_tokens,
+                temperature=args.temperature,
+                top_p=args.top_p,
+                top_k=args.top_k,
+                base=self.generation_config,
+            )
+        self._started: float | None = None
+        self._pool: DesktopPool | None = None
+        self._collector: Collector | None = None
+        self.live_stats: dict[str, Any] = {}
+        self.add_callback(LiveSuccessCallback(self))
+
+    def collector(self, n: int) -> Collector:
+        """The collector over a pool of ``n`` desktops (started on first use, reused afterwards)."""
+        if self._pool is not None and self._pool.n != n:
+            self.close_desktops()
+        if self._pool is None:
+            self._pool = DesktopPool(
+                n,
+                env_kwargs(self.args, self.encoder),
+                backend=self.args.vector_env,
+                step_timeout=self.args.step_timeout_s,
+            )
+            self._collector = Collector(
+                self._pool,
+                self.encoder,
+                self.action_set,
+                max_turns=self.args.max_turns,
+                end_on_format_error=self.args.end_on_format_error,
+            )
+        assert self._collector is not None
+        return self._collector
+
+    def warm_start_replay(self, repeats: int = 1) -> int:
+        """Seed the replay buffer with oracle demonstrations that succeed on a desktop; returns how many."""
+        n = self.args.per_device_train_batch_size * self.args.steps_per_generation
+        task_ids = sorted({row["task_id"] for row in self.train_dataset})
+        demos = record_demonstrations(
+            [self.tasks[t] for t in task_ids],
+            self.collector(n),
+            repeats=repeats,
+            step=self.state.global_step,
+        )
+        stored = sum(self.replay_buffer.add(d, step=self.state.global_step) for d in demos)
+        failed = sorted({d.task_id for d in demos} - set(self.replay_buffer.task_ids()))
+        if failed:
+            log.warning("oracle demonstrations did not succeed for: %s", ", ".join(failed))
+        return stored
+
+    def close_desktops(self) -> None:
+        """Stop the desktops (they are restarted on the next rollout)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool, self._collector = None, None
+
+    @contextlib.contextmanager
+    def policy(self) -> Iterator[Any]:
+        """The current policy, ready to sample (TRL's vLLM path, or ``generate`` on the unwrapped model)."""
+        if self.use_vllm:
+            yield TRLGenerationPolicy(self, self.encoder)
+            return
+        with unwrap_model_for_generation(
+            self.model_wrapped,
+            self.accelerator,
+            gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+            gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+        ) as unwrapped:
+            yield TransformersPolicy(unwrapped, self.encoder, self.turn_generation_config)
+
+    # -- the seam --------------------------------------------------------------------------------------
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        mode = "train" if self.model.training else "eval"
+        device = self.accelerator.device
+        G = (
+            self.num_generations
+            if mode == "train"
+            else (self.num_generations_eval or self.num_generations)
+        )
+        step = self.state.global_step
+        if len(inputs) % G:
+            raise ValueError(f"{len(inputs)} rows are not whole groups of {G}")
+
+        # 1. rollouts
+        if self._started is None:
+            self._started = time.monotonic()
+        tasks = [self.tasks[row["task_id"]] for row in inputs]
+        collector = self.collector(len(inputs))
+        with self.policy() as policy:
+            fresh = collector.run(tasks, policy, step=step)
+        rstats = collector.last_stats
+
+        # 2. replay
+        groups = [fresh[i : i + G] for i in range(0, len(fresh), G)]
+        inj = InjectionStats(groups=len(groups))
+        stored = 0
+        if self.args.replay and mode == "train":
+            groups, inj = self.replay_buffer.inject(groups, step)
+            stored = self.replay_buffer.update(fresh, step)
+        trajs = [t for g in groups for t in g]
+        if self.args.rollout_log and self.accelerator.is_main_process:
+            path = Path(self.args.rollout_log)
+            append_rollout_log(
+                path if path.is_absolute() else Path(self.args.output_dir) / path, trajs, step
+            )
+
+        # 3. rewards
+        seqs = [training_sequence(t, self.encoder) for t in trajs]
+        prompts = [row["prompt"] for row in inputs]
+        completions = [
+            [{"role": "assistant", "content": "\n".join(u.action_text for u in t.turns)}]
+            for t in trajs
+        ]
+        reward_rows = [
+            {
+                **row,
+                "score": t.score,
+                "format_errors": t.format_errors,
+                "infra_error": t.infra_error,
+                "source": t.source,
+            }
+            for row, t in zip(inputs, trajs, strict=True)
+        ]
+        rewards_per_func = self._calculate_rewards(
+            reward_rows, prompts, completions, [s.completion_ids for s in seqs]
+        )
+        advantages, rewards, std = group_advantages(
+            rewards_per_func,
+            self.reward_weights.to(rewards_per_func.device),
+            G,
+            scale_rewards=self.scale_rewards,
+            aggregation=self.multi_objective_aggregation,
+        )
+        local = slice(
+            self.accelerator.process_index * len(inputs),
+            (self.accelerator.process_index + 1) * len(inputs),
+        )
+        all_advantages = advantages.clone()
+        advantages = advantages[local].to(device)
+
+        # 4. tensors
+        batch, sampling_logps = collate(
+            seqs,
+            pad_id=self._tokenizer.pad_token_id,
+            image_token_id=self.encoder.image_token_id,
+            device=device,
+        )
+        loss_mask = batch["completion_mask"] * batch["tool_mask"]
+        output: dict[str, Any] = {
+            **batch,
+            "advantages": advantages,
+            "num_items_in_batch": self.accelerator.gather(loss_mask.sum()).sum(),
+        }
+        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        logits_to_keep = batch["completion_ids"].size(1)
+        self._add_logps(
+            output,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            sampling_logps,
+            loss_mask,
+            trajs,
+            mode,
+        )
+
+        # 5. metrics
+        self._record_metrics(
+            mode,
+            fresh,
+            trajs,
+            rewards_per_func,
+            rewards,
+            std,
+            inj,
+            stored,
+            rstats,
+            all_advantages,
+            prompts,
+            completions,
+        )
+        return output
+
+    def _add_logps(
+        self,
+        output: dict[str, Any],
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        sampling_logps: torch.Tensor,
+        loss_mask: torch.Tensor,
+        trajs: list[Trajectory],
+        mode: str,
+    ) -> None:
+        """Old / reference log-probs and the vLLM importance-sampling ratio, as TRL's seam computes them."""
+        batch_size = (
+            self.args.per_device_train_batch_size
+            if mode == "train"
+            else self.args.per_device_eval_batch_size
+        )
+        fwd = {k: output[k] for k in ("pixel_values", "image_grid_thw") if k in output}
+        fwd.update(num_images=output["num_images"], mm_token_type_ids=output["mm_token_type_ids"])
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        use_is = self.use_vllm and self.vllm_importance_sampling_correction
+        replayed = torch.tensor([t.source != "policy" for t in trajs], device=sampling_logps.device)
+        with (
+            torch.no_grad(),
+            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+        ):
+            old = None
+            if self.args.gradient_accumulation_steps % generate_every != 0 or use_is:
+                old, _, _ = self._get_per_token_logps_and_entropies(
+                    self.model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size=batch_size,
+                    **fwd,
+                )
+                output["old_per_token_logps"] = old
+            if self.beta != 0.0:
+                if self.ref_model is not None:
+                    ref, _, _ = self._get_per_token_logps_and_entropies(
+                        self.ref_model,
+                        input_ids,
+                        attention_mask,
+                        logits_to_keep,
+                        batch_size=batch_size,
+                        **fwd,
+                    )
+                else:
+                    unwrapped = self.accelerator.unwrap_model(self.model)
+                    with use_adapter(
+                        unwrapped, adapter_name="ref" if "ref" in unwrapped.peft_config else None
+                    ):
+                        ref, _, _ = self._get_per_token_logps_and_entropies(
+                            self.model,
+                            input_ids,
+                            attention_mask,
+                            logits_to_keep,
+                            batch_size=batch_size,
+                            **fwd,
+                        )
+                output["ref_per_token_logps"] = ref
+        # Replayed and demonstrated turns were not sampled by this policy now: no sampling log-probs,
+        # so they get importance ratio 1 (as in ARPO, which recomputes them with the current policy).
+        unknown = torch.isnan(sampling_logps) | replayed.unsqueeze(1)
+        if old is not None:
+            sampling_logps = torch.where(unknown, old, sampling_logps)
+            output["sampling_per_token_logps"] = sampling_logps
+        if use_is:
+            output["importance_sampling_ratio"] = importance_sampling_ratio(
+                old,
+                sampling_logps,
+                loss_mask,
+                mode=self.vllm_importance_sampling_mode,
+                clip_min=self.vllm_importance_sampling_clip_min,
+                clip_max=self.vllm_importance_sampling_clip_max,
+            )
+
+    # -- logging ------------------------------------------------------------------------------------------
+
+    def _record_metrics(
+        self,
+        mode: str,
+        fresh: list[Trajectory],
+        trajs: list[Trajectory],
+        rewards_per_func: torch.Tensor,
+        rewards: torch.Tensor,
+        std: torch.Tensor,
+        inj: InjectionStats,
+        stored: int,
+        rstats: RolloutStats,
+        all_advantages: torch.Tensor,
+        prompts: list[Any],
+        completions: list[Any],
+    ) -> None:
+        """TRL's reward metrics and completion logs, plus ours (:mod:`arpo_trainer.metrics`)."""
+        m = self._metrics[mode]
+        for i, name in enumerate(self.reward_func_names):
+            m[f"rewards/{name}/mean"].append(torch.nanmean(rewards_per_func[:, i]).item())
+        valid = ~torch.isnan(rewards)
+        m["reward"].append(torch.nanmean(rewards).item())
+        m["reward_std"].append(rewards[valid].std().item() if int(valid.sum()) > 1 else 0.0)
+        m["frac_reward_zero_std"].append(
+            torch.isclose(std[valid], torch.zeros_like(std[valid])).float().mean().item()
+            if valid.any()
+            else float("nan")
+        )
+        ours = rollout_metrics(
+            fresh,
+            trajs,
+            inj,
+            stored,
+            len(self.replay_buffer),
+            rstats,
+            success_threshold=self.args.replay_success_threshold,
+        )
+        ours["time/minutes"] = (time.monotonic() - (self._started or time.monotonic())) / 60
+        for key, value in ours.items():
+            m[key].append(value)
+        if mode == "train":
+            self.live_stats = {
+                "success": ours["episode/success_rate"],
+                "replayed": inj.injected,
+                "buffer": len(self.replay_buffer),
+                "infra": int(ours["episode/infra_errors"]),
+            }
+        self._logs["prompt"].extend(prompts)
+        self._logs["completion"].extend(completions)
+        for i, name in enumerate(self.reward_func_names):
+            self._logs["rewards"][name].extend(rewards_per_func[:, i].tolist())
+        self._logs["advantages"].extend(all_advantages.tolist())
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+
+    def _save_checkpoint(self, model, trial):
+        super()._save_checkpoint(model, trial)
+        if self.args.should_save:
+            folder = (
+                Path(self._get_output_dir(trial=trial))
+                / f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            )
+            self.replay_buffer.save(folder / REPLAY_FILE)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if checkpoint is not None and os.path.exists(os.path.join(checkpoint, REPLAY_FILE)):
+            self.replay_buffer.load_state_from(
+                ReplayBuffer.load(os.path.join(checkpoint, REPLAY_FILE))
+            )
+            log.info(
+                "restored the replay buffer from %s: %d trajectories",
+                checkpoint,
+                len(self.replay_buffer),
+            )
