@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   # the local desktop: X server, window manager, sandbox, window control, recording
-  xvfb openbox bubblewrap wmctrl x11-utils xdotool ffmpeg
+  xvfb openbox bubblewrap wmctrl x11-utils xdotool xclip ffmpeg
   # apps the built-in tasks use
   xterm mousepad libreoffice-calc libreoffice-writer libreoffice-impress chromium vlc
   # accessibility tree (AT-SPI) for /accessibility

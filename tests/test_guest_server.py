@@ -504,3 +504,28 @@ def test_accessibility_returns_xml_or_a_clean_501(clean: Guest):
 def test_terminal_output_is_best_effort(guest: Guest):
     out = guest.client.terminal()
     assert out is None or isinstance(out, str)
+
+
+@pytest.mark.desktop
+def test_repeated_letters_reach_libreoffice(tmp_path):
+    """LibreOffice's X11 backend takes a release+press of one key at one timestamp for
+    auto-repeat and drops the press; typing must space them so "hello" stays "hello"."""
+    import gymnasium as gym
+
+    import osworld_gym  # noqa: F401
+
+    task = {"id": "typing-probe", "instruction": "type", "related_apps": ["libreoffice_writer"],
+            "config": [{"type": "launch", "parameters": {"command": ["soffice", "--writer", "--norestore"]}},
+                       {"type": "sleep", "parameters": {"seconds": 6}}],
+            "evaluator": {"func": "infeasible"}}
+    env = gym.make("OSWorld-v0", provider="local", tasks=None)
+    try:
+        env.reset(options={"task": task})
+        for action in ["pyautogui.write('hello  balloon 1100 bookkeeper')", "pyautogui.hotkey('ctrl', 'a')",
+                       "pyautogui.hotkey('ctrl', 'c')"]:
+            env.step(action)
+        client = env.unwrapped.provider.start()
+        out = client.execute(["bash", "-c", "timeout 5 xclip -o -selection clipboard"])
+        assert out["output"].strip().lower() == "hello  balloon 1100 bookkeeper", out  # autocorrect capitalises
+    finally:
+        env.close()

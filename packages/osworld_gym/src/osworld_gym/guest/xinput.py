@@ -54,6 +54,8 @@ WHEEL_SETTLE_S = 0.005
 CLICK_GAP_S = 0.03
 DRAG_STEPS = 12
 DRAG_STEP_S = 0.015
+#: Pause before pressing again the key just released (server timestamps have 1 ms resolution).
+REPEAT_GAP_S = 0.004
 #: Flush the request queue after this many typed characters.
 TYPE_FLUSH_EVERY = 16
 
@@ -105,6 +107,7 @@ class XInput:
         self._spare: list[int] = []  # keycodes with no symbols (or bound by us)
         self._bound: OrderedDict[int, int] = OrderedDict()  # keysym -> spare keycode, LRU order
         self._restore_timer: threading.Timer | None = None
+        self._last_released: int | None = None  # keycode of the last key release sent
         self._keysyms_per_keycode = 1
         self._load_keymap()
 
@@ -302,11 +305,18 @@ class XInput:
         kc, level = self._keymap[ks]
         shift = self._keymap.get(XK.XK_Shift_L, (None, 0))[0] if level == 1 else None
         kind = X.KeyPress if down else X.KeyRelease
+        if down and kc == self._last_released:
+            # A release and a press of the same key with the same server timestamp look like
+            # auto-repeat to some toolkits (LibreOffice's X11 backend drops the press: "hello"
+            # became "helo"). Let the clock tick, as xdotool's typing delay does.
+            self._d.sync()
+            time.sleep(REPEAT_GAP_S)
         if shift is not None and down:
             xtest.fake_input(self._d, X.KeyPress, shift)
         xtest.fake_input(self._d, kind, kc)
         if shift is not None and not down:
             xtest.fake_input(self._d, X.KeyRelease, shift)
+        self._last_released = None if down else kc
 
     def _type(self, text: str) -> None:
         syms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
