@@ -468,7 +468,7 @@ def test_custom_getter_can_be_registered(tmp_path):
 @pytest.mark.parametrize(
     ("evaluator", "message"),
     [
-        ({"func": "compare_table", "result": cmd("x")}, "unknown metric 'compare_table'"),
+        ({"func": "compare_table_of_doom", "result": cmd("x")}, "unknown metric 'compare_table_of_doom'"),
         ({"func": "exact_match", "result": {"type": "nope"}}, "unknown getter type 'nope'"),
         ({"func": "exact_match"}, "evaluator.result is required"),
         ({"func": "exact_match", "result": [cmd("x")]}, "must be an object when func is a single"),

@@ -37,7 +37,9 @@ class EvalContext:
         client_password: the desktop user's password (``{CLIENT_PASSWORD}``).
         home: the desktop user's home; relative guest paths are relative to it.
         download_timeout_s: per-request timeout when a getter downloads a gold file.
-        extra: room for what later getters need (browser ports, proxy flags, ...).
+        extra: settings for particular getters: ``chromium_ports`` (DevTools ports tried
+            inside the desktop, default ``[1337, 9222]``), ``vlc_port`` (8080) and
+            ``vlc_password`` (``"password"``).
     """
 
     client: GuestClient | Any

@@ -39,6 +39,17 @@ _GETTERS: dict[str, str | Getter] = {
     "vm_command_error": f"{_G}.general:get_vm_command_error",
     "rule": f"{_G}.misc:get_rule",
     "list_directory": f"{_G}.info:get_list_directory",
+    "accessibility_tree": f"{_G}.info:get_accessibility_tree",
+    "rule_relativeTime": f"{_G}.relative_time:get_rule_relativeTime",
+    "active_tab_info": f"{_G}.chrome:get_active_tab_info",
+    "open_tabs_info": f"{_G}.chrome:get_open_tabs_info",
+    "active_url_from_accessTree": f"{_G}.chrome:get_active_url_from_accessTree",
+    "enable_do_not_track": f"{_G}.chrome_profile:get_enable_do_not_track",
+    "default_search_engine": f"{_G}.chrome_profile:get_default_search_engine",
+    "profile_name": f"{_G}.chrome_profile:get_profile_name",
+    "bookmarks": f"{_G}.chrome_profile:get_bookmarks",
+    "vlc_config": f"{_G}.vlc:get_vlc_config",
+    "vlc_playing_info": f"{_G}.vlc:get_vlc_playing_info",
 }
 
 #: metric name (task JSON ``func``) -> "module:function"

@@ -37,6 +37,9 @@ GETTER_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "vm_command_error": ("command",),
     "rule": ("rules",),
     "list_directory": ("path",),
+    "rule_relativeTime": ("rules",),
+    "vlc_config": ("dest",),
+    "vlc_playing_info": ("dest",),
 }
 
 

@@ -142,6 +142,7 @@ def load_tasks(
     meta: str | os.PathLike[str] | None = None,
     domains: str | Iterable[str] | None = None,
     skip_unsupported: bool = False,
+    provider: str = "local",
 ) -> TaskSet:
     """Load and validate tasks from ``spec`` (see the module docstring for the accepted forms).
 
@@ -150,7 +151,10 @@ def load_tasks(
         meta: for an ``evaluation_examples`` directory, the meta file to use (a path, or a name
             inside that directory such as ``"test_small.json"``).
         domains: keep only tasks of these domain(s).
-        skip_unsupported: log and drop tasks that fail validation instead of raising.
+        skip_unsupported: log and drop tasks that fail validation instead of raising, and
+            those :func:`osworld_gym.tasks.support.classify` finds unsupported on ``provider``
+            (they need VS Code, GNOME, a live website, an app that is not installed, ...).
+        provider: the backend ``skip_unsupported`` classifies for (``"local"``: this machine).
 
     Raises:
         TaskError: a file is missing or not JSON, a task is malformed or unsupported, a
@@ -159,21 +163,31 @@ def load_tasks(
     """
     wanted = None if domains is None else ({domains} if isinstance(domains, str) else set(domains))
     items = list(_collect(spec, meta, wanted))
+    caps = None
+    if skip_unsupported:
+        from osworld_gym.tasks.support import capabilities, classify
+
+        caps = capabilities(provider)
     tasks: list[Task] = []
     for item, domain, origin in items:
         if isinstance(item, Task):
-            if wanted is None or item.domain in wanted:
-                tasks.append(item)
+            task = item
+        else:
+            try:
+                task = Task.from_dict(item, domain, origin=origin)
+            except TaskError as exc:
+                if not skip_unsupported:
+                    raise
+                logger.warning("skipping unsupported task: %s", exc)
+                continue
+        if wanted is not None and task.domain not in wanted:
             continue
-        try:
-            task = Task.from_dict(item, domain, origin=origin)
-        except TaskError as exc:
-            if not skip_unsupported:
-                raise
-            logger.warning("skipping unsupported task: %s", exc)
-            continue
-        if wanted is None or task.domain in wanted:
-            tasks.append(task)
+        if caps is not None:
+            support = classify(task, caps)
+            if not support.supported:
+                logger.warning("skipping unsupported task %s: %s", task.id, support.reason)
+                continue
+        tasks.append(task)
     if not tasks:
         what = f" in domain(s) {sorted(wanted)}" if wanted else ""
         raise TaskError(f"no tasks loaded from {_describe(spec)}{what}")

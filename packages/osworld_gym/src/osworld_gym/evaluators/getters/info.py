@@ -25,3 +25,9 @@ def get_list_directory(ctx: EvalContext, config: dict[str, Any]) -> dict[str, An
     if isinstance(tree, dict) and set(tree) == {"directory_tree"}:
         tree = tree["directory_tree"]
     return tree or None
+
+
+def get_accessibility_tree(ctx: EvalContext, config: dict[str, Any]) -> str | None:
+    """The desktop's accessibility tree as OSWorld's XML (``/accessibility``); ``None`` where the
+    desktop cannot produce one."""
+    return ctx.client.accessibility()

@@ -5,7 +5,7 @@ The getters (:mod:`..getters.chrome`) give a URL string or a tab dict ``{"title"
 >>> is_expected_url_pattern_match({"url": "https://ex.org/faq/Ticket-Delivery-FAQs"},
 ...                               {"expected": ["Ticket-Delivery-FAQs"]})
 1.0
->>> is_expected_active_tab("https://www.ex.org/a/", {"type": "url", "url": "http://ex.org/a"})
+>>> is_expected_active_tab("https://www.ex.org/", {"type": "url", "url": "https://ex.org"})
 1.0
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 
 def _url_of(result: Any) -> str | None:
@@ -39,21 +39,19 @@ def is_expected_url_pattern_match(result: Any, rules: dict[str, Any]) -> float:
 
 
 def normalise_url(url: str) -> str:
-    """A URL with scheme, a leading ``www.``, the default path ``/`` and a trailing ``/``
-    dropped, for comparing what a user would call the same address.
+    """A URL as OSWorld compares addresses: scheme (default ``http``) and host lower-cased,
+    ``www.`` dropped, a bare ``/`` path dropped; path, query and fragment otherwise kept.
 
-    >>> normalise_url("HTTPS://www.Example.org/"), normalise_url("http://example.org/a/?x=1")
-    ('example.org', 'example.org/a?x=1')
+    >>> normalise_url("HTTPS://www.Example.org/"), normalise_url("example.org/a/?x=1")
+    ('https://example.org', 'http://example.org/a/?x=1')
     """
     parts = urlsplit(url.strip())
-    host = parts.netloc.lower().removeprefix("www.")
-    path = parts.path.rstrip("/")
-    out = host + path
-    if parts.query:
-        out += "?" + parts.query
-    if parts.fragment:
-        out += "#" + parts.fragment
-    return out
+    if not parts.scheme and not parts.netloc:  # "example.org/a": a host without a scheme
+        parts = urlsplit("http://" + url.strip())
+    scheme = (parts.scheme or "http").lower()
+    host = parts.netloc.lower().replace("www.", "")
+    path = "" if parts.path == "/" else parts.path
+    return urlunsplit((scheme, host, path, parts.query, parts.fragment))
 
 
 def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:

@@ -53,11 +53,17 @@ def honoured_options(fn: Callable[..., Any]) -> frozenset[str] | None:
 
 
 def unhonoured_options(fn: Callable[..., Any], options: Mapping[str, Any]) -> list[str]:
-    """Names of truthy ``options`` that ``fn`` would not honour (sorted)."""
+    """Names of ``options`` that ``fn`` would not honour (sorted).
+
+    For a metric declared with :func:`honours`, only truthy unknown options count (see
+    :func:`check_options`); for a plain function, every keyword its signature lacks (Python
+    would reject it).
+    """
     known = honoured_options(fn)
     if known is None:
         return []
-    return sorted(k for k, v in options.items() if k not in known and v)
+    declared = getattr(fn, "honoured_options", None) is not None
+    return sorted(k for k, v in options.items() if k not in known and (v or not declared))
 
 
 def check_options(name: str, options: Mapping[str, Any], known: Iterable[str]) -> None:

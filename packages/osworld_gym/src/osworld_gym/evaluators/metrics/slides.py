@@ -28,7 +28,6 @@ options (``examine_title_bottom_position``, ``examine_table_bottom_position``,
 from __future__ import annotations
 
 import logging
-import zipfile
 from typing import Any
 
 from osworld_gym.evaluators.metrics.options import check_options, honours
@@ -56,7 +55,7 @@ EXAMINE = (
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 
 
-class _Differs(Exception):
+class _DifferenceFound(Exception):  # noqa: N818 - control flow, not an error
     """Raised internally at the first difference; the message says where."""
 
 
@@ -101,7 +100,7 @@ def _bullet(paragraph: Any) -> tuple[Any, ...]:
 
 def _check(flag: str, ok: bool, on: dict[str, bool], where: str) -> None:
     if on[flag] and not ok:
-        raise _Differs(f"{where}: {flag.removeprefix('examine_')} differs")
+        raise _DifferenceFound(f"{where}: {flag.removeprefix('examine_')} differs")
 
 
 def _compare_runs(r1: Any, r2: Any, on: dict[str, bool], where: str) -> None:
@@ -135,7 +134,7 @@ def _compare_shapes(s1: Any, s2: Any, on: dict[str, bool], where: str) -> None:
 
     shapes1, shapes2 = list(s1), list(s2)
     if len(shapes1) != len(shapes2):
-        raise _Differs(f"{where}: {len(shapes1)} shapes vs {len(shapes2)}")
+        raise _DifferenceFound(f"{where}: {len(shapes1)} shapes vs {len(shapes2)}")
     for i, (a, b) in enumerate(zip(shapes1, shapes2, strict=True)):
         at = f"{where} shape {i}"
         box_a, box_b = (a.left, a.top, a.width, a.height), (b.left, b.top, b.width, b.height)
@@ -169,7 +168,7 @@ def compare_pptx_files(result: str | None, expected: str | None, **options: Any)
 
     try:
         mine = Presentation(result)
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+    except Exception as exc:  # noqa: BLE001 - any unreadable result scores 0
         logger.info("compare_pptx_files: cannot read result %s: %s", result, exc)
         return 0.0
     gold = Presentation(expected)
@@ -183,7 +182,7 @@ def compare_pptx_files(result: str | None, expected: str | None, **options: Any)
             _check("examine_background_color", _background(s1) == _background(s2), on, where)
             _check("examine_note", _notes(s1) == _notes(s2), on, where)
             _compare_shapes(s1.shapes, s2.shapes, on, where)
-    except _Differs as diff:
+    except _DifferenceFound as diff:
         logger.info("compare_pptx_files: %s", diff)
         return 0.0
     return 1.0

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import zipfile
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -98,7 +97,9 @@ class Workbook:
         return openpyxl.load_workbook(self.path, data_only=False)
 
 
-def sheet(idx: int | str, result: Workbook, expected: Workbook | None, *, styles: bool = False) -> Any:
+def sheet(
+    idx: int | str, result: Workbook, expected: Workbook | None, *, styles: bool = False
+) -> Any:
     """The worksheet ``idx`` names (OSWorld addressing), or ``None`` if it does not exist.
 
     ``styles=True`` reads the workbook with formulas kept (as OSWorld does for styles).
@@ -141,7 +142,7 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
     book_r = Workbook(result)
     try:
         book_r.values  # noqa: B018 - open now: an unreadable result scores 0
-    except (OSError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - any unreadable result scores 0
         logger.info("compare_table: cannot read result %s: %s", result, exc)
         return 0.0
     book_e = Workbook(expected) if expected else None
@@ -269,7 +270,12 @@ def _pair(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> tuple[Any, A
     return None if s0 is None or s1 is None else (s0, s1)
 
 
-def _compare_with(read: Callable[..., Any]) -> Callable[[dict[str, Any], Workbook, Workbook | None], bool]:
+Rule = Callable[[dict[str, Any], Workbook, "Workbook | None"], bool]
+
+
+def _compare_with(read: Callable[..., Any]) -> Rule:
+    """A rule comparing ``read(sheet0, sheet1, rule)`` over ``sheet_idx0``/``sheet_idx1``."""
+
     def check(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
         pair = _pair(rule, r, e)
         return pair is not None and read(pair[0], pair[1], rule)
@@ -296,7 +302,7 @@ def _data_validation(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> b
     )
 
 
-_RULES: dict[str, Callable[[dict[str, Any], Workbook, Workbook | None], bool]] = {
+_RULES: dict[str, Rule] = {
     "sheet_name": _sheet_name,
     "sheet_data": _sheet_data,
     "sheet_fuzzy": _sheet_fuzzy,

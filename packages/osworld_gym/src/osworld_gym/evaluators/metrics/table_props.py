@@ -56,7 +56,8 @@ def cell_style(prop: str, cell: Any) -> Any:
     if prop == "merge":
         return isinstance(cell, MergedCell)
     if prop not in STYLE_PROPS:
-        raise ValueError(f"unknown cell style property {prop!r} (known: {', '.join(sorted(STYLE_PROPS))})")
+        known = ", ".join(sorted(STYLE_PROPS))
+        raise ValueError(f"unknown cell style property {prop!r} (known: {known})")
     if cell.value is None:
         return None
     font, fill = cell.font, cell.fill
@@ -123,7 +124,9 @@ def auto_filter(ws: Any) -> dict[str, Any]:
             entry["values"] = sorted(fc.filters.filter or [])
         if fc.customFilters is not None:
             entry["custom_and"] = bool(fc.customFilters._and)
-            entry["custom"] = sorted((f.operator or "equal", str(f.val)) for f in fc.customFilters.customFilter)
+            entry["custom"] = sorted(
+                (f.operator or "equal", str(f.val)) for f in fc.customFilters.customFilter
+            )
         columns.append(entry)
     out: dict[str, Any] = {"ref": af.ref, "columns": sorted(columns, key=lambda d: d["col_id"])}
     state = af.sortState

@@ -1,0 +1,395 @@
+"""Which OSWorld tasks a backend can run, and why not: :func:`classify`.
+
+OSWorld's 369 tasks assume its Ubuntu/GNOME image with network access, Google accounts, VS Code
+and every app installed. The local sandbox has none of the first four and only the apps this
+machine has. :func:`classify` says, per task, whether osworld-gym can run it on a provider, with
+a reason a report can group by. ``load_tasks(..., skip_unsupported=True)`` drops the unsupported
+ones (logging each reason).
+
+Reasons, checked in this order (the first found is :attr:`Support.reason`; all are in
+:attr:`Support.reasons`), each starting with a fixed phrase:
+
+* ``needs a Google account``: ``googledrive``/``login`` steps, ``googledrive_file`` getters;
+* ``needs a live website``: ``proxy: true``, or an ``http(s)`` URL of a real host (not
+  localhost, not a reserved ``example``/``.test`` name) opened by ``chrome_open_tabs`` or
+  ``open``, or passed to a browser, ``xdg-open``, ``wget`` or ``curl`` in a setup command
+  (``download`` steps are served from the file cache);
+* ``needs VS Code``: domain ``vs_code``, a ``code`` command, a ``vscode_config`` getter;
+* ``needs GNOME``: a ``gsettings``/``dconf`` command, ``change_wallpaper``, ``vm_wallpaper``;
+* ``needs apps not installed``: apps the domain, ``related_apps``, commands, opened files or
+  getters imply (chromium, libreoffice and its calc/writer/impress modules, gimp, vlc,
+  thunderbird), or a launched program that is not on the desktop's ``PATH``;
+* ``unsupported setup step``, ``unknown metric``, ``unknown getter``,
+  ``unsupported compare_table rule``, ``unsupported metric option``: what osworld-gym does not
+  implement yet (names given);
+* ``invalid task``: anything else task validation rejects.
+
+The first four describe the local sandbox only: for any other provider name (a VM or container
+running OSWorld's image) network, Google, VS Code, GNOME and all apps are assumed present.
+
+>>> task = {"id": "t", "instruction": "x", "snapshot": "vscode", "related_apps": ["vscode"],
+...         "config": [{"type": "launch", "parameters": {"command": ["code"]}}],
+...         "evaluator": {"func": "infeasible"}}
+>>> support = classify(task)
+>>> support.supported, support.reason
+(False, 'needs VS Code (domain vs_code)')
+>>> classify(task, provider="docker").supported
+True
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from osworld_gym.errors import TaskError
+from osworld_gym.tasks.task import Task
+
+
+@dataclass(frozen=True)
+class Support:
+    """Whether a task can run, and if not the first reason (``reason``) and all (``reasons``)."""
+
+    supported: bool
+    reason: str | None = None
+    reasons: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.supported
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend offers tasks.
+
+    Attributes:
+        network: the desktop can reach websites.
+        google: Google Drive / login steps can run (credentials configured).
+        vscode: VS Code is installed.
+        gnome: a GNOME session with ``gsettings`` is running.
+        apps: installed apps among :data:`APP_KEYS`, or ``None`` for "all".
+        path: the desktop's ``PATH`` for launched programs (``None``: do not check).
+    """
+
+    network: bool
+    google: bool
+    vscode: bool
+    gnome: bool
+    apps: frozenset[str] | None = None
+    path: str | None = None
+
+
+#: App keys :func:`classify` knows, with the programs that provide them.
+APP_KEYS: dict[str, tuple[str, ...]] = {
+    "chromium": ("chromium", "chromium-browser"),
+    "libreoffice": ("libreoffice", "soffice"),
+    "libreoffice_calc": ("libreoffice", "soffice"),
+    "libreoffice_writer": ("libreoffice", "soffice"),
+    "libreoffice_impress": ("libreoffice", "soffice"),
+    "gimp": ("gimp",),
+    "vlc": ("vlc",),
+    "thunderbird": ("thunderbird",),
+}
+_LO_REGISTRY = Path("/usr/lib/libreoffice/share/registry")
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]"}
+_SHIMS = Path(__file__).resolve().parent.parent / "guest" / "shims"
+
+
+def _installed(key: str, path: str | None) -> bool:
+    if not any(shutil.which(p, path=path) for p in APP_KEYS[key]):
+        return False
+    if key.startswith("libreoffice_") and _LO_REGISTRY.is_dir():
+        module = key.removeprefix("libreoffice_")  # calc.xcd / writer.xcd / impress.xcd
+        return (_LO_REGISTRY / f"{module}.xcd").is_file()
+    return True
+
+
+def local_capabilities() -> Capabilities:
+    """This machine as the local sandbox sees it: no network, Google, VS Code or GNOME."""
+    path = os.pathsep.join([str(_SHIMS), os.environ.get("PATH", os.defpath)])
+    apps = frozenset(k for k in APP_KEYS if _installed(k, path))
+    vscode = shutil.which("code", path=path) is not None
+    return Capabilities(
+        network=False, google=False, vscode=vscode, gnome=False, apps=apps, path=path
+    )
+
+
+#: OSWorld's own image (any provider other than ``local``).
+OSWORLD_IMAGE = Capabilities(network=True, google=True, vscode=True, gnome=True)
+
+
+def capabilities(provider: str | Capabilities) -> Capabilities:
+    """Capabilities of a provider name (``"local"``/``"fake"``: this machine) or as given."""
+    if isinstance(provider, Capabilities):
+        return provider
+    return local_capabilities() if provider in ("local", "fake") else OSWORLD_IMAGE
+
+
+# -- what a task uses --------------------------------------------------------------------------
+
+_DOMAIN_APPS = {
+    "chrome": "chromium", "gimp": "gimp", "thunderbird": "thunderbird", "vlc": "vlc",
+    "libreoffice_calc": "libreoffice_calc", "libreoffice_writer": "libreoffice_writer",
+    "libreoffice_impress": "libreoffice_impress",
+}
+_PROGRAM_APPS = {
+    "google-chrome": "chromium", "google-chrome-stable": "chromium", "chromium": "chromium",
+    "chromium-browser": "chromium", "gimp": "gimp", "vlc": "vlc", "cvlc": "vlc",
+    "thunderbird": "thunderbird",
+}
+_LO_FLAGS = {"--calc": "libreoffice_calc", "--writer": "libreoffice_writer",
+             "--impress": "libreoffice_impress"}
+_SUFFIX_APPS = {
+    **dict.fromkeys((".xlsx", ".xls", ".ods", ".csv"), "libreoffice_calc"),
+    **dict.fromkeys((".docx", ".doc", ".odt", ".rtf"), "libreoffice_writer"),
+    **dict.fromkeys((".pptx", ".ppt", ".odp"), "libreoffice_impress"),
+    **dict.fromkeys((".mp4", ".mp3", ".avi", ".mkv", ".webm", ".wav", ".flac"), "vlc"),
+    ".xcf": "gimp",
+}
+_GETTER_APPS = {"vlc_config": "vlc", "vlc_playing_info": "vlc", "active_tab_info": "chromium",
+                "open_tabs_info": "chromium", "active_url_from_accessTree": "chromium",
+                "enable_do_not_track": "chromium", "default_search_engine": "chromium",
+                "profile_name": "chromium", "bookmarks": "chromium"}
+_STEP_COMMANDS = {"launch", "execute", "command", "execute_with_verification"}
+_URL = re.compile(r"https?://[^\s'\"<>]+")
+#: Programs whose URL arguments are fetched from the network.
+_WEB_PROGRAMS = frozenset({"google-chrome", "google-chrome-stable", "chromium", "chromium-browser",
+                           "firefox", "xdg-open", "wget", "curl"})
+_WEB_COMMAND = re.compile(r"(?:^|[;&|(]\s*|\bsudo\s+)(?:\S*/)?(?:" + "|".join(
+    re.escape(p) for p in sorted(_WEB_PROGRAMS)) + r")\s")
+#: Reserved names (RFC 2606/6761) that are never live websites.
+_RESERVED_SUFFIXES = (".example", ".test", ".invalid", ".localhost", ".local")
+_RESERVED_HOSTS = frozenset({"example.com", "example.org", "example.net",
+                             "www.example.com", "www.example.org", "www.example.net"})
+_CODE = re.compile(r"(?:^|[;&|(]\s*|\bsudo\s+)(?:\S*/)?code(?:\s|$)")
+_GNOME = re.compile(r"\b(?:gsettings|dconf)\b")
+
+
+@dataclass
+class _Uses:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    #: (argv, text, the step it comes from or None for an evaluator command)
+    commands: list[tuple[list[str], str, dict[str, Any] | None]] = field(default_factory=list)
+    getters: list[dict[str, Any]] = field(default_factory=list)
+    metrics: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def _entries(value: Any) -> Iterator[dict[str, Any]]:
+    for entry in value if isinstance(value, list) else [value]:
+        if isinstance(entry, dict):
+            yield entry
+
+
+def _uses(raw: dict[str, Any]) -> _Uses:
+    uses = _Uses()
+    evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
+    uses.steps = [s for s in (raw.get("config") or []) + (evaluator.get("postconfig") or [])
+                  if isinstance(s, dict)]
+    for step in uses.steps:
+        params = step.get("parameters") or {}
+        if step.get("type") in _STEP_COMMANDS and "command" in params:
+            uses.commands.append((*_command(params["command"]), step))
+    for key in ("result", "expected"):
+        uses.getters.extend(_entries(evaluator.get(key)))
+    for g in uses.getters:
+        if g.get("type") in ("vm_command_line", "vm_command_error") and "command" in g:
+            uses.commands.append((*_command(g["command"]), None))
+    funcs = evaluator.get("func")
+    funcs = [funcs] if isinstance(funcs, str) else [f for f in funcs or [] if isinstance(f, str)]
+    options = evaluator.get("options")
+    per = options if isinstance(options, list) else [options] * len(funcs)
+    uses.metrics = [(f, o if isinstance(o, dict) else {}) for f, o in zip(funcs, per, strict=False)]
+    return uses
+
+
+def _command(command: Any) -> tuple[list[str], str]:
+    if isinstance(command, list):
+        argv = [str(a) for a in command]
+        return argv, " ".join(argv)
+    text = str(command)
+    try:
+        argv = shlex.split(text)
+    except ValueError:
+        argv = text.split()
+    return argv, text
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+
+def _google(uses: _Uses) -> list[str]:
+    kinds = sorted({s["type"] for s in uses.steps if s.get("type") in ("googledrive", "login")})
+    if any(g.get("type") == "googledrive_file" for g in uses.getters):
+        kinds.append("googledrive_file getter")
+    return [f"needs a Google account ({', '.join(kinds)})"] if kinds else []
+
+
+def _is_live(url: str) -> bool:
+    host = (urlparse(url).hostname or "").lower()
+    if host in _LOCAL_HOSTS or host.endswith(_RESERVED_SUFFIXES):
+        return False
+    return host not in _RESERVED_HOSTS
+
+
+def _live_urls(raw: dict[str, Any], uses: _Uses) -> list[str]:
+    if raw.get("proxy") is True:
+        return ["needs a live website (proxy: true)"]
+    urls: list[str] = []
+    for step in uses.steps:
+        params = step.get("parameters") or {}
+        if step.get("type") in ("chrome_open_tabs", "chrome_close_tabs", "open"):
+            urls += [u for text in _strings(params) for u in _URL.findall(text)]
+    for argv, text, step in uses.commands:
+        if step is None:
+            continue
+        if (argv and Path(argv[0]).name in _WEB_PROGRAMS) or _WEB_COMMAND.search(text):
+            urls += _URL.findall(text)
+    live = [u for u in urls if _is_live(u)]
+    return [f"needs a live website ({live[0]})"] if live else []
+
+
+def _vscode(task: Task, uses: _Uses) -> list[str]:
+    if task.domain == "vs_code" or {"vscode", "vs_code"} & set(task.related_apps):
+        return ["needs VS Code (domain vs_code)"]
+    if any(g.get("type") == "vscode_config" for g in uses.getters):
+        return ["needs VS Code (vscode_config getter)"]
+    for argv, text, _ in uses.commands:
+        if (argv and Path(argv[0]).name == "code") or _CODE.search(text):
+            return ["needs VS Code (code command)"]
+    return []
+
+
+def _gnome(uses: _Uses) -> list[str]:
+    if any(s.get("type") == "change_wallpaper" for s in uses.steps) or any(
+        g.get("type") == "vm_wallpaper" for g in uses.getters
+    ):
+        return ["needs GNOME (wallpaper)"]
+    for _, text, _ in uses.commands:
+        if m := _GNOME.search(text):
+            return [f"needs GNOME ({m.group(0)})"]
+    return []
+
+
+def _on_path(program: str, caps: Capabilities) -> bool:
+    """Whether a launched ``program`` is found on the desktop's PATH (``code`` is VS Code's
+    check; paths are the task's own files)."""
+    if caps.path is None or "/" in program or program == "code":
+        return True
+    return shutil.which(program, path=caps.path) is not None
+
+
+def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
+    wanted: set[str] = set()
+    for name in [task.domain, *task.related_apps]:
+        if name in _DOMAIN_APPS:
+            wanted.add(_DOMAIN_APPS[name])
+    missing_programs: set[str] = set()
+    for argv, _, step in uses.commands:
+        if step is None or not argv or (step.get("parameters") or {}).get("shell"):
+            continue
+        program = Path(argv[0]).name
+        if program in _PROGRAM_APPS:
+            wanted.add(_PROGRAM_APPS[program])
+        elif program in ("libreoffice", "soffice"):
+            modules = [_LO_FLAGS[a] for a in argv[1:] if a in _LO_FLAGS]
+            modules += [_SUFFIX_APPS[Path(a).suffix.lower()] for a in argv[1:]
+                        if Path(a).suffix.lower() in _SUFFIX_APPS]
+            wanted.update(modules or ["libreoffice"])
+        elif step.get("type") == "launch" and not _on_path(argv[0], caps):
+            missing_programs.add(argv[0])
+    for step in uses.steps:
+        if step.get("type") == "open":
+            suffix = Path(str((step.get("parameters") or {}).get("path", ""))).suffix.lower()
+            if suffix in _SUFFIX_APPS:
+                wanted.add(_SUFFIX_APPS[suffix])
+    wanted.update(_GETTER_APPS[g["type"]] for g in uses.getters if g.get("type") in _GETTER_APPS)
+    missing = sorted(missing_programs)
+    if caps.apps is not None:
+        missing = sorted(wanted - caps.apps) + missing
+    return [f"needs apps not installed: {', '.join(missing)}"] if missing else []
+
+
+def _implementation(uses: _Uses) -> list[str]:
+    from osworld_gym.evaluators import registry
+    from osworld_gym.evaluators.metrics.options import unhonoured_options
+    from osworld_gym.evaluators.metrics.table import SUPPORTED_RULES
+    from osworld_gym.tasks.setup import STEP_PARAMETERS
+
+    out = []
+    steps = sorted({str(s.get("type")) for s in uses.steps if s.get("type") not in STEP_PARAMETERS})
+    if steps:
+        out.append(f"unsupported setup step: {', '.join(steps)}")
+    unknown = sorted({f for f, _ in uses.metrics if not registry.has_metric(f)})
+    if unknown:
+        out.append(f"unknown metric: {', '.join(unknown)}")
+    getters = sorted(
+        {str(g.get("type")) for g in uses.getters if not registry.has_getter(str(g.get("type")))}
+    )
+    if getters:
+        out.append(f"unknown getter: {', '.join(getters)}")
+    for func, options in uses.metrics:
+        if not registry.has_metric(func):
+            continue
+        if func == "compare_table" and not isinstance(options.get("rules"), list):
+            out.append("invalid task: compare_table without options.rules")
+        elif func == "compare_table":
+            kinds = {str(r.get("type")) for r in options["rules"] if isinstance(r, dict)}
+            rules = sorted(kinds - SUPPORTED_RULES)
+            if rules:
+                out.append(f"unsupported compare_table rule: {', '.join(rules)}")
+        bad = unhonoured_options(registry.metric(func), options)
+        if bad:
+            out.append(f"unsupported metric option: {func}({', '.join(bad)})")
+    return out
+
+
+def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local") -> Support:
+    """Whether osworld-gym can run ``task`` (a :class:`Task` or OSWorld task JSON) on
+    ``provider``; see the module docstring for the reasons."""
+    raw = (task.raw or task.to_dict()) if isinstance(task, Task) else task
+    if not isinstance(raw, dict):
+        return Support(False, "invalid task (not an object)", ("invalid task (not an object)",))
+    try:
+        parsed = task if isinstance(task, Task) else Task.from_dict(raw, validate=False)
+    except TaskError as exc:
+        reason = f"invalid task: {exc}"
+        return Support(False, reason, (reason,))
+    caps = capabilities(provider)
+    uses = _uses(raw)
+    reasons: list[str] = []
+    if not caps.google:
+        reasons += _google(uses)
+    if not caps.network:
+        reasons += _live_urls(raw, uses)
+    if not caps.vscode:
+        reasons += _vscode(parsed, uses)
+    if not caps.gnome:
+        reasons += _gnome(uses)
+    reasons += _apps(parsed, uses, caps)
+    reasons += _implementation(uses)
+    if not reasons:
+        try:
+            parsed.validate()
+        except TaskError as exc:
+            reasons.append(f"invalid task: {exc}")
+    if reasons:
+        return Support(False, reasons[0], tuple(reasons))
+    return Support(True)

@@ -1,0 +1,66 @@
+"""Small metrics: URL patterns and active tabs, line patterns in files, JSON settings files."""
+
+from __future__ import annotations
+
+import pytest
+from osworld_gym.evaluators.metrics.chrome import (
+    is_expected_active_tab,
+    is_expected_url_pattern_match,
+)
+from osworld_gym.evaluators.metrics.text import check_json_settings, check_list
+
+TAB = {"title": "FAQ", "url": "https://premier.ticketek.com.au/shows/Ticket-Delivery-FAQs?x=1"}
+
+
+@pytest.mark.parametrize(
+    ("result", "patterns", "score"),
+    [
+        (TAB, ["Ticket-Delivery-FAQs"], 1.0),
+        (TAB["url"], [r"ticketek\.com\.au", "x=1"], 1.0),
+        (TAB, ["Ticket-Delivery-FAQs", "y=2"], 0.0),
+        ({"title": "no url"}, ["."], 0.0),
+        (None, ["."], 0.0),
+    ],
+)
+def test_is_expected_url_pattern_match(result, patterns, score):
+    assert is_expected_url_pattern_match(result, {"expected": patterns}) == score
+
+
+def test_is_expected_active_tab():
+    rule = {"type": "url", "url": "https://www.drugs.com/npc/"}
+    assert is_expected_active_tab("https://drugs.com/npc/", rule) == 1.0
+    assert is_expected_active_tab({"url": "HTTPS://www.Drugs.com/npc/"}, rule) == 1.0
+    assert is_expected_active_tab({"url": "https://www.drugs.com/npc/?q=1"}, rule) == 0.0
+    assert is_expected_active_tab("http://www.drugs.com/npc/", rule) == 0.0  # scheme counts
+    assert is_expected_active_tab(None, rule) == 0.0
+    assert is_expected_active_tab("https://ex.org/", {"type": "url", "url": "https://ex.org"}) == 1.0
+    with pytest.raises(ValueError):
+        is_expected_active_tab("x", {"type": "title", "title": "x"})
+
+
+def test_check_list(tmp_path):
+    f = tmp_path / "packages.txt"
+    f.write_text("numpy 1.26\npandas 2.2\n")
+    assert check_list(str(f), {"expect": [r"^numpy \d", "pandas"], "unexpect": ["torch"]}) == 1.0
+    assert check_list(str(f), {"expect": ["scipy"]}) == 0.0
+    assert check_list(str(f), {"unexpect": ["^pandas"]}) == 0.0
+    assert check_list(str(tmp_path / "missing.txt"), {"expect": []}) == 0.0
+
+
+def test_check_json_settings(tmp_path):
+    f = tmp_path / "settings.json"
+    f.write_text(
+        '{\n  // VS Code writes comments\n  "editor.fontSize": 14,\n'
+        '  "url": "http://x//y", /* block */\n  "files.exclude": {"**/.git": true},\n}\n'
+    )
+    assert (
+        check_json_settings(str(f), {"expected": {"editor.fontSize": 14, "url": "http://x//y"}})
+        == 1.0
+    )
+    assert check_json_settings(str(f), {"expected": {"files.exclude": {"**/.git": True}}}) == 1.0
+    assert check_json_settings(str(f), {"expected": {"editor.fontSize": 12}}) == 0.0
+    assert check_json_settings(str(f), {"expected": {"absent": 1}}) == 0.0
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    assert check_json_settings(str(bad), {"expected": {}}) == 0.0
+    assert check_json_settings(None, {"expected": {}}) == 0.0
