@@ -13,9 +13,11 @@ from osworld_gym.tasks import BUILTIN_DIR, Task, builtin_task, builtin_tasks, lo
 TASKS = builtin_tasks()
 
 
-def test_there_are_at_least_ten_builtin_tasks_in_two_domains():
-    assert len(TASKS) >= 10
-    assert TASKS.domains() == ["os", "text_editor"]
+def test_the_suite_has_at_least_100_tasks_in_8_domains_with_infeasible_ones():
+    assert len(TASKS) >= 100
+    assert {"os", "terminal", "text_editor", "libreoffice_calc", "libreoffice_writer",
+            "libreoffice_impress", "chrome", "multi_apps"} <= set(TASKS.domains())
+    assert sum(t.is_infeasible for t in TASKS) >= 5
     assert builtin_tasks("text_editor").domains() == ["text_editor"]
 
 

@@ -33,6 +33,13 @@ Generator = Callable[[dict[str, str]], bytes]
 GENERATORS: dict[str, str] = {
     "text": "osworld_gym.tasks.assets:text_asset",
     "lines": "osworld_gym.tasks.assets:lines_asset",
+    "office_xlsx": "osworld_gym.tasks.builtin.office_assets:xlsx_asset",
+    "office_docx": "osworld_gym.tasks.builtin.office_assets:docx_asset",
+    "office_pptx": "osworld_gym.tasks.builtin.office_assets:pptx_asset",
+    "portal_server": "osworld_gym.tasks.builtin.web_media_assets:portal_server_asset",
+    "portal_file": "osworld_gym.tasks.builtin.web_media_assets:portal_file_asset",
+    "wav_tone": "osworld_gym.tasks.builtin.web_media_assets:wav_tone_asset",
+    "vlcrc": "osworld_gym.tasks.builtin.web_media_assets:vlcrc_asset",
 }
 
 _WORDS = ("apple banana cherry delta echo falcon garnet harbor indigo juniper kepler lumen "

@@ -123,7 +123,7 @@ def portal_pages(params: dict[str, str]) -> dict[str, Page]:
     page("/index.html", "Maple Street Team Portal",
          "<p>Welcome to the team portal.</p>"
          '<form action="/search" method="get"><label for="q">Search the portal</label>'
-         '<input id="q" name="q" type="search"> <button type="submit">Search</button></form>'
+         '<input id="q" name="q" type="search" autofocus> <button type="submit">Search</button></form>'
          '<ul><li><a href="/news/index.html">Announcements</a></li>'
          '<li><a href="/staff.html">Staff directory</a></li>'
          '<li><a href="/contact.html">Contact us</a></li>'
@@ -143,7 +143,7 @@ def portal_pages(params: dict[str, str]) -> dict[str, Page]:
     options = "".join(f"<option>{d}</option>" for d in DEPARTMENTS)
     page("/contact.html", "Contact us",
          '<form action="/submit" method="post">'
-         '<label for="name">Full name</label><input id="name" name="name" type="text">'
+         '<label for="name">Full name</label><input id="name" name="name" type="text" autofocus>'
          '<label for="email">Email</label><input id="email" name="email" type="text">'
          f'<label for="department">Department</label><select id="department" name="department">'
          f"{options}</select>"
