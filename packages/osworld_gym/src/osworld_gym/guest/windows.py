@@ -68,7 +68,27 @@ def matches(w: Window, name: str, *, strict: bool, by_class: bool) -> bool:
     (True, True, False)
     """
     hay = w.wm_class if by_class else w.title
-    return hay == name if strict else name.lower() in hay.lower()
+    if strict:
+        return hay == name or (not by_class and _chrome_alias(name) == hay)
+    if name.lower() in hay.lower():
+        return True
+    alias = _chrome_alias(name)
+    return alias is not None and alias.lower() in hay.lower()
+
+
+def _chrome_alias(name: str) -> str | None:
+    """OSWorld's image runs Google Chrome; ours runs Chromium under the google-chrome shim.
+
+    Window titles end in "Chromium" and WM classes read "chromium" where OSWorld's tasks look for
+    "Google Chrome" / "google-chrome", so those names also match Chromium's windows.
+
+    >>> _chrome_alias("New Tab - Google Chrome"), _chrome_alias("google-chrome"), _chrome_alias("x")
+    ('New Tab - Chromium', 'chromium', None)
+    """
+    for chrome, chromium in (("Google Chrome", "Chromium"), ("google-chrome", "chromium")):
+        if chrome in name:
+            return name.replace(chrome, chromium)
+    return None
 
 
 class Windows:
