@@ -125,3 +125,20 @@ def test_parser_bombs_become_action_errors():
                 action_set.parse(b)
             with pytest.raises(ActionError):
                 action_set.parse("Action: click(start_box=" + b[:15_000] + ")")
+
+
+def test_parser_bombs_leave_pythons_parser_intact():
+    """CPython 3.11.7 corrupts its AST recursion counter when a deep tree fails to build, after
+    which innocent parses raise SystemError. Bombs must be refused before the parser sees them."""
+    import ast
+
+    from osworld_gym.actions import make_action_set
+
+    action_set = make_action_set("pyautogui")
+    for bomb in ["1" + "+1" * 5000, "-" * 19_000 + "1", "(" * 5000 + ")" * 5000,
+                 "pyautogui.click(" + "[" * 3000 + "]" * 3000 + ")", "a" + ".b" * 6000]:
+        with pytest.raises(ActionError):
+            action_set.parse(bomb)
+    deep_but_fine = "x = " + "(" * 150 + "1" + ")" * 150  # 150 levels: well within CPython's limit
+    ast.parse(deep_but_fine)
+    assert action_set.parse("pyautogui.click(10, 20)").primitives

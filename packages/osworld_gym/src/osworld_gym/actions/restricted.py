@@ -19,7 +19,9 @@ osworld_gym.errors.ActionError: f(): a function call (__import__(...)) is not al
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 import warnings
 from typing import Any, Literal
 
@@ -61,7 +63,7 @@ def parse_source(text: str, *, mode: Literal["exec", "eval"], what: str) -> ast.
     >>> parse_source("(" * 500, mode="exec", what="the code")
     Traceback (most recent call last):
     ...
-    osworld_gym.errors.ActionError: the code is not valid Python syntax: too many nested parentheses (line 1)
+    osworld_gym.errors.ActionError: the code nests brackets more than 64 deep
     """
     if not isinstance(text, str):
         raise ActionError(f"{what} must be a string, got {type(text).__name__}")
@@ -69,6 +71,7 @@ def parse_source(text: str, *, mode: Literal["exec", "eval"], what: str) -> ast.
         raise ActionError(f"{what} is {len(text)} characters long; the limit is {MAX_SOURCE_CHARS}")
     if "\x00" in text:
         raise ActionError(f"{what} contains a null byte")
+    _check_nesting(text, what)
     try:
         with warnings.catch_warnings():  # invalid escapes in agent text are not our warnings
             warnings.simplefilter("ignore")
@@ -79,6 +82,49 @@ def parse_source(text: str, *, mode: Literal["exec", "eval"], what: str) -> ast.
         raise ActionError(f"{what} is nested too deeply to read") from None
     except (ValueError, OverflowError, UnicodeError) as e:
         raise ActionError(f"{what} could not be read: {str(e)[:200]}") from None
+
+
+#: Brackets may nest this deep, and the source may hold this many operator tokens.
+MAX_BRACKET_DEPTH = 64
+MAX_OPERATORS = 300
+_FLAT_OPS = frozenset("()[]{},:;=")
+
+
+def _check_nesting(text: str, what: str) -> None:
+    """Reject text whose syntax tree would nest deeply, *before* ``ast.parse`` sees it.
+
+    CPython 3.11 up to 3.11.7 corrupts the parser's recursion counter when building a deep tree
+    fails ("AST constructor recursion depth mismatch" on later, innocent parses), so one
+    hostile action could break parsing for the rest of the process. Tokenizing does not recurse:
+    bracket depth and the number of operators (each ``+``, ``-``, ``.``, ... can add a level)
+    bound the depth of the tree.
+
+    >>> _check_nesting("pyautogui.click(-1, -2)", "the code")
+    >>> _check_nesting("1" + "+1" * 400, "the code")
+    Traceback (most recent call last):
+    ...
+    osworld_gym.errors.ActionError: the code has more than 300 operators; actions are simple calls
+    """
+    depth = max_depth = operators = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type != tokenize.OP:
+                continue
+            if tok.string in "([{":
+                depth += 1
+                max_depth = max(max_depth, depth)
+            elif tok.string in ")]}":
+                depth = max(0, depth - 1)
+            elif tok.string not in _FLAT_OPS:
+                operators += 1
+            if max_depth > MAX_BRACKET_DEPTH or operators > MAX_OPERATORS:
+                break
+    except (tokenize.TokenError, SyntaxError):
+        pass  # malformed: ast.parse reports it; what was read so far is checked below
+    if max_depth > MAX_BRACKET_DEPTH:
+        raise ActionError(f"{what} nests brackets more than {MAX_BRACKET_DEPTH} deep")
+    if operators > MAX_OPERATORS:
+        raise ActionError(f"{what} has more than {MAX_OPERATORS} operators; actions are simple calls")
 
 
 _NODE_NAMES: dict[type, str] = {
