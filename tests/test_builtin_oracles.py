@@ -3,7 +3,8 @@
 Each task ships an ``oracle``: pyautogui actions that solve it on a real desktop. Replaying the
 oracle must score 1.0; ending at once must score 0.0 (for infeasible tasks: FAIL scores 1.0 and
 DONE 0.0). All tasks are checked once, spread over parallel desktops, by the same checker as
-``osworld-gym tasks check --all``; each task then gets its own test result.
+``osworld-gym tasks check --all``; each task then gets its own test result. Tasks with seeded
+variables are checked on a seeded instance (seeds 1-3 by turns), the others on their only one.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pytest
 from osworld_gym.tasks import builtin_tasks
 from osworld_gym.tasks.check import check_tasks, format_table
 
-pytestmark = pytest.mark.desktop
+# one fixture checks the whole suite: give the first test that uses it time for all of it
+pytestmark = [pytest.mark.desktop, pytest.mark.timeout(3600)]
 
 TASKS = list(builtin_tasks())
 NUM_ENVS = int(os.environ.get("OSWORLD_GYM_CHECK_ENVS", "3"))
@@ -23,7 +25,8 @@ NUM_ENVS = int(os.environ.get("OSWORLD_GYM_CHECK_ENVS", "3"))
 
 @pytest.fixture(scope="module")
 def results():
-    out = check_tasks(TASKS, num_envs=NUM_ENVS)
+    variation = {t.id: (i % 3 + 1 if t.variables else None) for i, t in enumerate(TASKS)}
+    out = check_tasks(TASKS, num_envs=NUM_ENVS, variation_of=variation.get)
     print("\n" + format_table(out))
     return {r.task_id: r for r in out}
 

@@ -81,6 +81,7 @@ def check_tasks(
     *,
     num_envs: int = 2,
     variations: Iterable[int | None] = (None,),
+    variation_of: Callable[[str], int | None] | None = None,
     make_env: Callable[[list[Task]], Any] | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
 ) -> list[CheckResult]:
@@ -90,6 +91,7 @@ def check_tasks(
         tasks: the tasks to check.
         num_envs: desktops to run at once.
         variations: variation seeds to check each task with (``None``: the default instance).
+        variation_of: instead of ``variations``, one seed per task id.
         make_env: builds an env for a task list (default: ``gym.make("OSWorld-v0", tasks=...)``
             on the local desktop).
         on_result: called from worker threads as each result arrives (e.g. to print progress).
@@ -99,7 +101,10 @@ def check_tasks(
     """
     tasks = list(tasks)
     jobs: queue.Queue[tuple[int, Task, int | None]] = queue.Queue()
-    order = [(t, v) for t in tasks for v in variations]
+    if variation_of is not None:
+        order = [(t, variation_of(t.id)) for t in tasks]
+    else:
+        order = [(t, v) for t in tasks for v in list(variations)]
     for i, (t, v) in enumerate(order):
         jobs.put((i, t, v))
     results: list[CheckResult | None] = [None] * len(order)
