@@ -1,0 +1,351 @@
+"""Run an agent over tasks x trials on parallel desktops: :func:`evaluate_agent`.
+
+One worker thread per desktop (an env spends its time waiting on its desktop, so threads
+suffice, and the thread that starts a desktop keeps driving it). Each worker builds its own
+``OSWorld-v0`` env and its own agent (``agent_factory()``), then takes (task, trial) jobs from a
+shared queue. An episode is played as OSWorld's ``run_single_example`` does (reset, then one
+agent answer per turn until DONE/FAIL or the step limit), with the step limit scored by the
+chosen :mod:`~arpo_eval.protocol`.
+
+**Infrastructure errors are never scores.** A desktop that fails to reset or dies mid-episode,
+an evaluator that raises, or an agent backend that fails (:class:`~arpo_eval.agents.AgentError`,
+or any exception from ``act``) leaves the episode without ``result.txt`` (an
+``infra_error.txt`` instead); it is retried ``infra_retries`` times in the same run, and a later
+resumed run re-runs it. Summaries count such episodes apart.
+
+With ``out_dir`` the episodes are recorded in OSWorld's layout (:mod:`arpo_eval.layout`) and a
+resumed run skips every episode that has a ``result.txt``. Without it nothing is written, which
+is what task selection wants:
+
+>>> from arpo_eval.agents import FailAgent
+>>> from osworld_gym.tasks import builtin_tasks
+>>> tasks = builtin_tasks("os")[5:8]
+>>> records = evaluate_agent(FailAgent, tasks, env_kwargs={"provider": "fake", "settle": None},
+...                          progress=False)
+>>> [(r.task_id, r.score) for r in records]
+[('os-copy-001', 0.0), ('os-write-file-001', 0.0), ('os-infeasible-001', 1.0)]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from arpo_eval.layout import EPISODE, EpisodeRecord, RunManifest, read_episode, trial_model
+from arpo_eval.protocol import Protocol, last_action
+
+log = logging.getLogger(__name__)
+
+
+class Annotate(gym.Wrapper):
+    """Adds ``notes`` to the ``info`` of the next step (so the recorder writes them)."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.notes: dict[str, Any] = {}
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.notes:
+            info = {**info, **self.notes}
+            self.notes = {}
+        return obs, reward, terminated, truncated, info
+
+
+@dataclass
+class _Job:
+    task: Any
+    trial: int
+    attempt: int = 0
+
+
+class _Desktop:
+    """One worker's env, its per-trial recorders, and the protocol."""
+
+    def __init__(self, env_kwargs: dict[str, Any], manifest: RunManifest | None, out: Path | None,
+                 record_video: bool):
+        import osworld_gym  # noqa: F401 - registers OSWorld-v0
+
+        kwargs = {k: v for k, v in env_kwargs.items() if k != "tasks"}  # tasks come per episode
+        self.env = gym.make("OSWorld-v0", disable_env_checker=True, tasks=None, **kwargs)
+        self.annotated = Annotate(self.env)
+        self.manifest, self.out, self.record_video = manifest, out, record_video
+        self._recorders: dict[int, gym.Env] = {}
+
+    @property
+    def action_set(self):
+        return self.env.unwrapped.action_set
+
+    def for_trial(self, trial: int) -> gym.Env:
+        if self.manifest is None or self.out is None:
+            return self.annotated
+        if trial not in self._recorders:
+            from osworld_gym.recording import RecordEpisode
+
+            m = self.manifest
+
+            self._recorders[trial] = RecordEpisode(
+                self.annotated, self.out, action_space=m.action_space,
+                observation_type=m.observation_type, model=trial_model(m.model, trial),
+                record_video=self.record_video)
+        return self._recorders[trial]
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def play_episode(env: gym.Env, annotate: Annotate, agent: Any, task: Any, *, trial: int,
+                 protocol: Protocol, max_steps: int, action_set: Any) -> EpisodeRecord:
+    """Play one episode of ``task`` on ``env`` (a recorder around ``annotate``, or ``annotate``).
+
+    Never raises for desktop or agent failures: they come back as ``infra_error``.
+    """
+    from osworld_gym.errors import InfraError
+
+    t0 = time.monotonic()
+    rec = EpisodeRecord(task_id=task.id, domain=task.domain, trial=trial,
+                        infeasible=bool(task.is_infeasible), protocol=protocol.value)
+    instance = task.instantiate(None)
+    try:
+        agent.reset(instance)
+        obs, info = env.reset(options={"task": task})
+    except InfraError as e:
+        rec.infra_error = f"reset failed: {type(e).__name__}: {e}"
+        rec.seconds = time.monotonic() - t0
+        return rec
+    except Exception as e:  # noqa: BLE001 - an agent that cannot start this task
+        rec.infra_error = f"agent reset failed: {type(e).__name__}: {e}"
+        rec.seconds = time.monotonic() - t0
+        return rec
+    recordable = env is not annotate
+    while True:
+        turn = rec.steps + 1
+        try:
+            text = agent.act(obs, info)
+        except Exception as e:  # noqa: BLE001 - agent backends fail in many ways; never a score
+            rec.infra_error = f"agent failed at turn {turn}: {type(e).__name__}: {e}"
+            log.warning("task %s trial %d: %s", task.id, trial, rec.infra_error)
+            break
+        action, replaced = last_action(protocol, text, turn=turn, max_steps=max_steps,
+                                       action_set=action_set)
+        if replaced:
+            annotate.notes = {"protocol_replaced": True, "protocol": protocol.value}
+            rec.replaced_last_action = True
+        if recordable:
+            obs, reward, terminated, truncated, info = env.step(action, response=text)
+        else:
+            obs, reward, terminated, truncated, info = env.step(action)
+        rec.steps = turn
+        if info.get("infra_error"):
+            rec.infra_error = str(info["infra_error"])
+            break
+        if terminated or truncated:
+            rec.score = float(reward)
+            break
+    rec.seconds = time.monotonic() - t0
+    return rec
+
+
+def _finish_dir(rec: EpisodeRecord, episode_dir: Path | None) -> None:
+    """Write ``episode.json`` (and ``infra_error.txt`` for an unscored episode) into its directory."""
+    if episode_dir is None:
+        return
+    episode_dir.mkdir(parents=True, exist_ok=True)
+    rec.episode_dir = str(episode_dir)
+    if rec.infra_error is not None:
+        (episode_dir / "result.txt").unlink(missing_ok=True)
+        (episode_dir / "infra_error.txt").write_text(rec.infra_error + "\n")
+    doc = {k: v for k, v in rec.to_json().items() if k != "episode_dir"}
+    (episode_dir / EPISODE).write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def pending_jobs(tasks: Iterable[Any], trials: int, manifest: RunManifest | None, out: Path | None,
+                 *, resume: bool) -> tuple[list[_Job], list[EpisodeRecord]]:
+    """Jobs still to run, and the records of those already done (``result.txt`` present).
+
+    An unfinished episode directory is cleared, as OSWorld's ``get_unfinished`` does.
+    """
+    jobs, done = [], []
+    for trial in range(trials):
+        for task in tasks:
+            if manifest is not None and out is not None:
+                d = manifest.episode_dir(out, trial, task.domain, task.id)
+                if resume and (d / "result.txt").is_file():
+                    rec = read_episode(d, task_id=task.id, domain=task.domain, trial=trial,
+                                       infeasible=bool(task.is_infeasible),
+                                       protocol=manifest.protocol)
+                    assert rec is not None
+                    done.append(rec)
+                    continue
+                if d.exists():
+                    shutil.rmtree(d)
+            jobs.append(_Job(task, trial))
+    return jobs, done
+
+
+def evaluate_agent(
+    agent_factory: Callable[[], Any],
+    tasks: Iterable[Any],
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    num_envs: int = 1,
+    trials: int = 1,
+    protocol: Protocol | str = Protocol.STANDARD,
+    out_dir: str | Path | None = None,
+    manifest: RunManifest | None = None,
+    resume: bool = True,
+    infra_retries: int = 1,
+    record_video: bool = False,
+    progress: bool = True,
+    on_record: Callable[[EpisodeRecord], None] | None = None,
+) -> list[EpisodeRecord]:
+    """Run ``agent_factory()`` agents on every task ``trials`` times over ``num_envs`` desktops.
+
+    Args:
+        agent_factory: makes one agent (``reset(task)``, ``act(obs, info) -> str``) per desktop.
+        tasks: osworld-gym :class:`~osworld_gym.tasks.Task` objects.
+        env_kwargs: ``gym.make("OSWorld-v0", ...)`` arguments (``provider``, ``action_set``,
+            ``action_set_kwargs``, ``max_steps``, ``screen_size``, ``settle``, ...).
+        num_envs: desktops at once.
+        trials: episodes per task.
+        protocol: how the step limit is scored (:mod:`arpo_eval.protocol`).
+        out_dir: record episodes in OSWorld's layout there (needs ``manifest``, which names the
+            model directory); ``None``: record nothing.
+        manifest: the run's manifest (:class:`~arpo_eval.layout.RunManifest`).
+        resume: skip episodes that already have a ``result.txt`` under ``out_dir``.
+        infra_retries: re-run an episode whose desktop/evaluator/agent failed this many times.
+        record_video: also save the guest's screen recording per episode.
+        progress: show a tqdm bar (done/total and the running success rate).
+        on_record: called (from worker threads) with every finished record.
+
+    Returns:
+        One record per (task, trial), trial-major in task order: done ones read from disk, new
+        ones as played (after retries).
+    """
+    tasks = list(tasks)
+    protocol = Protocol.parse(protocol)
+    env_kwargs = dict(env_kwargs or {})
+    max_steps = int(env_kwargs.setdefault("max_steps", 15))
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None and manifest is None:
+        raise ValueError("recording into out_dir needs the run's manifest (model directory names)")
+    jobs, done = pending_jobs(tasks, trials, manifest, out, resume=resume)
+    results: dict[tuple[str, int], EpisodeRecord] = {(r.task_id, r.trial): r for r in done}
+    todo: queue.Queue[_Job] = queue.Queue()
+    for job in jobs:
+        todo.put(job)
+    bar = _Progress(len(tasks) * trials, done, enabled=progress)
+    lock = threading.Lock()
+
+    def finish(rec: EpisodeRecord, job: _Job, episode_dir: Path | None) -> None:
+        _finish_dir(rec, episode_dir)
+        if rec.infra_error is not None and job.attempt < infra_retries:
+            log.warning("task %s trial %d: %s; retrying (%d/%d)", job.task.id, job.trial,
+                        rec.infra_error, job.attempt + 1, infra_retries)
+            todo.put(_Job(job.task, job.trial, job.attempt + 1))
+            return
+        with lock:
+            results[(rec.task_id, rec.trial)] = rec
+            bar.add(rec)
+        if on_record is not None:
+            on_record(rec)
+
+    def worker(index: int) -> None:
+        desktop = None
+        try:
+            desktop = _Desktop(env_kwargs, manifest, out, record_video)
+            agent = agent_factory()
+            while True:
+                try:
+                    job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                episode_dir = (manifest.episode_dir(out, job.trial, job.task.domain, job.task.id)
+                               if manifest is not None and out is not None else None)
+                try:
+                    rec = play_episode(desktop.for_trial(job.trial), desktop.annotated, agent,
+                                       job.task, trial=job.trial, protocol=protocol,
+                                       max_steps=max_steps, action_set=desktop.action_set)
+                except Exception as e:  # noqa: BLE001 - unexpected: count it, start a new desktop
+                    log.exception("desktop %d: task %s crashed the harness", index, job.task.id)
+                    rec = EpisodeRecord(task_id=job.task.id, domain=job.task.domain,
+                                        trial=job.trial, infeasible=bool(job.task.is_infeasible),
+                                        protocol=protocol.value,
+                                        infra_error=f"harness error: {type(e).__name__}: {e}")
+                    finish(rec, job, episode_dir)
+                    desktop.close()
+                    desktop = None
+                    desktop = _Desktop(env_kwargs, manifest, out, record_video)
+                    continue
+                finish(rec, job, episode_dir)
+        except Exception:  # noqa: BLE001 - this desktop is gone; the others carry on
+            log.exception("desktop %d failed; its worker stops", index)
+        finally:
+            if desktop is not None:
+                try:
+                    desktop.close()
+                except Exception:  # noqa: BLE001
+                    log.exception("closing desktop %d failed", index)
+
+    threads = [threading.Thread(target=worker, args=(i,), name=f"arpo-eval-{i}", daemon=True)
+               for i in range(max(1, min(num_envs, len(jobs))))] if jobs else []
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bar.close()
+    # jobs no desktop could take (every worker failed): unscored, counted as infra errors
+    while True:
+        try:
+            job = todo.get_nowait()
+        except queue.Empty:
+            break
+        results.setdefault((job.task.id, job.trial), EpisodeRecord(
+            task_id=job.task.id, domain=job.task.domain, trial=job.trial,
+            infeasible=bool(job.task.is_infeasible), protocol=protocol.value,
+            infra_error="not run: no desktop was available (every worker failed; see the log)"))
+    return [results[(t.id, k)] for k in range(trials) for t in tasks if (t.id, k) in results]
+
+
+class _Progress:
+    """tqdm bar: episodes done / total, running success rate (mean score), infra errors."""
+
+    def __init__(self, total: int, done: list[EpisodeRecord], *, enabled: bool):
+        self.scores = [r.score for r in done if r.scored]
+        self.infra = sum(not r.scored for r in done)
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, initial=len(done), desc="episodes", unit="ep",
+                            dynamic_ncols=True)
+            self._postfix()
+
+    def add(self, rec: EpisodeRecord) -> None:
+        if rec.scored:
+            self.scores.append(float(rec.score))  # type: ignore[arg-type]
+        else:
+            self.infra += 1
+        if self.bar is not None:
+            self.bar.update(1)
+            self._postfix()
+
+    def _postfix(self) -> None:
+        assert self.bar is not None
+        rate = sum(self.scores) / len(self.scores) if self.scores else float("nan")
+        self.bar.set_postfix(success=f"{rate:.1%}", scored=len(self.scores), infra=self.infra,
+                             refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
