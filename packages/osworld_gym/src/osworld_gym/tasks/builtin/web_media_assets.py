@@ -123,7 +123,8 @@ def portal_pages(params: dict[str, str]) -> dict[str, Page]:
     page("/index.html", "Maple Street Team Portal",
          "<p>Welcome to the team portal.</p>"
          '<form action="/search" method="get"><label for="q">Search the portal</label>'
-         '<input id="q" name="q" type="search" autofocus> <button type="submit">Search</button></form>'
+         '<input id="q" name="q" type="search" autofocus> '
+         '<button type="submit">Search</button></form>'
          '<ul><li><a href="/news/index.html">Announcements</a></li>'
          '<li><a href="/staff.html">Staff directory</a></li>'
          '<li><a href="/contact.html">Contact us</a></li>'
@@ -206,8 +207,10 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/search":
             q = parse_qs(url.query).get("q", [""])[0]
             hits = [(p, t) for p, t in TITLES.items() if q.strip() and q.lower() in t.lower()]
-            items = "".join("<li><a href='%%s'>%%s</a></li>" %% (p, html.escape(t)) for p, t in hits)
-            body = "<p>%%d result(s) for <b>%%s</b></p><ul>%%s</ul>" %% (len(hits), html.escape(q), items)
+            items = "".join("<li><a href='%%s'>%%s</a></li>" %% (p, html.escape(t))
+                            for p, t in hits)
+            body = ("<p>%%d result(s) for <b>%%s</b></p><ul>%%s</ul>"
+                    %% (len(hits), html.escape(q), items))
             return self.send(200, "text/html; charset=utf-8", wrap("Search results", body))
         page = PAGES.get(url.path)
         if page is None:
