@@ -245,3 +245,29 @@ def test_a_desktop_outlives_the_thread_that_started_it():
         assert info["infra_error"] is None
     finally:
         env.close()
+
+
+def test_a_forked_child_can_start_its_own_desktop():
+    """Vector env workers are forked from a process whose spawner thread they do not inherit."""
+    import multiprocessing as mp
+
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
+    env.reset(options={"task": "os-mkdir-001"})  # the parent's spawner thread is running now
+    env.close()
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child() -> None:
+        e = gym.make("OSWorld-v0", provider="local", tasks="builtin")
+        try:
+            obs, _ = e.reset(options={"task": "os-mkdir-001"})
+            q.put(obs["screenshot"].shape)
+        finally:
+            e.close()
+
+    p = ctx.Process(target=child)
+    p.start()
+    p.join(timeout=120)
+    if p.is_alive():
+        p.kill()
+    assert p.exitcode == 0 and q.get(timeout=5) == (1080, 1920, 3)

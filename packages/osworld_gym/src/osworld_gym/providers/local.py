@@ -48,6 +48,15 @@ SANDBOX_PROGRAMS: dict[str, str] = {"bwrap": "bubblewrap"}
 _SHIMS = Path(__file__).resolve().parent.parent / "guest" / "shims"
 _LIVE: weakref.WeakSet[LocalProvider] = weakref.WeakSet()
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="osworld-gym-spawner")
+
+
+def _fresh_spawner_after_fork() -> None:
+    # a forked child (a vector env worker) inherits the executor but not its thread
+    global _SPAWNER
+    _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="osworld-gym-spawner")
+
+
+os.register_at_fork(after_in_child=_fresh_spawner_after_fork)
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
