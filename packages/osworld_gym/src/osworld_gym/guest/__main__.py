@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -82,11 +83,24 @@ def read_token(cfg: GuestConfig) -> str:
     return token
 
 
+def ensure_xauthority() -> None:
+    """python-xlib (ours, and pyautogui's in task commands) refuses to connect to a display when
+    the Xauthority file is missing, even though Xvfb needs no cookie. Point ``XAUTHORITY`` at an
+    empty file when there is none; the desktop's apps inherit it."""
+    path = os.environ.get("XAUTHORITY") or os.path.expanduser("~/.Xauthority")
+    if os.path.exists(path):
+        return
+    fd, empty = tempfile.mkstemp(prefix="osworld-gym-xauth-")
+    os.close(fd)
+    os.environ["XAUTHORITY"] = empty
+
+
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)
     if cfg.exit_with_parent:
         exit_with_parent(signal.SIGTERM)
     become_subreaper()
+    ensure_xauthority()
     try:
         token = read_token(cfg)
     except (OSError, ValueError) as e:
