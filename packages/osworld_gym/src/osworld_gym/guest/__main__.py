@@ -83,14 +83,15 @@ def read_token(cfg: GuestConfig) -> str:
     return token
 
 
-def ensure_xauthority() -> None:
+def ensure_xauthority(private_dir: str | None) -> None:
     """python-xlib (ours, and pyautogui's in task commands) refuses to connect to a display when
     the Xauthority file is missing, even though Xvfb needs no cookie. Point ``XAUTHORITY`` at an
-    empty file when there is none; the desktop's apps inherit it."""
+    empty file when there is none; the desktop's apps inherit it. The file goes next to the
+    token (never in the home or /tmp, which a reset wipes)."""
     path = os.environ.get("XAUTHORITY") or os.path.expanduser("~/.Xauthority")
     if os.path.exists(path):
         return
-    fd, empty = tempfile.mkstemp(prefix="osworld-gym-xauth-")
+    fd, empty = tempfile.mkstemp(prefix="xauthority-", dir=private_dir)
     os.close(fd)
     os.environ["XAUTHORITY"] = empty
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.exit_with_parent:
         exit_with_parent(signal.SIGTERM)
     become_subreaper()
-    ensure_xauthority()
+    ensure_xauthority(os.path.dirname(os.path.abspath(cfg.token_file)) if cfg.token_file else None)
     try:
         token = read_token(cfg)
     except (OSError, ValueError) as e:

@@ -230,9 +230,11 @@ class XInput:
     def _button(self, button: int, down: bool, settle: float = BUTTON_SETTLE_S) -> None:
         xtest.fake_input(self._d, X.ButtonPress if down else X.ButtonRelease, button)
         # A window manager's synchronous button grab freezes the pointer until it has handled
-        # the press; events sent meanwhile reach the application late and out of place.
+        # the press; events sent meanwhile reach the application late and out of place. Only a
+        # press starts such a grab, so only a press waits.
         self._d.sync()
-        time.sleep(settle)
+        if down:
+            time.sleep(settle)
 
     def _drag(self, x: int, y: int, button: int) -> None:
         x, y = self._clamp(x, y)
