@@ -14,6 +14,8 @@ APT_PACKAGES=(
   fonts-dejavu-core procps psmisc
   # to bootstrap uv where it is missing
   python3 python3-venv
+  # docker provider (daemon, offline base image) and the VNC test server
+  docker.io debootstrap x11vnc
 )
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/install.sh
+# the docker provider's tests need a running daemon (no systemd here): start it, wait for it
+bash packages/osworld_gym/src/osworld_gym/image/start-dockerd.sh
 set +e
 uv run --frozen pytest "$@"
 rc=$?

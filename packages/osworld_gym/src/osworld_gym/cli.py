@@ -5,6 +5,7 @@
     osworld-gym tasks show ID [--variation N]
     osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K]
     osworld-gym doctor                                          what the local desktop needs
+    osworld-gym image build|ls|prune                            the docker provider's image
 """
 
 from __future__ import annotations
@@ -161,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--num-envs", type=int, default=2)
             sp.add_argument("--variations", type=int, default=1,
                             help="check the default instance plus K-1 seeded variations")
+
+    from osworld_gym.image.cli import add_image_commands
+
+    add_image_commands(sub)
 
     doctor = sub.add_parser("doctor", help="check the programs the local desktop needs")
     doctor.set_defaults(func=cmd_doctor)

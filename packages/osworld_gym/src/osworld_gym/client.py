@@ -258,3 +258,169 @@ def _message(resp: httpx.Response) -> str:
     except ValueError:
         pass
     return resp.text[:500] or resp.reason_phrase
+
+
+# ---- OSWorld's own guest server -----------------------------------------------------------------
+
+#: What OSWorld's ``PythonController`` puts before every pyautogui command it sends to ``/execute``.
+OSWORLD_PYAUTOGUI_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; "
+
+
+class OSWorldCompatClient(GuestClient):
+    """:class:`GuestClient` for OSWorld's own guest server (``desktop_env/server/main.py``).
+
+    That server listens on TCP port 5000 without a token and has none of our ``/osworld_gym/*``
+    extensions, so in this mode the client
+
+    * talks to ``base_url`` (e.g. ``http://127.0.0.1:5000``), sending a token only if given;
+    * is ready once ``GET /screenshot`` answers with an image (OSWorld's own readiness check);
+    * takes observations from ``/screenshot`` (PNG with the cursor drawn) and decodes them;
+    * executes primitives the way OSWorld's ``PythonController`` does: rendered as canonical
+      pyautogui code (:func:`~osworld_gym.actions.primitives.to_pyautogui_code`) and POSTed to
+      ``/execute`` as ``python -c "<prefix><code>"``, so the guest needs ``python`` with pyautogui;
+      text containing ``<`` is typed with ``shift+,`` as OSWorld does (pyautogui#198);
+    * cannot reset a desktop: :meth:`reset_desktop` raises, and providers restart the machine.
+
+    Every other endpoint (``/execute``, ``/setup/*``, ``/file``, ``/accessibility``, ...) is the
+    shared protocol and works unchanged.
+
+    >>> c = OSWorldCompatClient("http://127.0.0.1:5000")
+    >>> c.base_url
+    'http://127.0.0.1:5000'
+    >>> c.close()
+    """
+
+    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 30.0,
+                 retries: int = 2, python: str = "python"):
+        super().__init__(base_url=base_url, token=token, timeout=timeout, retries=retries)
+        #: the guest command that runs pyautogui code (OSWorld's image: ``python``)
+        self.python = python
+
+    @property
+    def base_url(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    def retarget(self, base_url: str) -> None:
+        """Talk to another address from now on (after a provider replaced the machine)."""
+        self._http.base_url = httpx.URL(base_url)
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def health(self) -> dict:
+        """``{"status": "ok", "x_alive": True}`` when ``/screenshot`` answers with an image."""
+        resp = self._request("GET", "/screenshot", timeout=min(10.0, self.timeout))
+        if not _is_image(resp.content):
+            raise GuestError(f"/screenshot answered {resp.headers.get('content-type')!r}, "
+                             "not an image", endpoint="/screenshot")
+        return {"status": "ok", "x_alive": True}
+
+    def wait_ready(self, timeout: float) -> None:
+        """Poll ``GET /screenshot`` until it answers with an image; GuestError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        delay, last = 0.05, "no answer yet"
+        while True:
+            try:
+                self.health()
+                return
+            except GuestError as e:
+                last = str(e)
+                if e.status == 401:
+                    raise
+            if time.monotonic() + delay > deadline:
+                raise GuestError(f"OSWorld guest at {self.base_url} not ready after {timeout:g} s: "
+                                 f"{last}", endpoint="/screenshot")
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def reset_desktop(self, restore_home: bool = True) -> dict:
+        raise GuestError("OSWorld's guest server cannot reset its desktop: restart or revert the "
+                         "machine instead (the docker provider restarts the container)",
+                         status=501, endpoint="/osworld_gym/reset")
+
+    # ---- observation ------------------------------------------------------------------------
+    def screenshot_array(self, cursor: bool = True) -> np.ndarray:
+        """``/screenshot`` decoded to ``(H, W, 3)`` uint8 (the server always draws the cursor)."""
+        import io
+
+        from PIL import Image
+
+        t0 = time.perf_counter()
+        data = self.screenshot_png()
+        t1 = time.perf_counter()
+        try:
+            with Image.open(io.BytesIO(data)) as img:
+                arr = np.asarray(img.convert("RGB"))
+        except OSError as e:
+            raise GuestError(f"/screenshot is not a readable image: {e}",
+                             endpoint="/screenshot") from None
+        self.last_timings = {"capture_ms": (t1 - t0) * 1000,
+                             "encode_ms": (time.perf_counter() - t1) * 1000,
+                             "total_ms": (time.perf_counter() - t0) * 1000,
+                             "bytes": float(len(data))}
+        return arr
+
+    # ---- input ------------------------------------------------------------------------------
+    def pyautogui_command(self, prims: Sequence[Primitive]) -> list[str]:
+        """The ``/execute`` command that performs ``prims`` (no :class:`Wait` among them)."""
+        from osworld_gym.actions.primitives import to_pyautogui_code
+
+        code = to_pyautogui_code(_type_less_than_with_shift(list(prims)))
+        return [self.python, "-c", OSWORLD_PYAUTOGUI_PREFIX + code]
+
+    def run_actions(self, prims: Sequence[Primitive]) -> dict:
+        """Execute primitives as pyautogui code through ``/execute``; :class:`Wait` primitives
+        are slept here between the requests. GuestError if the code fails in the guest."""
+        result: dict = {"status": "success", "executed": 0, "timings": {"exec_ms": 0.0}}
+        batch: list[Primitive] = []
+
+        def flush() -> None:
+            if not batch:
+                return
+            t0 = time.perf_counter()
+            r = self._json("POST", "/execute", json={"command": self.pyautogui_command(batch),
+                                                      "shell": False},
+                           timeout=max(self.timeout, 120))
+            if r.get("returncode", 0) != 0 or r.get("status", "success") != "success":
+                err = (r.get("error") or r.get("message") or "")[-800:]
+                raise GuestError(f"pyautogui failed in the guest (returncode "
+                                 f"{r.get('returncode')}): {err}", endpoint="/execute")
+            result["executed"] += len(batch)
+            result["timings"]["exec_ms"] += (time.perf_counter() - t0) * 1000
+            batch.clear()
+
+        for p in prims:
+            if isinstance(p, Wait):
+                flush()
+                time.sleep(p.seconds)
+            else:
+                batch.append(p)
+        flush()
+        return result
+
+
+def _is_image(data: bytes) -> bool:
+    return data.startswith((b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff"))
+
+
+def _type_less_than_with_shift(prims: list[Primitive]) -> list[Primitive]:
+    """pyautogui types ``<`` as ``>`` on some X keymaps (pyautogui#198); OSWorld sends
+    ``shift+,`` instead, and so do we.
+
+    >>> from osworld_gym.actions.primitives import TypeText
+    >>> _type_less_than_with_shift([TypeText("a<b")])
+    [TypeText(text='a'), Hotkey(keys=('shift', ',')), TypeText(text='b')]
+    """
+    from osworld_gym.actions.primitives import Hotkey, Press, TypeText
+
+    out: list[Primitive] = []
+    for p in prims:
+        if isinstance(p, TypeText) and "<" in p.text:
+            for i, part in enumerate(p.text.split("<")):
+                if i:
+                    out.append(Hotkey(("shift", ",")))
+                if part:
+                    out.append(TypeText(part))
+        elif isinstance(p, Press) and p.key == "<":
+            out.extend(Hotkey(("shift", ",")) for _ in range(p.presses))
+        else:
+            out.append(p)
+    return out

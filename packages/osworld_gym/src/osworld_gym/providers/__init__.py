@@ -12,6 +12,9 @@ __all__ = ["Provider", "make_provider", "PROVIDERS"]
 PROVIDERS: dict[str, str] = {
     "local": "osworld_gym.providers.local:LocalProvider",
     "fake": "osworld_gym.providers.fake:FakeProvider",
+    "docker": "osworld_gym.providers.docker:DockerProvider",
+    "remote": "osworld_gym.providers.remote:RemoteProvider",
+    "vnc": "osworld_gym.providers.vnc:VNCProvider",
 }
 
 

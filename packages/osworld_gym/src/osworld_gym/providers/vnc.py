@@ -1,0 +1,408 @@
+"""Screenshots and input over VNC (RFB), for desktops that expose only a VNC server.
+
+QEMU's ``-vnc``, x11vnc on an X display, a cloud VM's console: anything speaking RFB. The
+screen is read with full framebuffer updates and input is sent as RFB pointer and key events
+(keysyms from the same table our guest's XTest input uses), through ``vncdotool``
+(``pip install 'osworld-gym[vnc]'``).
+
+**VNC carries only pixels and input.** Task setup (uploading files, launching apps) and
+evaluation (reading files, running commands) need a guest server: give ``guest_url`` (our
+guest server with its ``token``, or OSWorld's with ``osworld_compat=True``) and those go
+there while observations and actions go over VNC. Without ``guest_url`` only tasks with no
+setup and no evaluator can run; everything else raises a :class:`~osworld_gym.errors.GuestError`
+that says so, and the desktop is never reset between episodes.
+
+>>> p = VNCProvider(vnc="127.0.0.1::5901", screen_size=(1280, 720))
+>>> p.running, p.server
+(False, '127.0.0.1::5901')
+>>> rfb_events([Click(10, 20)], Pointer())[:2]
+[('pointer', 10, 20, 0), ('pointer', 10, 20, 1)]
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Self
+
+import numpy as np
+
+from osworld_gym.actions.primitives import (
+    Click,
+    DragTo,
+    Hotkey,
+    KeyDown,
+    KeyUp,
+    MouseDown,
+    MouseUp,
+    MoveTo,
+    Press,
+    Primitive,
+    Scroll,
+    TypeText,
+    Wait,
+    validate,
+)
+from osworld_gym.client import GuestClient
+from osworld_gym.errors import GuestError, InfraError, MissingDependencyError
+from osworld_gym.guest.xinput import (
+    BUTTON_SETTLE_S,
+    BUTTONS,
+    CLICK_GAP_S,
+    DRAG_STEP_S,
+    DRAG_STEPS,
+    char_keysym,
+    key_keysym,
+)
+from osworld_gym.providers.base import Provider
+from osworld_gym.providers.remote import RemoteProvider, ResetMode
+
+log = logging.getLogger(__name__)
+
+#: RFB wheel "buttons": up, down, left, right.
+WHEEL = {"up": 4, "down": 5, "left": 6, "right": 7}
+
+#: ``("pointer", x, y, button_mask)``, ``("key", keysym, down)`` or ``("sleep", seconds)``
+Event = tuple
+
+
+@dataclass
+class Pointer:
+    """Where the client last put the pointer and which buttons it holds (RFB sends both with
+    every pointer event)."""
+
+    x: int = 0
+    y: int = 0
+    mask: int = 0
+
+
+def rfb_events(prims: Sequence[Primitive], ptr: Pointer,
+               size: tuple[int, int] = (65535, 65535)) -> list[Event]:
+    """Translate primitives into RFB events, updating ``ptr``. Coordinates are clamped to the
+    screen ``size``; :class:`Wait` becomes a sleep.
+
+    >>> rfb_events([Scroll(dy=-2)], Pointer(5, 5))
+    [('pointer', 5, 5, 16), ('pointer', 5, 5, 0), ('pointer', 5, 5, 16), ('pointer', 5, 5, 0)]
+    >>> rfb_events([Hotkey(("ctrl", "c"))], Pointer())
+    [('key', 65507, True), ('key', 99, True), ('key', 99, False), ('key', 65507, False)]
+    """
+    out: list[Event] = []
+    w, h = size
+
+    def move(x: int | None, y: int | None) -> None:
+        if x is not None and y is not None:
+            ptr.x, ptr.y = min(max(int(x), 0), w - 1), min(max(int(y), 0), h - 1)
+            out.append(("pointer", ptr.x, ptr.y, ptr.mask))
+
+    def button(b: int, down: bool, settle: float = BUTTON_SETTLE_S) -> None:
+        bit = 1 << (b - 1)
+        ptr.mask = ptr.mask | bit if down else ptr.mask & ~bit
+        out.append(("pointer", ptr.x, ptr.y, ptr.mask))
+        if settle:
+            out.append(("sleep", settle))
+
+    def key(ks: int, down: bool) -> None:
+        out.append(("key", ks, down))
+
+    for p in map(validate, prims):
+        match p:
+            case MoveTo(x, y):
+                move(x, y)
+            case Click(x, y, b, clicks):
+                move(x, y)
+                for i in range(clicks):
+                    if i:
+                        out.append(("sleep", CLICK_GAP_S))
+                    button(BUTTONS[b], True, 0.0)
+                    button(BUTTONS[b], False, 0.0)
+                out.append(("sleep", BUTTON_SETTLE_S))
+            case MouseDown(b, x, y) | MouseUp(b, x, y):
+                move(x, y)
+                button(BUTTONS[b], isinstance(p, MouseDown))
+            case DragTo(x, y, b):
+                x0, y0 = ptr.x, ptr.y
+                button(BUTTONS[b], True)
+                for i in range(1, DRAG_STEPS + 1):
+                    move(x0 + (x - x0) * i // DRAG_STEPS, y0 + (y - y0) * i // DRAG_STEPS)
+                    out.append(("sleep", DRAG_STEP_S))
+                button(BUTTONS[b], False)
+            case Scroll(dy, dx, x, y):
+                move(x, y)
+                for amount, pos, neg in ((dy, "up", "down"), (dx, "right", "left")):
+                    for _ in range(abs(amount)):
+                        button(WHEEL[pos if amount > 0 else neg], True, 0.0)
+                        button(WHEEL[pos if amount > 0 else neg], False, 0.0)
+            case KeyDown(k):
+                key(key_keysym(k), True)
+            case KeyUp(k):
+                key(key_keysym(k), False)
+            case Press(k, presses):
+                for _ in range(presses):
+                    key(key_keysym(k), True)
+                    key(key_keysym(k), False)
+            case Hotkey(keys):
+                syms = [key_keysym(k) for k in keys]
+                for ks in syms:
+                    key(ks, True)
+                for ks in reversed(syms):
+                    key(ks, False)
+            case TypeText(text):
+                for ch in text:
+                    key(char_keysym(ch), True)
+                    key(char_keysym(ch), False)
+            case Wait(seconds):
+                out.append(("sleep", seconds))
+    return out
+
+
+@cache
+def _vncdotool() -> tuple[Any, Any]:
+    """``(api module, factory class)``; our RFB client subclass runs in Twisted's thread."""
+    try:
+        from vncdotool import api
+        from vncdotool.client import VNCDoToolClient, VNCDoToolFactory
+    except ImportError:
+        raise MissingDependencyError("VNC needs vncdotool: "
+                                     "pip install 'osworld-gym[vnc]'") from None
+
+    # vncdotool chains every call on the connection's Deferred, so each method must return the
+    # protocol itself; results come back through the list the caller passes.
+    class Client(VNCDoToolClient):
+        def captureArray(self, out: list) -> Any:
+            def copy(_: Any) -> Any:
+                out.append(np.array(self.screen.convert("RGB"), dtype=np.uint8))
+                return self
+
+            return self.refreshScreen(incremental=False).addCallback(copy)
+
+        def sendEvents(self, events: list[Event]) -> Any:
+            for kind, *args in events:
+                if kind == "key":
+                    self.keyEvent(args[0], down=args[1])
+                else:
+                    self.x, self.y, self.buttons = args
+                    self.pointerEvent(*args)
+            return self
+
+    class Factory(VNCDoToolFactory):
+        protocol = Client
+
+    return api, Factory
+
+
+class VNCClient:
+    """Observations and input over VNC; everything else goes to ``guest`` when there is one.
+
+    Has the :class:`~osworld_gym.client.GuestClient` methods the env uses, so it can stand in
+    for one. Methods that need a guest server raise :class:`GuestError` (501) without one.
+    """
+
+    def __init__(self, server: str, *, password: str | None = None, timeout: float = 30.0,
+                 guest: GuestClient | None = None):
+        self.server = server
+        self.password = password
+        self.timeout = timeout
+        self.guest = guest
+        self.last_timings: dict[str, float] = {}
+        self._ptr = Pointer()
+        self._size: tuple[int, int] | None = None
+        self._lock = threading.Lock()
+        self._proxy: Any = None
+        self._connected = False
+
+    # ---- connection ---------------------------------------------------------------------------
+    def _rfb(self) -> Any:
+        if self._proxy is None:
+            api, factory = _vncdotool()
+            self._proxy = api.connect(self.server, password=self.password, factory_class=factory,
+                                      timeout=self.timeout)
+        return self._proxy
+
+    def _call(self, method: str, *args: Any) -> Any:
+        with self._lock:
+            try:
+                result = getattr(self._rfb(), method)(*args)
+            except Exception as e:
+                self._drop()
+                raise GuestError(f"VNC {self.server}: {type(e).__name__}: {e}",
+                                 endpoint=f"vnc:{method}") from e
+            self._connected = True
+            return result
+
+    def _drop(self) -> None:
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None and self._connected:
+            try:
+                proxy.disconnect()
+            except Exception:
+                log.debug("VNC disconnect failed", exc_info=True)
+        self._connected = False
+
+    def close(self) -> None:
+        self._drop()
+        if self.guest is not None:
+            self.guest.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # ---- the guest-client interface ----------------------------------------------------------
+    def health(self) -> dict:
+        h, w = self.screenshot_array().shape[:2]
+        return {"status": "ok", "x_alive": True, "screen": [w, h], "transport": "vnc"}
+
+    def wait_ready(self, timeout: float) -> None:
+        """Retry a full framebuffer read until it works; GuestError after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            try:
+                self.health()
+                return
+            except GuestError as e:
+                if time.monotonic() + delay > deadline:
+                    raise GuestError(f"VNC server {self.server} not ready after {timeout:g} s: {e}",
+                                     endpoint="vnc") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    def screenshot_array(self, cursor: bool = True) -> np.ndarray:
+        """The framebuffer as ``(H, W, 3)`` uint8 (with the cursor if the server draws it)."""
+        t0 = time.perf_counter()
+        out: list[np.ndarray] = []
+        self._call("captureArray", out)
+        frame = out[0]
+        h, w = frame.shape[:2]
+        self._size = (w, h)
+        self.last_timings = {"capture_ms": (time.perf_counter() - t0) * 1000,
+                             "total_ms": (time.perf_counter() - t0) * 1000,
+                             "bytes": float(frame.nbytes)}
+        return frame
+
+    def screen_size(self) -> tuple[int, int]:
+        if self._size is None:
+            self.screenshot_array()
+        assert self._size is not None
+        return self._size
+
+    def run_actions(self, prims: Sequence[Primitive]) -> dict:
+        """Send primitives as RFB events; sleeps (settling, :class:`Wait`) happen here."""
+        t0 = time.perf_counter()
+        events = rfb_events(prims, self._ptr, self._size or (65535, 65535))
+        batch: list[Event] = []
+        for ev in (*events, None):
+            if ev is None or ev[0] == "sleep":
+                if batch:
+                    self._call("sendEvents", batch)
+                    batch = []
+                if ev is not None:
+                    time.sleep(ev[1])
+            else:
+                batch.append(ev)
+        return {"status": "success", "executed": len(prims),
+                "timings": {"exec_ms": (time.perf_counter() - t0) * 1000}}
+
+    def reset_desktop(self, restore_home: bool = True) -> dict:
+        return self._needs_guest("reset_desktop")(restore_home=restore_home)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or not hasattr(GuestClient, name):
+            raise AttributeError(name)
+        return self._needs_guest(name)
+
+    def _needs_guest(self, name: str) -> Any:
+        if self.guest is not None:
+            return getattr(self.guest, name)
+
+        def unavailable(*_: Any, **__: Any) -> Any:
+            raise GuestError(f"{name}() needs a guest server, but this desktop is reached over VNC "
+                             f"only ({self.server}): task setup and evaluation are unavailable. "
+                             "Pass guest_url= (and token=, or osworld_compat=True) to the vnc "
+                             "provider", status=501, endpoint=name)
+
+        return unavailable
+
+
+class VNCProvider(Provider):
+    """A desktop seen and driven over VNC, optionally with a guest server for setup/evaluation.
+
+    Args:
+        screen_size: the VNC desktop's size (observations are checked against it).
+        vnc: the server as vncdotool writes it: ``host::port`` (``127.0.0.1::5900``) or
+            ``host:display`` (``:1`` is port 5901); ``vnc://host:port`` is accepted too.
+        password: VNC password, if the server asks for one.
+        guest_url, token, osworld_compat, reset: a guest server for everything that is not
+            pixels or input, as for :class:`~osworld_gym.providers.remote.RemoteProvider`.
+        start_timeout: seconds to wait for the VNC server (and the guest) on :meth:`start`.
+        timeout: seconds for each VNC call.
+        client_password: the guest user's sudo password, for ``{CLIENT_PASSWORD}`` in tasks.
+    """
+
+    name = "vnc"
+
+    def __init__(self, screen_size: tuple[int, int] = (1920, 1080), *, vnc: str,
+                 password: str | None = None, guest_url: str | None = None,
+                 token: str | None = None, osworld_compat: bool = False,
+                 reset: ResetMode | None = None, start_timeout: float = 60.0,
+                 timeout: float = 30.0, client_password: str = "password"):
+        super().__init__(screen_size)
+        if vnc.startswith("vnc://"):
+            host, _, port = vnc[len("vnc://"):].rstrip("/").rpartition(":")
+            vnc = f"{host or '127.0.0.1'}::{port or 5900}"
+        self.server = vnc
+        self.password = password
+        self.start_timeout = start_timeout
+        self.timeout = timeout
+        self.client_password = client_password
+        self._guest = (RemoteProvider(screen_size, url=guest_url, token=token,
+                                      osworld_compat=osworld_compat, reset=reset,
+                                      start_timeout=start_timeout, timeout=timeout,
+                                      client_password=client_password)
+                       if guest_url else None)
+        self._client: VNCClient | None = None
+        self._warned = False
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> bool:
+        return self._client is not None
+
+    def start(self) -> VNCClient:  # type: ignore[override]
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            guest = self._guest.start() if self._guest is not None else None
+            client = VNCClient(self.server, password=self.password, timeout=self.timeout,
+                               guest=guest)
+            try:
+                client.wait_ready(timeout=self.start_timeout)
+            except InfraError:
+                client.close()
+                raise
+            self._client = client
+            return client
+
+    def reset_state(self) -> None:
+        if self._client is None:
+            raise InfraError("the VNC desktop is not connected; call start() first")
+        if self._guest is not None:
+            self._guest.reset_state()
+        elif not self._warned:
+            log.warning("VNC desktop %s has no guest server: it is not reset between episodes",
+                        self.server)
+            self._warned = True
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            if self._guest is not None:
+                self._guest.stop()

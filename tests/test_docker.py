@@ -1,0 +1,230 @@
+"""The docker provider on a real Docker daemon, with our image built offline.
+
+The module fixture starts dockerd if it is installed but not running (as root), then builds the
+``minimal`` image (debootstrap base, wheels from the host) or reuses it when its inputs have not
+changed. Then: a built-in task runs in a container through ``gym.make``; containers go away on
+close, when the owner is SIGKILLed (the watchdog), on SIGTERM (the handler, which chains to the
+previous one), and by ``osworld-gym image prune`` once their owner is dead. Timings of the build,
+the container start, the reset and a step are printed (``-s``) and written to
+``$OSWORLD_GYM_DOCKER_TIMINGS`` when set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import osworld_gym  # noqa: F401 - registers OSWorld-v0
+import pytest
+from osworld_gym import image as image_pkg
+from osworld_gym.image import BuildOptions, build_image, containers
+
+docker = pytest.importorskip("docker", reason="the docker extra is not installed")
+from osworld_gym.providers.docker import DockerProvider
+
+pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+START_DOCKERD = Path(image_pkg.__file__).with_name("start-dockerd.sh")
+TIMINGS: dict[str, float] = {}
+
+CHILD = textwrap.dedent("""
+    import os, signal, sys, time
+    from osworld_gym.providers.docker import DockerProvider
+    tag, mode = sys.argv[1], sys.argv[2]
+    if mode == "term":
+        def previous(signum, frame):          # the program's own handler: must still run
+            print("previous handler ran", flush=True)
+            os._exit(0)                       # no atexit: only our signal handler can clean up
+        signal.signal(signal.SIGTERM, previous)
+    # without the watchdog, only the provider's own handlers can remove the container
+    p = DockerProvider(screen_size=(640, 480), image=tag, owner_watchdog=(mode == "watchdog"))
+    p.start()
+    print(p.container_id, flush=True)
+    time.sleep(600)
+""")
+
+
+def _daemon() -> object:
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+        return client
+    except docker.errors.DockerException:
+        pass
+    if shutil.which("dockerd") is None:
+        pytest.skip("Docker is not installed (apt-get install docker.io)")
+    if os.geteuid() != 0:
+        pytest.skip("the Docker daemon is not running and starting it needs root")
+    subprocess.run(["bash", str(START_DOCKERD)], check=True, timeout=120)
+    return docker.from_env(timeout=120)
+
+
+@pytest.fixture(scope="module")
+def dk():
+    client = _daemon()
+    yield client
+    containers.cleanup_stale(client)  # whatever a failed test left behind
+
+
+@pytest.fixture(scope="module")
+def tag(dk) -> str:
+    result = build_image(BuildOptions(apps="minimal"), client=dk)
+    TIMINGS.update({f"build_{k}_s": v for k, v in result.timings.items()})
+    TIMINGS["build_reused"] = float(result.reused)
+    return result.tag
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_timings():
+    yield
+    if TIMINGS:
+        print("\ndocker timings: " + json.dumps({k: round(v, 3) for k, v in TIMINGS.items()}))
+        if path := os.environ.get("OSWORLD_GYM_DOCKER_TIMINGS"):
+            Path(path).write_text(json.dumps(TIMINGS, indent=2))
+
+
+def gone(dk, container_id: str, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            dk.containers.get(container_id)
+        except docker.errors.NotFound:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def spawn_owner(tag: str, mode: str) -> tuple[subprocess.Popen, str]:
+    """A process that starts a desktop and then idles; returns it and its container id."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, tag, mode], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    line = proc.stdout.readline().strip() if ready else ""
+    if not line:
+        proc.kill()
+        pytest.fail(f"the owner process did not start a desktop: {proc.stderr.read()[-2000:]}")
+    return proc, line
+
+
+# ---- image --------------------------------------------------------------------------------------
+def test_an_unchanged_image_is_reused_not_rebuilt(dk, tag):
+    t0 = time.monotonic()
+    again = build_image(BuildOptions(apps="minimal"), client=dk)
+    TIMINGS["rebuild_check_s"] = time.monotonic() - t0
+    assert again.reused and again.tag == tag
+    labels = dk.images.get(tag).labels
+    assert labels["osworld-gym.image"] == "desktop" and labels["osworld-gym.apps"] == "minimal"
+
+
+# ---- the env ------------------------------------------------------------------------------------
+def test_a_builtin_task_runs_in_a_container_and_the_container_goes_away_on_close(dk, tag):
+    env = gym.make("OSWorld-v0", provider="docker", tasks="builtin", max_steps=20,
+                   provider_kwargs={"image": tag})
+    provider = env.unwrapped.provider
+    try:
+        obs, info = env.reset(options={"task": "os-mkdir-001"})
+        TIMINGS.update(container_start_s=provider.timings["start_s"],
+                       container_create_s=provider.timings["container_s"],
+                       first_reset_s=info["timings"]["reset_ms"] / 1000)
+        assert obs["screenshot"].shape == (1080, 1920, 3)
+        cid = provider.container_id
+        assert dk.containers.get(cid).labels["osworld-gym.owner-pid"] == str(os.getpid())
+        for action in env.unwrapped.task.oracle:  # the real oracle: it names /home/user
+            *_, info = env.step(action)
+            assert info["action_error"] is None and info["infra_error"] is None, info
+            if action.startswith("pyautogui.write"):
+                TIMINGS["step_exec_ms"] = info["timings"]["exec_ms"]
+                TIMINGS["step_observe_ms"] = info["timings"]["observe_ms"]
+        _, reward, terminated, _, _ = env.step("DONE")
+        assert terminated and reward == 1.0
+
+        t0 = time.monotonic()
+        _, info = env.reset(options={"task": "os-mkdir-001"})
+        TIMINGS["reset_s"] = time.monotonic() - t0
+        TIMINGS["desktop_reset_ms"] = info["timings"]["desktop_reset_ms"]
+        assert provider.container_id == cid, "a reset must not replace our container"
+        _, reward, terminated, _, _ = env.step("DONE")
+        assert terminated and reward == 0.0
+    finally:
+        env.close()
+    assert gone(dk, cid, timeout=10), "env.close() must remove the container"
+
+
+def test_the_desktop_user_home_sudo_and_isolation(dk, tag):
+    a = DockerProvider(screen_size=(800, 600), image=tag)
+    b = DockerProvider(screen_size=(800, 600), image=tag)
+    try:
+        ca, cb = a.start(), b.start()
+        run = lambda c, cmd: c.execute(["bash", "-c", cmd])["output"].strip()
+        assert run(ca, "id -un; echo $HOME; pwd") == "user\n/home/user\n/home/user"
+        assert run(ca, "echo password | sudo -S -p '' id -u") == "0"
+        assert run(ca, "ls /sys/class/net") == "lo", "the desktop has no network"
+        assert ca.screenshot_array().shape == (600, 800, 3)
+        run(ca, "touch ~/Desktop/only-in-a")
+        assert run(cb, "ls ~/Desktop") == "", "desktops share nothing"
+        a.reset_state()
+        assert run(ca, "ls ~/Desktop") == "", "a reset restores the home"
+    finally:
+        a.stop()
+        b.stop()
+    assert not a.running and not b.running
+
+
+# ---- cleanup ------------------------------------------------------------------------------------
+def test_a_sigkilled_owners_container_is_stopped_by_its_watchdog(dk, tag):
+    proc, cid = spawn_owner(tag, "watchdog")
+    assert dk.containers.get(cid).status == "running"
+    t0 = time.monotonic()
+    proc.kill()
+    proc.wait()
+    assert gone(dk, cid), "the container outlived its SIGKILLed owner"
+    TIMINGS["watchdog_removal_s"] = time.monotonic() - t0
+    def owner(d: Path) -> str:
+        return json.loads((d / "owner.json").read_text())["osworld-gym.owner-pid"]
+
+    run_dirs = [d for d in Path(tempfile.gettempdir()).glob("osworld-gym-docker-*")
+                if (d / "owner.json").is_file() and owner(d) == str(proc.pid)]
+    assert run_dirs, "the dead owner's run directory is still there..."
+    containers.cleanup_stale(dk)
+    assert not any(d.exists() for d in run_dirs), "...until the stale cleanup removes it"
+
+
+def test_prune_removes_the_container_of_a_dead_owner(dk, tag):
+    proc, cid = spawn_owner(tag, "no-watchdog")
+    run_dir = dk.containers.get(cid).labels["osworld-gym.run-dir"]
+    proc.kill()
+    proc.wait()
+    time.sleep(1)
+    assert dk.containers.get(cid).status == "running", "without the watchdog it stays up..."
+    out = subprocess.run([sys.executable, "-m", "osworld_gym.cli", "image", "prune"],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert cid[:12] in out.stdout
+    assert gone(dk, cid, timeout=10), "...until prune removes it"
+    assert not Path(run_dir).exists()
+
+
+def test_sigterm_removes_the_containers_and_chains_to_the_previous_handler(dk, tag):
+    proc, cid = spawn_owner(tag, "term")
+    proc.terminate()
+    out, _ = proc.communicate(timeout=60)
+    assert "previous handler ran" in out
+    assert gone(dk, cid, timeout=10), "SIGTERM must remove the container"
+
+
+def test_sigint_ends_the_program_and_its_containers_with_it(dk, tag):
+    proc, cid = spawn_owner(tag, "int")
+    proc.send_signal(signal.SIGINT)  # KeyboardInterrupt ends the program; atexit cleans up
+    _, err = proc.communicate(timeout=60)
+    assert "KeyboardInterrupt" in err
+    assert gone(dk, cid, timeout=10), "a program ended by Ctrl+C must not leave its container"
