@@ -13,38 +13,14 @@ import time
 from pathlib import Path
 
 import gymnasium as gym
+import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
 from gymnasium.utils.env_checker import check_env
-
-import osworld_gym  # noqa: F401 - registers OSWorld-v0
 from osworld_gym.errors import MissingDependencyError
 from osworld_gym.providers import local as local_mod
+from proc_tree import alive, descendants
 
 pytestmark = pytest.mark.desktop
-
-
-def descendants(root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = set(), [root]
-    while todo:
-        pid = todo.pop()
-        for c in children.get(pid, []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def alive(pids: set[int]) -> set[int]:
-    return {p for p in pids if Path(f"/proc/{p}").exists()
-            and "Z" != (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0])}
 
 
 def test_check_env_passes_on_the_local_desktop():

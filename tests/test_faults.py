@@ -8,8 +8,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-
-from test_env_local import alive, descendants
+from proc_tree import alive, descendants
 
 pytestmark = pytest.mark.desktop
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
-import pytest
-
 import osworld_gym.vector
+import pytest
 from osworld_gym.errors import GuestError
 from osworld_gym.tasks import builtin_task, load_tasks
 from osworld_gym.vector import VectorSafe, make_vec
+from proc_tree import alive, descendants
 
 #: built-in tasks whose setup runs on the fake provider too (the suite grows; tests pin these)
 TASKS = load_tasks([builtin_task(t) for t in (
@@ -191,35 +191,6 @@ def test_forgetting_close_does_not_hang_interpreter_exit():
 # -- real desktops ---------------------------------------------------------------------------------
 
 
-def _descendants(roots: set[int]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = set(), list(roots)
-    while todo:
-        for c in children.get(todo.pop(), []):
-            if c not in out:
-                out.add(c)
-                todo.append(c)
-    return out
-
-
-def _alive(pids: set[int]) -> set[int]:
-    alive = set()
-    for p in pids:
-        try:
-            if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                alive.add(p)
-        except (OSError, IndexError):
-            pass
-    return alive
-
-
 @pytest.mark.desktop
 def test_four_local_desktops_run_distinct_tasks_reset_partially_and_close_cleanly():
     from conftest import sandbox_processes
@@ -235,7 +206,7 @@ def test_four_local_desktops_run_distinct_tasks_reset_partially_and_close_cleanl
         assert list(obs["instruction"]) == [tasks.for_seed(8 + i).instruction for i in range(4)]
 
         workers = {p.pid for p in envs.processes}
-        ours = {pid for pid, _ in sandbox_processes() if pid not in before} & _descendants(workers)
+        ours = {pid for pid, _ in sandbox_processes() if pid not in before} & descendants(workers)
         assert len(ours) >= 4 * 4, "bwrap, guest, Xvfb and openbox for each of the 4 desktops"
 
         actions = ("DONE", "pyautogui.hotkey('ctrl', 'alt', 't')", "pyautogui.click(300, 200)",
@@ -252,11 +223,11 @@ def test_four_local_desktops_run_distinct_tasks_reset_partially_and_close_cleanl
         assert info["task_id"][0] == tasks.for_seed(0).id
         obs, reward, term, trunc, info = envs.step(("WAIT",) * 4)
         assert info["step"].tolist() == [1, 2, 2, 2]
-        ours |= {pid for pid, _ in sandbox_processes() if pid not in before} & _descendants(workers)
+        ours |= {pid for pid, _ in sandbox_processes() if pid not in before} & descendants(workers)
     finally:
         envs.close()
     deadline = time.monotonic() + 10
-    while _alive(ours | workers) and time.monotonic() < deadline:
+    while alive(ours | workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(ours | workers), [
-        (p, Path(f"/proc/{p}/cmdline").read_bytes()[:80]) for p in _alive(ours | workers)]
+    assert not alive(ours | workers), [
+        (p, Path(f"/proc/{p}/cmdline").read_bytes()[:80]) for p in alive(ours | workers)]
