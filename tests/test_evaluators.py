@@ -504,3 +504,28 @@ def test_validate_evaluator_accepts_osworld_shapes():
             "options": [{}, None],
         }
     )
+
+
+def test_two_episodes_of_one_task_keep_their_fetched_files_apart(tmp_path):
+    """A GRPO group runs one task on several desktops at once: each episode's vm_file result
+    and setup outputs live in its own work dir, so one desktop's file never scores another."""
+    from osworld_gym.evaluators.getters.file import get_cache_file, get_vm_file
+
+    class Desktop:
+        def __init__(self, text):
+            self.text = text
+
+        def get_file(self, path):
+            return self.text.encode()
+
+    shared = tmp_path / "cache" / "t"
+    a = EvalContext(client=Desktop("from A"), cache_dir=shared, task_id="t", work_dir=tmp_path / "a")
+    b = EvalContext(client=Desktop("from B"), cache_dir=shared, task_id="t", work_dir=tmp_path / "b")
+    path_a = get_vm_file(a, {"path": "/home/user/out.txt", "dest": "out.txt"})
+    path_b = get_vm_file(b, {"path": "/home/user/out.txt", "dest": "out.txt"})
+    assert open(path_a).read() == "from A" and open(path_b).read() == "from B"
+    (tmp_path / "a" / "gold.txt").write_text("A's setup output")
+    shared.mkdir(parents=True)
+    (shared / "gold.txt").write_text("placed in the cache")
+    assert open(get_cache_file(a, {"path": "gold.txt"})).read() == "A's setup output"
+    assert open(get_cache_file(b, {"path": "gold.txt"})).read() == "placed in the cache"

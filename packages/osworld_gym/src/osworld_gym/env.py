@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -128,6 +130,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self._needs_restart = False
         self._last_action: str | None = None
         self._client: Any = None
+        self._work_root: Path | None = None
 
     # -- gymnasium API ---------------------------------------------------------------------------
 
@@ -230,6 +233,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
 
     def close(self) -> None:
         self.provider.stop()
+        if self._work_root is not None:
+            shutil.rmtree(self._work_root, ignore_errors=True)
+            self._work_root = None
         super().close()
 
     # -- internals -------------------------------------------------------------------------------
@@ -262,7 +268,14 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
 
     def _runner(self, client, task: Task) -> SetupRunner:
         return SetupRunner(client, cache_dir=self.cache_dir, task_id=task.id,
-                           client_password=self.provider.client_password, screen_size=self.screen_size)
+                           client_password=self.provider.client_password, screen_size=self.screen_size,
+                           work_dir=self._work_dir(task))
+
+    def _work_dir(self, task: Task) -> Path:
+        """This env's own directory for the task's fetched and generated files (see EvalContext)."""
+        if self._work_root is None:
+            self._work_root = Path(tempfile.mkdtemp(prefix="osworld-gym-episode-"))
+        return self._work_root / task.id
 
     def _execute(self, client, parsed: ParsedAction, timings: dict[str, float]) -> None:
         t0 = time.monotonic()
@@ -303,7 +316,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         assert self._task is not None
         ctx = EvalContext(client=client, cache_dir=self.cache_dir / self._task.id, task_id=self._task.id,
                           last_action=self._last_action, screen_size=self.screen_size,
-                          client_password=self.provider.client_password)
+                          client_password=self.provider.client_password,
+                          work_dir=self._work_dir(self._task))
         result = evaluate(self._task, ctx, self._runner(client, self._task))
         return float(result.score)
 

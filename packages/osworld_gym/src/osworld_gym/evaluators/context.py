@@ -28,8 +28,11 @@ class EvalContext:
 
     Attributes:
         client: the desktop's guest client.
-        cache_dir: this task's cache directory (OSWorld's ``cache/<task_id>``): files fetched
-            from the desktop land here, gold files are looked up here first.
+        cache_dir: this task's cache directory (OSWorld's ``cache/<task_id>``): gold files are
+            looked up here first.
+        work_dir: this episode's own directory: files fetched from the desktop and outputs of
+            setup commands go here, so desktops running the same task at once (a GRPO group)
+            never read each other's files. Defaults to ``cache_dir`` (OSWorld's behaviour).
         task_id: the task being evaluated.
         last_action: the episode's last action (``"FAIL"`` / ``"DONE"`` / action text, or an
             OSWorld action dict); ``None`` if the agent never acted.
@@ -51,9 +54,11 @@ class EvalContext:
     home: str = GUEST_HOME
     download_timeout_s: float = 60.0
     extra: dict[str, Any] = field(default_factory=dict)
+    work_dir: Path | None = None
 
     def __post_init__(self) -> None:
         self.cache_dir = Path(self.cache_dir)
+        self.work_dir = Path(self.work_dir) if self.work_dir is not None else self.cache_dir
 
     @property
     def last_action_is_fail(self) -> bool:

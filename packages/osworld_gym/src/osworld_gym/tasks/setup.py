@@ -213,9 +213,12 @@ class SetupRunner:
         download_timeout_s: float = DEFAULT_TIMEOUT_S,
         download_attempts: int = 3,
         sleep: Callable[[float], None] = time.sleep,
+        work_dir: str | os.PathLike[str] | None = None,
     ):
         self.client = client
         self.cache_dir = Path(cache_dir)
+        # outputs of setup commands (stdout/stderr files) are this episode's, not the cache's
+        self.work_dir = Path(work_dir) if work_dir is not None else None
         self.task_id = task_id
         self.home = home
         self.max_sleep_s = max_sleep_s
@@ -377,7 +380,7 @@ class SetupRunner:
             self.client.upload(guest_path(f["path"], self.home), data)
 
     def _write_cache(self, name: str, text: str) -> None:
-        target = self.task_cache_dir / name
+        target = (self.work_dir or self.task_cache_dir) / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 

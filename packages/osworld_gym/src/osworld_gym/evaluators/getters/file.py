@@ -54,7 +54,7 @@ def get_vm_file(ctx: EvalContext, config: dict[str, Any]) -> str | None | list[s
             if i in gives:
                 out.append(None)
             continue
-        local = ctx.cache_dir / dest
+        local = ctx.work_dir / dest
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_bytes(data)
         if i in gives:
@@ -99,8 +99,10 @@ def get_cache_file(ctx: EvalContext, config: dict[str, Any]) -> str:
     path = config["path"]
     if urlparse(path).scheme in ("http", "https", "file"):
         candidate = _cached_url(ctx.cache_dir, path, config.get("dest"))
-    else:
-        candidate = ctx.cache_dir / path
+    else:  # a setup command's output (this episode's) or a file placed in the shared cache
+        candidate = ctx.work_dir / path
+        if not candidate.is_file():
+            candidate = ctx.cache_dir / path
     if candidate is None or not candidate.is_file():
         raise FileNotFoundError(
             f"{path!r} is not in the cache of task {ctx.task_id!r} ({ctx.cache_dir}); "
