@@ -6,10 +6,10 @@ import os
 
 import pytest
 import torch
-from arpo_trainer.config import ARPOConfig
 from arpo_trainer.modeling import lora_config
 from arpo_trainer.testing.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
+from test_trainer_training import make_config
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -17,28 +17,18 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 @pytest.mark.desktop
 @pytest.mark.slow
 def test_a_short_arpo_run_on_real_desktops_learns_from_a_real_success(tmp_path):
-    args = ARPOConfig(
+    args = make_config(
+        tmp_path,
         output_dir=str(tmp_path / "run"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        gradient_checkpointing=False,
         per_device_train_batch_size=2,
         num_generations=2,
-        max_steps=2,
-        learning_rate=1e-2,
         provider="local",
+        settle=True,
         vector_env="async",
-        screen_width=640,
-        screen_height=360,
         settle_max_s=2.0,
         max_turns=3,
-        max_turn_tokens=8,
         task_ids=["os-mkdir-001"],
         rollout_log="rollouts.jsonl",
-        seed=0,
     )
     vlm = build_tiny_vlm(seed=0)
     trainer = ARPOTrainer(vlm.model, args, vlm.processor, peft_config=lora_config(vlm.model, r=4))
