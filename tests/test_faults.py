@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import gymnasium as gym
+import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
 from proc_tree import alive, descendants
 
@@ -36,6 +37,84 @@ def test_killing_the_guest_server_mid_episode_is_an_infra_error_and_reset_recove
         assert info["infra_error"] is None and obs["screenshot"].shape == (1080, 1920, 3)
         _, reward, terminated, _, info = env.step("DONE")
         assert terminated and info["infra_error"] is None and reward == 0.0
+    finally:
+        env.close()
+
+
+def comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _kill_app(env, name: str, sig: int = signal.SIGKILL) -> int:
+    """Signal the desktop's process called ``name`` from outside, as the OOM killer would."""
+    pids = [p for p in descendants(env.unwrapped.provider.pid)
+            if comm(p) == name and comm(ppid(p)) != name]  # the app's main process
+    assert len(pids) == 1, f"{len(pids)} main {name} processes on the desktop"
+    os.kill(pids[0], sig)
+    return pids[0]
+
+
+def ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+@pytest.mark.parametrize("task, app", [
+    ("libreoffice_calc-bold-header-001", "soffice.bin"),  # opened via its file (the `open` step)
+    ("chrome-tabs-001", "chromium"),                      # launched as `google-chrome`
+])
+def test_killing_the_task_app_mid_episode_is_an_infra_error_and_reset_recovers(task, app):
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin", max_steps=5)
+    try:
+        env.reset(options={"task": task})
+        _, _, _, _, info = env.step("pyautogui.moveTo(400, 400)")
+        assert info["infra_error"] is None
+        pid = _kill_app(env, app)
+        _, reward, terminated, truncated, info = env.step("pyautogui.moveTo(500, 500)")
+        assert info["infra_error"] and info["infra_error"].startswith("AppCrashed"), info
+        assert "SIGKILL" in info["infra_error"] and truncated and not terminated and reward == 0.0
+        assert not alive({pid})
+        # the desktop was not restarted for it: same sandbox, apps back after reset
+        sandbox = env.unwrapped.provider.pid
+        _, info = env.reset(options={"task": task})
+        assert info["infra_error"] is None and env.unwrapped.provider.pid == sandbox
+        assert any(comm(p) == app for p in descendants(sandbox))
+        _, reward, terminated, _, info = env.step("DONE")
+        assert terminated and info["infra_error"] is None and reward == 0.0
+    finally:
+        env.close()
+
+
+def test_a_crash_just_before_the_end_is_caught_before_scoring():
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin", settle=None)
+    try:
+        env.reset(options={"task": "text_editor-append-001"})
+        _kill_app(env, "mousepad", signal.SIGSEGV)
+        _, reward, terminated, truncated, info = env.step("DONE")  # no screenshot needed to see it
+        assert info["infra_error"] and "mousepad" in info["infra_error"]
+        assert "SIGSEGV" in info["infra_error"] and truncated and not terminated
+    finally:
+        env.close()
+
+
+def test_an_app_the_agent_quits_or_a_sigterm_is_not_a_crash():
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
+    try:
+        env.reset(options={"task": "text_editor-append-001"})
+        _, _, _, _, info = env.step("pyautogui.hotkey('ctrl', 'q')")
+        assert info["infra_error"] is None
+        assert not any(comm(p) == "mousepad" for p in descendants(env.unwrapped.provider.pid))
+        _, reward, terminated, _, info = env.step("DONE")
+        assert terminated and info["infra_error"] is None and reward == 0.0
+        env.reset(options={"task": "text_editor-append-001"})
+        _kill_app(env, "mousepad", signal.SIGTERM)
+        _, _, terminated, _, info = env.step("DONE")
+        assert terminated and info["infra_error"] is None
     finally:
         env.close()
 

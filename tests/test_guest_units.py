@@ -266,6 +266,87 @@ def test_run_kills_the_whole_group_on_timeout():
     assert out["raised"] and out["s"] < 5 and out["left"] == []
 
 
+def test_crashes_of_apps_and_orphans_are_counted_but_not_our_kills_or_clean_exits():
+    out = _in_child("""
+        import json, os, signal, time
+        from osworld_gym.guest.processes import ProcessRegistry, become_subreaper
+        assert become_subreaper()
+        reg = ProcessRegistry()
+        reg.start_reaper(interval=0.05)
+        def settle():
+            time.sleep(0.4); reg.reap()
+        seen = {}
+        reg.popen(["sh", "-c", "exit 0"], app=True); settle()
+        reg.popen(["sh", "-c", "exit 3"], app=True); settle()
+        reg.popen(["sh", "-c", "kill -TERM $$"], app=True); settle()
+        seen["clean"] = reg.crash_count
+        reg.popen(["sh", "-c", "kill -SEGV $$"], app=True); settle()
+        seen["segv"] = reg.crash_count
+        # a launcher that reports its child's SIGKILL as 137 (what LibreOffice's soffice does)
+        reg.popen(["sh", "-c", "sleep 30 & c=$!; kill -KILL $c; wait $c"], app=True); settle()
+        seen["launcher"] = reg.crash_count
+        # not an app: a helper's own exit 137 means nothing
+        reg.popen(["sh", "-c", "exit 137"]); settle()
+        seen["helper"] = reg.crash_count
+        # an adopted orphan killed from outside
+        reg.run(["sh", "-c", "sleep 30 >/dev/null 2>&1 &"], timeout=5)
+        time.sleep(0.1)
+        orphan = [p for p in os.listdir("/proc") if p.isdigit()
+                  and open(f"/proc/{p}/stat").read().split()[3] == str(os.getpid())
+                  and "(sleep)" in open(f"/proc/{p}/stat").read()]
+        os.kill(int(orphan[0]), signal.SIGKILL); settle()
+        seen["orphan"] = reg.crash_count
+        # what the registry kills itself is never a crash
+        victim = reg.popen(["sleep", "30"], app=True)
+        reg.terminate(victim)
+        reg.popen(["sh", "-c", "trap '' TERM; sleep 30"], app=True)
+        reg.run(["sh", "-c", "sleep 31 >/dev/null 2>&1 &"], timeout=5)
+        time.sleep(0.1)
+        reg.kill_tree(grace=0.1); settle()
+        seen["ours"] = reg.crash_count
+        seen["names"] = [(c.name, c.signal) for c in reg.crashes]
+        reg.stop_reaper()
+        print(json.dumps(seen))
+    """)
+    assert out["clean"] == 0
+    assert out["segv"] == 1
+    assert out["launcher"] == 2
+    assert out["helper"] == 2
+    assert out["orphan"] == 3
+    assert out["ours"] == 3
+    assert out["names"] == [["sh", "SIGSEGV"], ["sh", "SIGKILL"], ["sleep", "SIGKILL"]]
+
+
+def test_crash_signal_reads_signal_deaths_and_launcher_codes():
+    from osworld_gym.guest.processes import crash_signal
+    assert crash_signal(-11, launcher=False).name == "SIGSEGV"
+    assert crash_signal(-15, launcher=True) is None  # asked to quit
+    assert crash_signal(137, launcher=True).name == "SIGKILL"
+    assert crash_signal(137, launcher=False) is None
+    assert crash_signal(143, launcher=True) is None
+    assert crash_signal(0, launcher=True) is None and crash_signal(None, launcher=True) is None
+
+
+def test_opener_resolves_the_default_app_like_xdg_open(tmp_path):
+    from osworld_gym.guest import opener
+    apps = tmp_path / "share" / "applications"
+    (apps / "vendor").mkdir(parents=True)
+    (apps / "vendor" / "viewer.desktop").write_text(
+        "[Desktop Entry]\nName=Viewer\nExec=sh -c 'echo \"$0\"' --flag=100%% %U %i\n"
+        "[Desktop Action New]\nExec=sh --new\n")
+    (apps / "broken.desktop").write_text("[Desktop Entry]\nName=Broken\n")
+    (apps / "missing.desktop").write_text("[Desktop Entry]\nExec=no-such-program-xyz %f\n")
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "share"), "XDG_DATA_DIRS": "",
+           "PATH": os.environ["PATH"]}
+    found = opener.find_desktop_file("vendor-viewer.desktop", env)
+    assert found == apps / "vendor" / "viewer.desktop"
+    assert opener.exec_argv(found, "/home/user/a b.txt") == [
+        "sh", "-c", 'echo "$0"', "--flag=100%", "/home/user/a b.txt"]
+    assert opener.exec_argv(apps / "broken.desktop", "x") is None
+    assert opener.exec_argv(apps / "missing.desktop", "x") is None
+    assert opener.find_desktop_file("nope.desktop", env) is None
+
+
 # ---- client errors ------------------------------------------------------------------------------
 def test_client_reports_unreachable_guests_as_guest_errors(tmp_path):
     with GuestClient(uds=str(tmp_path / "missing.sock"), token="t", retries=1) as c:

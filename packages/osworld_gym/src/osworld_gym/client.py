@@ -47,6 +47,9 @@ class GuestClient:
         self.timeout = timeout
         self.retries = retries
         self.last_timings: dict[str, float] = {}
+        #: The guest's count of task-app crashes, as of the last answer that carried it (every
+        #: raw screenshot, action batch and health check). None until one did.
+        self.crash_count: int | None = None
 
     # ---- plumbing ---------------------------------------------------------------------------
     def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
@@ -100,7 +103,19 @@ class GuestClient:
 
     # ---- lifecycle --------------------------------------------------------------------------
     def health(self) -> dict:
-        return self._json("GET", "/osworld_gym/health")
+        h = self._json("GET", "/osworld_gym/health")
+        self._note_crashes(h.get("crashes"))
+        return h
+
+    def _note_crashes(self, value: Any) -> None:
+        try:
+            self.crash_count = int(value)
+        except (TypeError, ValueError):
+            pass
+
+    def crashes_after(self, count: int) -> list[dict]:
+        """The guest's records of crashes numbered above ``count`` (checks health first)."""
+        return [c for c in self.health().get("recent_crashes", []) if c.get("seq", 0) > count]
 
     def wait_ready(self, timeout: float) -> None:
         """Poll :meth:`health` until the guest answers with a live X server; GuestError after
@@ -147,6 +162,7 @@ class GuestClient:
             raise GuestError(f"raw screenshot is {len(resp.content)} bytes, expected {w}x{h}x3",
                              endpoint="/osworld_gym/screenshot")
         arr = np.frombuffer(resp.content, dtype=np.uint8).reshape(h, w, 3)
+        self._note_crashes(resp.headers.get("X-Crashes"))
         self.last_timings = {"capture_ms": float(resp.headers.get("X-Capture-Ms", "nan")),
                              "encode_ms": float(resp.headers.get("X-Encode-Ms", "nan")),
                              "total_ms": (time.perf_counter() - t0) * 1000,
@@ -238,6 +254,7 @@ class GuestClient:
                            timeout=max(self.timeout, 120))
             result["executed"] += r.get("executed", len(batch))
             result["timings"]["exec_ms"] += r.get("timings", {}).get("exec_ms", 0.0)
+            self._note_crashes(r.get("crashes"))
             batch.clear()
 
         for p in prims:

@@ -37,7 +37,7 @@ from gymnasium import spaces
 
 from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
 from osworld_gym.actions.primitives import Wait
-from osworld_gym.errors import ActionError, InfraError, TaskError
+from osworld_gym.errors import ActionError, AppCrashed, InfraError, TaskError
 from osworld_gym.evaluators import EvalContext, evaluate
 from osworld_gym.providers import Provider, make_provider
 from osworld_gym.settle import SettleConfig, wait_until_settled
@@ -128,6 +128,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self._steps = 0
         self._done = False
         self._needs_restart = False
+        self._crash_baseline: int | None = None
         self._last_action: str | None = None
         self._client: Any = None
         self._work_root: Path | None = None
@@ -166,6 +167,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                 self._runner(client, task).run(task.config)
                 timings["setup_ms"] = 1000 * (time.monotonic() - t1)
                 frame = self._observe_frame(client, timings, previous=None)
+                # crashes from here on are the episode's (setup may kill apps its own way)
+                self._crash_baseline = getattr(client, "crash_count", None)
                 break
             except InfraError as e:
                 self._needs_restart = True
@@ -209,15 +212,19 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             # after input the screen may still be changing; after a pure wait it has had its time
             acted = parsed is not None and any(not isinstance(p, Wait) for p in parsed.primitives)
             self._frame = self._observe_frame(client, timings, previous=self._frame, settle=bool(acted))
+            self._check_crashes(client)
             truncated = not terminated and self._steps >= self.max_steps
             if terminated or truncated:
+                self._check_crashes(client, refresh=True)
                 t1 = time.monotonic()
                 reward = self._score(client)
                 timings["eval_ms"] = 1000 * (time.monotonic() - t1)
         except InfraError as e:
             infra_error = f"{type(e).__name__}: {e}"
             log.warning("infrastructure error in task %s step %d: %s", self._task.id, self._steps, e)
-            self._needs_restart = True
+            # a crashed app is cleared by the next desktop reset; anything else may have broken
+            # the desktop itself
+            self._needs_restart = not isinstance(e, AppCrashed)
             reward, terminated, truncated = 0.0, False, True
 
         self._done = terminated or truncated
@@ -294,6 +301,24 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             time.sleep(self.wait_s)
         timings["exec_ms"] = 1000 * (time.monotonic() - t0)
         timings["guest_exec_ms"] = guest_ms
+
+    def _check_crashes(self, client, *, refresh: bool = False) -> None:
+        """Raise :class:`AppCrashed` if the guest counted a task-app crash since the reset.
+
+        The count rides on every screenshot and action answer; ``refresh`` asks the guest
+        directly (it reaps first), for the last look before scoring. Guests that do not count
+        crashes (OSWorld's own server) are not checked.
+        """
+        baseline = self._crash_baseline
+        if baseline is None or getattr(client, "crash_count", None) is None:
+            return
+        if refresh:
+            client.health()
+        if client.crash_count > baseline:
+            crashes = client.crashes_after(baseline)
+            what = "; ".join(c.get("describe", "?") for c in crashes) or "a task app crashed"
+            raise AppCrashed(f"{what} during the episode (not the agent's doing unless it "
+                             "SIGKILLed the app itself); the next reset starts it again")
 
     def _observe_frame(self, client, timings: dict[str, float], previous: np.ndarray | None,
                        settle: bool = True) -> np.ndarray:

@@ -33,6 +33,11 @@ class GuestError(InfraError):
         self.endpoint = endpoint
 
 
+class AppCrashed(InfraError):
+    """A task app died mid-episode of a crash signal (segfault, abort, SIGKILL from the OOM
+    killer or from outside the desktop). The desktop itself is fine; the next reset recovers."""
+
+
 class SetupError(InfraError):
     """A task's setup (``config``) or ``postconfig`` step failed."""
 

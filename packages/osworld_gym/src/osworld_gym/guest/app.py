@@ -8,6 +8,7 @@ are thin shells over it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -184,7 +185,13 @@ class GuestApp:
                     "wm_restarted": wm_restarted}
 
     def health(self) -> dict:
+        """Liveness of X and the WM, and the app crashes so far (reaped first, so a crash that
+        has happened is counted)."""
+        self.registry.reap()
         return {"status": "ok", "display": self.config.display,
                 "screen": [self.screen.width, self.screen.height], "pid": os.getpid(),
                 "x_alive": self.desktop.x_alive(), "wm_alive": self.desktop.wm_alive(),
-                "recording": self.recorder.recording}
+                "recording": self.recorder.recording,
+                "crashes": self.registry.crash_count,
+                "recent_crashes": [dataclasses.asdict(c) | {"describe": c.describe()}
+                                   for c in self.registry.crashes]}

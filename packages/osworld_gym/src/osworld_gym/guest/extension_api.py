@@ -40,7 +40,8 @@ def register(router: Router, app: GuestApp) -> None:
         app.xinput.run(prims)
         exec_ms = (time.perf_counter() - t0) * 1000
         return json_response({"status": "success", "executed": len(prims),
-                              "timings": {"exec_ms": round(exec_ms, 2)}})
+                              "timings": {"exec_ms": round(exec_ms, 2)},
+                              "crashes": app.registry.crash_count})
 
     def screenshot(req: Request) -> Response:
         fmt = req.query.get("format", "png")
@@ -57,7 +58,8 @@ def register(router: Router, app: GuestApp) -> None:
         w, h = frame.image.size
         return Response(200, body, ctype, {"X-Width": str(w), "X-Height": str(h),
                                            "X-Capture-Ms": f"{frame.capture_ms:.2f}",
-                                           "X-Encode-Ms": f"{encode_ms:.2f}"})
+                                           "X-Encode-Ms": f"{encode_ms:.2f}",
+                                           "X-Crashes": str(app.registry.crash_count)})
 
     def reset(req: Request) -> Response:
         body = req.json()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
+from osworld_gym.guest import opener
 from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
@@ -129,7 +130,8 @@ def register(router: Router, app: GuestApp) -> None:
         argv, shell = command_from(app, req.json())
         try:
             with open(app.state_dir / "apps.log", "ab") as out:
-                proc = app.registry.popen(argv, shell=shell, stdout=out, stderr=subprocess.STDOUT)
+                proc = app.registry.popen(argv, shell=shell, stdout=out, stderr=subprocess.STDOUT,
+                                          app=True)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
             raise HTTPError(400, f"cannot launch {argv!r}: {e}") from None
         log.info("launched %r (pid %d)", argv, proc.pid)
@@ -160,15 +162,19 @@ def register(router: Router, app: GuestApp) -> None:
         timeout = _timeout(body, OPEN_FILE_TIMEOUT_S, MAX_OPEN_FILE_TIMEOUT_S)
         path = app.resolve(raw)
         if path.exists():
-            if shutil.which("xdg-open") is None:
-                raise HTTPError(501, "xdg-open is not installed (package xdg-utils)")
-            argv, needle, is_command = ["xdg-open", str(path)], path.name, False
+            # the default app as our own child, so its crash is seen; xdg-open if that fails
+            argv = opener.default_command(path, app.env)
+            if argv is None:
+                if shutil.which("xdg-open") is None:
+                    raise HTTPError(501, "xdg-open is not installed (package xdg-utils)")
+                argv = ["xdg-open", str(path)]
+            needle, is_command = path.name, False
         elif shutil.which(raw, path=app.env.get("PATH")):
             argv, needle, is_command = [raw], Path(raw).name, True
         else:
             raise HTTPError(404, f"no such file or command: {raw}")
         with open(app.state_dir / "apps.log", "ab") as out:
-            proc = app.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            proc = app.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT, app=True)
         deadline = time.monotonic() + timeout
         while True:
             for w in app.windows.list():
@@ -176,8 +182,8 @@ def register(router: Router, app: GuestApp) -> None:
                     app.windows.activate_id(w.id)
                     return text_response("File opened successfully")
             if not is_command and proc.poll() not in (None, 0):
-                raise HTTPError(500, f"xdg-open {path} failed with status {proc.returncode} "
-                                     "(no application for this file type?)")
+                raise HTTPError(500, f"opening {path} with {shlex.join(argv)} failed with status "
+                                     f"{proc.returncode} (no application for this file type?)")
             if time.monotonic() >= deadline:
                 raise HTTPError(504, f"opened {raw}, but no window with {needle!r} in its title "
                                      f"appeared within {timeout:.0f} s")

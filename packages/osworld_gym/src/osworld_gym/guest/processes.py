@@ -10,6 +10,12 @@ Re-parented processes become *our* zombies when they exit, so somebody must ``wa
 Reaping with ``waitpid(-1)`` would steal the exit status of processes that a request handler is
 waiting for (``subprocess`` then silently reports 0). The registry therefore spawns every child
 itself under a lock and reaps only zombies whose pid it did not spawn.
+
+Reaping is also how the guest notices a *crash*: a task app (started with ``app=True``) or an
+adopted orphan that died of a signal no well-behaved exit ends with (SIGSEGV, SIGABRT, SIGKILL
+from the OOM killer, ...) and that the registry did not send itself. Crashes are counted so a
+client can tell "the app died under the agent" (an infrastructure failure) from "the agent did
+not solve the task".
 """
 
 from __future__ import annotations
@@ -104,6 +110,58 @@ def descendants(root: int, procs: Iterable[ProcInfo] | None = None) -> list[Proc
     return out
 
 
+#: Deaths that are crashes, not exits: faults, aborts, and SIGKILL (the OOM killer's, or a kill
+#: from outside the desktop). SIGTERM/SIGINT/SIGHUP are how apps are asked to quit, so they are not.
+CRASH_SIGNALS = frozenset({signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS,
+                           signal.SIGILL, signal.SIGFPE, signal.SIGSYS, signal.SIGTRAP})
+#: Crash records kept for :attr:`ProcessRegistry.crashes` (the count keeps growing).
+MAX_CRASH_RECORDS = 32
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A supervised process that died of a crash signal the registry did not send."""
+
+    seq: int
+    pid: int
+    name: str
+    signal: str
+    #: The exit status as seen: ``-N`` (killed by signal N) or ``128+N`` (a launcher such as
+    #: LibreOffice's oosplash or a shell reporting that its child was killed by signal N).
+    status: int
+    time: float
+
+    def describe(self) -> str:
+        return f"{self.name} (pid {self.pid}) died of {self.signal}"
+
+
+def crash_signal(returncode: int | None, *, launcher: bool) -> signal.Signals | None:
+    """The crash signal a ``subprocess`` return code means, if any.
+
+    ``launcher`` also reads ``128 + N`` as signal N, the convention of shells and launchers that
+    wait for the real program (LibreOffice's ``soffice`` exits 137 when ``soffice.bin`` is
+    SIGKILLed). Only for processes we started as apps: other programs may exit 134 on purpose.
+    """
+    if returncode is None:
+        return None
+    if returncode < 0:
+        num = -returncode
+    elif launcher and 128 < returncode < 128 + 65:
+        num = returncode - 128
+    else:
+        return None
+    try:
+        sig = signal.Signals(num)
+    except ValueError:
+        return None
+    return sig if sig in CRASH_SIGNALS else None
+
+
+def _argv_name(argv: Sequence[str] | str) -> str:
+    first = (argv.split() or [""])[0] if isinstance(argv, str) else (list(argv) or [""])[0]
+    return os.path.basename(first) or "?"
+
+
 def is_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     info = read_proc(pid)
@@ -124,6 +182,13 @@ class ProcessRegistry:
     cwd: str | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _tracked: dict[int, subprocess.Popen] = field(default_factory=dict, init=False, repr=False)
+    #: pid -> name of tracked children started as task apps (their crashes are counted).
+    _apps: dict[int, str] = field(default_factory=dict, init=False, repr=False)
+    #: pids the registry itself signalled: their deaths are not crashes.
+    _expected: set[int] = field(default_factory=set, init=False, repr=False)
+    #: Crashes seen since start, and the most recent ones.
+    crash_count: int = field(default=0, init=False)
+    crashes: list[Crash] = field(default_factory=list, init=False)
     _wake_r: int = field(default=-1, init=False, repr=False)
     _wake_w: int = field(default=-1, init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
@@ -131,15 +196,21 @@ class ProcessRegistry:
 
     # ---- spawning ---------------------------------------------------------------------------
     def popen(self, argv: Sequence[str] | str, *, shell: bool = False, new_session: bool = True,
-              env: dict[str, str] | None = None, cwd: str | None = None,
+              env: dict[str, str] | None = None, cwd: str | None = None, app: bool = False,
               **kwargs: Any) -> subprocess.Popen:
-        """Start a child (not waited for) and track it. ``new_session`` gives it its own group."""
+        """Start a child (not waited for) and track it. ``new_session`` gives it its own group.
+
+        ``app`` marks a task app: if it dies of a crash signal, that is recorded as a
+        :class:`Crash`.
+        """
         kwargs.setdefault("stdin", subprocess.DEVNULL)
         with self._lock:
             proc = subprocess.Popen(argv, shell=shell, start_new_session=new_session,
                                     env=env if env is not None else self.env,
                                     cwd=cwd if cwd is not None else self.cwd, **kwargs)
             self._tracked[proc.pid] = proc
+            if app:
+                self._apps[proc.pid] = _argv_name(argv)
         return proc
 
     def run(self, argv: Sequence[str] | str, *, timeout: float, shell: bool = False,
@@ -170,6 +241,9 @@ class ProcessRegistry:
 
     def kill_group(self, proc: subprocess.Popen) -> None:
         """SIGKILL ``proc``'s process group (it was started in its own session)."""
+        with self._lock:
+            self._expected.add(proc.pid)
+            self._expected.update(p.pid for p in descendants(proc.pid))
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -182,25 +256,52 @@ class ProcessRegistry:
         with self._lock:
             if proc.returncode is not None:
                 self._tracked.pop(proc.pid, None)
+                self._apps.pop(proc.pid, None)
+                self._expected.discard(proc.pid)
 
     # ---- reaping ----------------------------------------------------------------------------
     def reap(self) -> int:
-        """Collect exited tracked children and orphan zombies. Returns how many orphans."""
+        """Collect exited tracked children and orphan zombies. Returns how many orphans.
+
+        Records a :class:`Crash` for a task app or an orphan that died of a crash signal the
+        registry did not send.
+        """
         me = os.getpid()
         reaped = 0
         with self._lock:
             for pid, proc in list(self._tracked.items()):
-                if proc.poll() is not None:
-                    del self._tracked[pid]
+                if proc.poll() is None:
+                    continue
+                del self._tracked[pid]
+                name = self._apps.pop(pid, None)
+                if name is not None:
+                    sig = crash_signal(proc.returncode, launcher=True)
+                    self._note_death(pid, name, sig, proc.returncode)
+                self._expected.discard(pid)
             for info in all_processes():
                 if info.ppid != me or info.state != "Z" or info.pid in self._tracked:
                     continue
                 try:
-                    if os.waitpid(info.pid, os.WNOHANG)[0] == info.pid:
-                        reaped += 1
+                    pid, status = os.waitpid(info.pid, os.WNOHANG)
                 except ChildProcessError:
-                    pass
+                    continue
+                if pid != info.pid:
+                    continue
+                reaped += 1
+                code = os.waitstatus_to_exitcode(status)
+                self._note_death(pid, info.comm, crash_signal(code, launcher=False), code)
+                self._expected.discard(pid)
         return reaped
+
+    def _note_death(self, pid: int, name: str, sig: signal.Signals | None, status: int) -> None:
+        """Record a crash (caller holds ``_lock``)."""
+        if sig is None or pid in self._expected:
+            return
+        self.crash_count += 1
+        crash = Crash(seq=self.crash_count, pid=pid, name=name, signal=sig.name, status=status,
+                      time=time.time())
+        self.crashes = [*self.crashes[-(MAX_CRASH_RECORDS - 1):], crash]
+        log.warning("crash: %s", crash.describe())
 
     def wake(self) -> None:
         """Ask the reaper thread to run now. Async-signal-safe (a SIGCHLD handler may call it):
@@ -264,10 +365,15 @@ class ProcessRegistry:
             return [p for p in descendants(me, procs)
                     if p.pid not in spared and p.state not in ("Z", "X")]
 
+        def send(p: ProcInfo, sig: int) -> None:
+            with self._lock:
+                self._expected.add(p.pid)
+            _signal(p.pid, sig)
+            signalled.add((p.pid, p.start_time))
+
         first = targets()
         for p in first:
-            _signal(p.pid, signal.SIGTERM)
-            signalled.add((p.pid, p.start_time))
+            send(p, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while first and time.monotonic() < deadline:
             self.reap()
@@ -279,19 +385,22 @@ class ProcessRegistry:
             if not left:
                 break
             for p in left:
-                _signal(p.pid, signal.SIGKILL)
-                signalled.add((p.pid, p.start_time))
+                send(p, signal.SIGKILL)
             end = time.monotonic() + 1.0
             while time.monotonic() < end and any(is_alive(p.pid) for p in left):
                 time.sleep(0.005)
             self.reap()
         self.reap()
+        with self._lock:  # all dead and reaped (by us or their parents): pids may be reused now
+            self._expected.clear()
         return len(signalled)
 
     def terminate(self, proc: subprocess.Popen | None, timeout: float = 2.0) -> None:
         """Stop one tracked child: SIGTERM, wait up to ``timeout``, SIGKILL; always reaps it."""
         if proc is None or proc.poll() is not None:
             return
+        with self._lock:
+            self._expected.add(proc.pid)
         try:
             proc.terminate()
             proc.wait(timeout=timeout)
