@@ -269,8 +269,10 @@ def test_missing_or_broken_result_scores_zero_but_broken_gold_raises(tmp_path):
 
 def test_unimplemented_rule_is_an_evaluator_error_not_a_zero(tmp_path):
     path = xlsx(tmp_path / "r.xlsx", {"S": NET_INCOME})
-    with pytest.raises(NotImplementedError, match="'chart'"):
-        compare_table(path, path, rules=[{"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0"}])
+    with pytest.raises(NotImplementedError, match="'watermark'"):
+        compare_table(
+            path, path, rules=[{"type": "watermark", "sheet_idx0": 0, "sheet_idx1": "EI0"}]
+        )
     with pytest.raises(NotImplementedError, match="option 'strict'"):
         compare_table(path, path, rules=[], strict=True)
 
@@ -330,7 +332,7 @@ def test_unknown_rule_through_evaluate_is_an_evaluator_error(tmp_path):
             "evaluator": {
                 "func": "compare_table",
                 "result": {"type": "vm_file", "path": "/r.xlsx", "dest": "r.xlsx"},
-                "options": {"rules": [{"type": "pivot_table"}]},
+                "options": {"rules": [{"type": "watermark"}]},
             },
         }
     )
@@ -339,7 +341,7 @@ def test_unknown_rule_through_evaluate_is_an_evaluator_error(tmp_path):
         cache_dir=tmp_path / "c",
         task_id="t",
     )
-    with pytest.raises(EvaluatorError, match="pivot_table"):
+    with pytest.raises(EvaluatorError, match="watermark"):
         evaluate(task, ctx)
 
 

@@ -372,11 +372,11 @@ def test_launched_programs_must_be_on_the_desktop_path():
                 "result": {"type": "vm_file", "path": "/a.xlsx", "dest": "a.xlsx"},
                 "options": {
                     "rules": [
-                        {"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": []}
+                        {"type": "watermark", "sheet_idx0": 0, "sheet_idx1": "EI0"}
                     ]
                 },
             },
-            "unsupported compare_table rule: chart",
+            "unsupported compare_table rule: watermark",
         ),
         (
             {

@@ -33,6 +33,20 @@ Rules (``type`` and its keys):
                   sort state)
 ``row_props``     ``sheet_idx0``, ``sheet_idx1``, ``props`` (e.g. ``["hidden", "height"]``)
 ``col_props``     same for columns (e.g. ``["hidden", "width"]``)
+``sheet_print``   ``sheet_idx0``, ``sheet_idx1``, ``ignore_case``: the sheets' text as
+                  displayed (number formats applied) is equal line by line; see
+                  :mod:`.table_print` (OSWorld's exported CSV, else a LibreOffice export)
+``chart``         ``sheet_idx0``, ``sheet_idx1``, ``chart_props`` (``type``, ``title``,
+                  ``legend``, ``anchor``, ``direction``, ``xtitle``, ``ytitle``, ``ztitle``,
+                  ``width``, ``height``): the same charts, keyed by the ranges they plot, with
+                  equal props; see :func:`.table_objects.charts`
+``pivot_table``   ``sheet_idx0``, ``sheet_idx1``, ``pivot_props`` (``name``, ``show_total``,
+                  ``show_empty_row``, ``show_empty_col``, ``show_headers``, ``location``,
+                  ``filter``, ``selection``, ``ordered``, ``row_fields``, ``col_fields``,
+                  ``data_fields``, ``data_fields_name``, ``ignore_special_fields``): the same
+                  pivot tables, keyed by their source data; see
+                  :func:`.table_objects.pivot_tables`
+``sparkline``     ``sheet_idx0``, ``sheet_idx1``: the same sparklines (cell and data range)
 ================  ====================================================================
 
 Style properties (OSWorld's names; ``None`` for empty cells): ``number_format`` (numeric
@@ -40,8 +54,9 @@ cells only), ``font_name``, ``font_family``, ``font_color``, ``font_bold``, ``fo
 ``font_underline``, ``font_size``, ``fill_type``, ``bgcolor``, ``fgcolor``, ``hyperlink``,
 ``merge``.
 
-Not implemented (a task using them is classified unsupported and raises here):
-``sheet_print``, ``sparkline``, ``chart``, ``pivot_table``.
+A rule type, ``chart_props`` or ``pivot_props`` name we do not know raises
+``NotImplementedError`` (the task has no trustworthy score), as do unknown rule types in
+OSWorld.
 """
 
 from __future__ import annotations
@@ -52,6 +67,9 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
+from osworld_gym.errors import EvaluatorError
+from osworld_gym.evaluators.metrics import table_objects as objects
+from osworld_gym.evaluators.metrics import table_print as printing
 from osworld_gym.evaluators.metrics import table_props as props
 from osworld_gym.evaluators.metrics.match import fuzzy_ratio, match_value, range_cells
 from osworld_gym.evaluators.metrics.options import check_options, honours
@@ -72,10 +90,12 @@ SUPPORTED_RULES = frozenset(
         "filter",
         "row_props",
         "col_props",
+        "sheet_print",
+        "chart",
+        "pivot_table",
+        "sparkline",
     }
 )
-#: OSWorld rule types that exist but are not implemented here.
-UNSUPPORTED_RULES = frozenset({"sheet_print", "sparkline", "chart", "pivot_table"})
 
 
 class Workbook:
@@ -96,13 +116,31 @@ class Workbook:
 
         return openpyxl.load_workbook(self.path, data_only=False)
 
+    @cached_property
+    def parts(self) -> objects.Package:
+        """The raw XML parts (charts, pivot tables, sparklines)."""
+        return objects.Package(self.path)
 
-def sheet(
+    def printed(self, title: str) -> list[str] | None:
+        """Sheet ``title`` as displayed (see :mod:`.table_print`); ``None`` if there is none."""
+        lines = printing.beside(self.path, title)
+        if lines is not None or title not in self.values.sheetnames:
+            return lines
+        if title not in self._exported:
+            raise EvaluatorError(f"LibreOffice exported no sheet {title!r} of {self.path}")
+        return self._exported[title]
+
+    @cached_property
+    def _exported(self) -> dict[str, list[str]]:
+        return printing.export(self.path)
+
+
+def sheet_title(
     idx: int | str, result: Workbook, expected: Workbook | None, *, styles: bool = False
-) -> Any:
-    """The worksheet ``idx`` names (OSWorld addressing), or ``None`` if it does not exist.
-
-    ``styles=True`` reads the workbook with formulas kept (as OSWorld does for styles).
+) -> tuple[Workbook, str | None]:
+    """The workbook sheet index ``idx`` refers to, and the sheet's name (``None``: no sheet at
+    that position; a name, ``RN``/``EN``, is returned whether or not the sheet exists).
+    ``styles`` says which reading of the workbook to count sheets in (see :func:`sheet`).
 
     Raises:
         ValueError: a malformed index, or an ``E..`` index without an expected workbook.
@@ -115,11 +153,26 @@ def sheet(
         raise ValueError(f"unrecognised sheet index {idx!r} (use an int, RI0, RNname, EI0, ENname)")
     if book is None:
         raise ValueError(f"sheet index {idx!r} refers to the expected workbook, but none is given")
+    if by == "N":
+        return book, key
+    worksheets = (book.formulas if styles else book.values).worksheets
+    i = int(key)
+    return book, worksheets[i].title if 0 <= i < len(worksheets) else None
+
+
+def sheet(
+    idx: int | str, result: Workbook, expected: Workbook | None, *, styles: bool = False
+) -> Any:
+    """The worksheet ``idx`` names (OSWorld addressing), or ``None`` if it does not exist.
+
+    ``styles=True`` reads the workbook with formulas kept (as OSWorld does for styles).
+
+    Raises:
+        ValueError: a malformed index, or an ``E..`` index without an expected workbook.
+    """
+    book, title = sheet_title(idx, result, expected, styles=styles)
     wb = book.formulas if styles else book.values
-    if by == "I":
-        i = int(key)
-        return wb.worksheets[i] if 0 <= i < len(wb.worksheets) else None
-    return wb[key] if key in wb.sheetnames else None
+    return wb[title] if title is not None and title in wb.sheetnames else None
 
 
 @honours("rules")
@@ -302,6 +355,38 @@ def _data_validation(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> b
     )
 
 
+def _sheet_print(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    printed = []
+    for key in ("sheet_idx0", "sheet_idx1"):
+        book, title = sheet_title(rule[key], r, e)
+        lines = None if title is None else book.printed(title)
+        if lines is None:
+            logger.info("sheet_print: no sheet %r", rule[key])
+            return False
+        printed.append([line.lower() for line in lines] if rule.get("ignore_case") else lines)
+    return printed[0] == printed[1]
+
+
+def _objects(read: Callable[[objects.Package, str, dict[str, Any]], Any]) -> Rule:
+    """A rule comparing ``read(parts, sheet name, rule)`` over ``sheet_idx0``/``sheet_idx1``;
+    a sheet that does not exist fails it."""
+
+    def check(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+        found = []
+        for key in ("sheet_idx0", "sheet_idx1"):
+            book, title = sheet_title(rule[key], r, e)
+            value = None if title is None else read(book.parts, title, rule)
+            if value is None:
+                logger.info("%s: no sheet %r", rule["type"], rule[key])
+                return False
+            found.append(value)
+        if found[0] != found[1]:
+            logger.info("%s: %r vs %r", rule["type"], found[0], found[1])
+        return found[0] == found[1]
+
+    return check
+
+
 _RULES: dict[str, Rule] = {
     "sheet_name": _sheet_name,
     "sheet_data": _sheet_data,
@@ -314,5 +399,11 @@ _RULES: dict[str, Rule] = {
     "filter": _compare_with(lambda a, b, rule: props.auto_filter(a) == props.auto_filter(b)),
     "row_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "row", rule["props"])),
     "col_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "column", rule["props"])),
+    "sheet_print": _sheet_print,
+    "chart": _objects(lambda p, name, rule: objects.charts(p, name, rule.get("chart_props", []))),
+    "pivot_table": _objects(
+        lambda p, name, rule: objects.pivot_tables(p, name, rule.get("pivot_props", []))
+    ),
+    "sparkline": _objects(lambda p, name, rule: objects.sparklines(p, name)),
 }
 assert set(_RULES) == SUPPORTED_RULES
