@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -88,12 +89,17 @@ def main() -> None:
             assert out["returncode"] == 0, out
             client.screenshot_png()  # OSWorld's screenshot endpoint, PNG (ours serves it too)
 
-        ours_step(), osworld_step()  # warm up both paths
+        for _ in range(10):  # warm up both paths, past the just-started desktop's own work
+            ours_step(), osworld_step()
         ours = timed(ours_step, args.n)
         theirs = timed(osworld_step, max(5, args.n // 4))
         rows.append(("step overhead: ours (XTest action + raw screenshot)", pct(ours, .5), pct(ours, .95), ""))
         rows.append(("step overhead: OSWorld way (python -c pyautogui + PNG)", pct(theirs, .5), pct(theirs, .95),
                      f"ours is {statistics.median(theirs) / statistics.median(ours):.1f}x faster"))
+        switch = timed(focus_switching_step(client), args.n)
+        rows.append(("step overhead: ours, each click focuses another window", pct(switch, .5), pct(switch, .95),
+                     "two xterms, clicked in turn"))
+        client.reset_desktop(restore_home=True)
 
         raw = timed(client.screenshot_array, args.n)
         png = timed(client.screenshot_png, args.n)
@@ -132,6 +138,29 @@ def main() -> None:
         print(f"{name:<{width}}  {p50:>9.1f}  {p95:>9.1f}  {note}")
     if args.json:
         Path(args.json).write_text(json.dumps([dict(zip(("name", "p50", "p95", "note"), r)) for r in rows], indent=1))
+
+
+def focus_switching_step(client):
+    """A step function clicking two xterms in turn: every click activates the other window."""
+    centers = []
+    for i, where in enumerate(("+0+0", "+960+0")):
+        title = f"bench-{i}"
+        client.launch(["xterm", "-T", title, "-geometry", f"80x24{where}"])
+        deadline = time.monotonic() + 30
+        while title not in client.execute(["wmctrl", "-l"])["output"]:
+            assert time.monotonic() < deadline, f"no window {title}"
+            time.sleep(0.1)
+        info = client.execute(["xwininfo", "-name", title])["output"]
+        get = lambda key: int(re.search(rf"{key}:\s+(-?\d+)", info).group(1))
+        centers.append((get("Absolute upper-left X") + get("Width") // 2,
+                        get("Absolute upper-left Y") + get("Height") // 2))
+    turn = iter(range(1 << 30))
+
+    def step() -> None:
+        client.run_actions([MoveTo(*centers[next(turn) % 2]), Click()])
+        client.screenshot_array()
+    step(), step()  # warm up
+    return step
 
 
 def throughput(n: int, seconds: float) -> tuple[str, float, float, str]:

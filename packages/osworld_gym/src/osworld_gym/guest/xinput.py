@@ -6,6 +6,11 @@ and later put the spare keycode back to NoSymbol. Restoring is deferred by
 :data:`RESTORE_DELAY_S` because applications look the keycode up when they *process* the key
 event, which can be after we send it; restoring at once would turn late-processed characters
 into nothing.
+
+A click focuses and raises the window under the pointer, as a user's would. On our openbox
+desktop the guest does that itself before the press (:class:`~osworld_gym.guest.windows.
+ClickFocus`), so presses need no pause afterwards; with a window manager that grabs clicks
+synchronously, each press is followed by :data:`BUTTON_SETTLE_S`.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from osworld_gym.actions.primitives import (
     Wait,
 )
 from osworld_gym.errors import ActionError, GuestError
+from osworld_gym.guest.windows import ClickFocus, FocusMode
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +52,10 @@ for _group in ("xf86", "korean", "katakana", "latin2", "latin3", "latin4", "gree
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 #: Seconds after the last use before spare keycodes are put back to NoSymbol.
 RESTORE_DELAY_S = 1.0
-#: Pause after each button event, for the window manager's grab (see ``_button``).
+#: Pause after a button press when the window manager grabs clicks synchronously (see
+#: ``_button``); also used by the VNC provider, whose desktop's window manager we do not know.
 BUTTON_SETTLE_S = 0.025
-#: The same for wheel clicks (not grabbed by the window manager; just keep them in order).
+#: Pause after each wheel click (never grabbed by the window manager; keeps them in order).
 WHEEL_SETTLE_S = 0.005
 #: Pause between the clicks of a multi-click (well below any double-click interval).
 CLICK_GAP_S = 0.03
@@ -109,6 +116,8 @@ class XInput:
         self._restore_timer: threading.Timer | None = None
         self._last_released: int | None = None  # keycode of the last key release sent
         self._keysyms_per_keycode = 1
+        self._focus = ClickFocus(self._d)
+        self._focus_mode: FocusMode | None = None  # looked up at the first click of a run
         self._load_keymap()
 
     # ---- public -----------------------------------------------------------------------------
@@ -118,6 +127,7 @@ class XInput:
             if self._restore_timer is not None:
                 self._restore_timer.cancel()
                 self._restore_timer = None
+            self._focus_mode = None
             self._load_keymap()
             try:
                 for p in prims:
@@ -193,8 +203,8 @@ class XInput:
                     self._move(x, y)
                 for btn, n in ((4 if dy > 0 else 5, abs(dy)), (7 if dx > 0 else 6, abs(dx))):
                     for _ in range(n):
-                        self._button(btn, True, WHEEL_SETTLE_S)
-                        self._button(btn, False, WHEEL_SETTLE_S)
+                        self._button(btn, True)
+                        self._button(btn, False)
             case KeyDown(key):
                 self._key(key_keysym(key), True)
             case KeyUp(key):
@@ -227,14 +237,22 @@ class XInput:
         xtest.fake_input(self._d, X.MotionNotify, x=x, y=y)
         self._d.sync()
 
-    def _button(self, button: int, down: bool, settle: float = BUTTON_SETTLE_S) -> None:
+    def _button(self, button: int, down: bool) -> None:
+        wheel = button > 3
+        if down and not wheel:
+            if self._focus_mode is None:
+                self._focus_mode = self._focus.mode()
+            if self._focus_mode is FocusMode.GUEST:
+                self._focus.before_press()  # focus moves first, as with the WM's binding
         xtest.fake_input(self._d, X.ButtonPress if down else X.ButtonRelease, button)
-        # A window manager's synchronous button grab freezes the pointer until it has handled
-        # the press; events sent meanwhile reach the application late and out of place. Only a
-        # press starts such a grab, so only a press waits.
         self._d.sync()
-        if down:
-            time.sleep(settle)
+        if down and wheel:
+            time.sleep(WHEEL_SETTLE_S)
+        elif down and self._focus_mode is FocusMode.WM:
+            # The window manager's synchronous button grab freezes the pointer until it has
+            # handled the press; events sent meanwhile reach the application late and out of
+            # place. Only a press starts such a grab, so only a press waits.
+            time.sleep(BUTTON_SETTLE_S)
 
     def _drag(self, x: int, y: int, button: int) -> None:
         x, y = self._clamp(x, y)
