@@ -27,6 +27,7 @@ from osworld_gym.guest import extension_api, osworld_api
 from osworld_gym.guest.app import GuestApp, GuestConfig
 from osworld_gym.guest.processes import become_subreaper, exit_with_parent
 from osworld_gym.guest.server import Router, make_server
+from osworld_gym.guest.screen import keep_frame_buffers
 
 log = logging.getLogger("osworld_gym.guest")
 
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.exit_with_parent:
         exit_with_parent(signal.SIGTERM)
     become_subreaper()
+    keep_frame_buffers()
     ensure_xauthority(os.path.dirname(os.path.abspath(cfg.token_file)) if cfg.token_file else None)
     try:
         token = read_token(cfg)
