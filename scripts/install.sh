@@ -6,6 +6,8 @@ set -euo pipefail
 APT_PACKAGES=(
   # the local desktop: X server, window manager, sandbox, window control, recording
   xvfb openbox bubblewrap wmctrl x11-utils xdotool xclip ffmpeg
+  # opening a file with its default app (MIME type, default-app lookup)
+  xdg-utils file
   # apps the built-in tasks use
   xterm mousepad libreoffice-calc libreoffice-writer libreoffice-impress chromium vlc
   # accessibility tree (AT-SPI) for /accessibility
