@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -102,17 +103,25 @@ def test_a_crash_just_before_the_end_is_caught_before_scoring():
         env.close()
 
 
-def test_an_app_the_agent_quits_or_a_sigterm_is_not_a_crash():
+@pytest.mark.parametrize("task, app, quit_keys", [
+    ("text_editor-append-001", "mousepad", "pyautogui.hotkey('ctrl', 'q')"),
+    ("libreoffice_calc-bold-header-001", "soffice.bin", "pyautogui.hotkey('ctrl', 'q')"),
+    ("chrome-tabs-001", "chromium", "pyautogui.hotkey('ctrl', 'shift', 'w')"),
+])
+def test_an_app_the_agent_quits_or_a_sigterm_is_not_a_crash(task, app, quit_keys):
     env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
     try:
-        env.reset(options={"task": "text_editor-append-001"})
-        _, _, _, _, info = env.step("pyautogui.hotkey('ctrl', 'q')")
+        env.reset(options={"task": task})
+        _, _, _, _, info = env.step(quit_keys)
         assert info["infra_error"] is None
-        assert not any(comm(p) == "mousepad" for p in descendants(env.unwrapped.provider.pid))
+        deadline = time.monotonic() + 20  # the app and its helpers exit in their own time
+        while any(comm(p) == app for p in descendants(env.unwrapped.provider.pid)):
+            assert time.monotonic() < deadline, f"{app} did not quit"
+            time.sleep(0.2)
         _, reward, terminated, _, info = env.step("DONE")
         assert terminated and info["infra_error"] is None and reward == 0.0
-        env.reset(options={"task": "text_editor-append-001"})
-        _kill_app(env, "mousepad", signal.SIGTERM)
+        env.reset(options={"task": task})
+        _kill_app(env, app, signal.SIGTERM)
         _, _, terminated, _, info = env.step("DONE")
         assert terminated and info["infra_error"] is None
     finally:
