@@ -16,8 +16,9 @@ step (when it says DONE/FAIL, or when ``max_steps`` truncates the episode, as OS
 
 ``info`` always carries ``task_id``, ``domain``, ``step``, ``variation`` (the instance's seed,
 -1 for a default instance), ``action_error`` (the parser's message
-when the action was rejected: nothing was executed), ``infra_error`` (set when the desktop or
-the evaluator failed: the reward is then **not** a score and the episode is truncated) and
+when the action was rejected: nothing was executed), ``infra_error`` (set when the desktop, the
+task app (it crashed: :class:`~osworld_gym.errors.AppCrashed`) or the evaluator failed: the
+reward is then **not** a score and the episode is truncated) and
 ``timings`` in milliseconds.
 """
 
