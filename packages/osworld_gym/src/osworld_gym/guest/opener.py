@@ -17,18 +17,22 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from osworld_gym.guest.processes import ProcessRegistry
+
 #: Field codes of the Desktop Entry spec that take the file (the rest are dropped).
 _FILE_CODES = {"%f", "%F", "%u", "%U"}
 _DROPPED_CODES = {"%i", "%c", "%k", "%d", "%D", "%n", "%N", "%v", "%m"}
 
 
-def _query(args: list[str], env: dict[str, str], timeout: float = 10.0) -> str | None:
+def _query(registry: ProcessRegistry, args: list[str], env: dict[str, str],
+           timeout: float = 10.0) -> str | None:
+    # through the registry: its reaper would otherwise take the exit status of a child it did
+    # not spawn, and a failed query would read as success
     try:
-        out = subprocess.run(["xdg-mime", "query", *args], env=env, capture_output=True,
-                             timeout=timeout, check=False, text=True)
+        out = registry.run(["xdg-mime", "query", *args], env=env, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    value = out.stdout.strip()
+    value = out.stdout.decode("utf-8", "replace").strip()
     return value if out.returncode == 0 and value else None
 
 
@@ -84,14 +88,16 @@ def exec_argv(desktop_file: Path, target: str) -> list[str] | None:
     return argv
 
 
-def default_command(path: Path, env: dict[str, str]) -> list[str] | None:
-    """The command ``xdg-open path`` would run, or None when it cannot be worked out here."""
+def default_command(path: Path, env: dict[str, str],
+                    registry: ProcessRegistry) -> list[str] | None:
+    """The command ``xdg-open path`` would run, or None when it cannot be worked out here.
+    ``xdg-mime`` runs as a child of ``registry``."""
     if shutil.which("xdg-mime", path=env.get("PATH")) is None:
         return None
-    mime = _query(["filetype", str(path)], env)
+    mime = _query(registry, ["filetype", str(path)], env)
     if mime is None:
         return None
-    desktop_id = _query(["default", mime.split(";")[0].strip()], env)
+    desktop_id = _query(registry, ["default", mime.split(";")[0].strip()], env)
     if desktop_id is None:
         return None
     desktop_file = find_desktop_file(desktop_id.splitlines()[0].strip(), env)

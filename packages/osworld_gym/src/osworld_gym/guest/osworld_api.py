@@ -163,7 +163,7 @@ def register(router: Router, app: GuestApp) -> None:
         path = app.resolve(raw)
         if path.exists():
             # the default app as our own child, so its crash is seen; xdg-open if that fails
-            argv = opener.default_command(path, app.env)
+            argv = opener.default_command(path, app.env, app.registry)
             if argv is None:
                 if shutil.which("xdg-open") is None:
                     raise HTTPError(501, "xdg-open is not installed (package xdg-utils)")
