@@ -287,17 +287,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
 
     def _execute(self, client, parsed: ParsedAction, timings: dict[str, float]) -> None:
         t0 = time.monotonic()
-        batch: list[Any] = []
         guest_ms = 0.0
-        for prim in (*parsed.primitives, None):
-            if prim is None or isinstance(prim, Wait):
-                if batch:
-                    guest_ms += float(client.run_actions(batch).get("timings", {}).get("exec_ms", 0.0))
-                    batch = []
-                if prim is not None:
-                    time.sleep(prim.seconds)
-            else:
-                batch.append(prim)
+        if parsed.primitives:  # every client sleeps Wait primitives itself, between its requests
+            guest_ms = float(client.run_actions(parsed.primitives).get("timings", {}).get("exec_ms", 0.0))
         if parsed.special == "WAIT":
             time.sleep(self.wait_s)
         timings["exec_ms"] = 1000 * (time.monotonic() - t0)

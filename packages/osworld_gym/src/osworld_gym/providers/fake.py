@@ -8,11 +8,21 @@ tests, never instead of them: nothing here proves a task works on a desktop.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 
-from osworld_gym.actions.primitives import Click, DragTo, MoveTo, Primitive, TypeText, from_dict, to_dict
+from osworld_gym.actions.primitives import (
+    Click,
+    DragTo,
+    MoveTo,
+    Primitive,
+    TypeText,
+    Wait,
+    from_dict,
+    to_dict,
+)
 from osworld_gym.errors import GuestError
 from osworld_gym.providers.base import Provider
 
@@ -55,6 +65,8 @@ class FakeClient:
                 self.pointer = (min(max(p.x, 0), w - 1), min(max(p.y, 0), h - 1))
             if isinstance(p, TypeText):
                 self.typed.append(p.text)
+            if isinstance(p, Wait):  # the client contract: Wait primitives are slept here
+                time.sleep(p.seconds)
         return {"status": "success", "timings": {"exec_ms": 0.0}}
 
     def reset_desktop(self, restore_home: bool = True) -> dict[str, Any]:
