@@ -95,7 +95,11 @@ def test_a_crash_just_before_the_end_is_caught_before_scoring():
     env = gym.make("OSWorld-v0", provider="local", tasks="builtin", settle=None)
     try:
         env.reset(options={"task": "text_editor-append-001"})
-        _kill_app(env, "mousepad", signal.SIGSEGV)
+        pid = _kill_app(env, "mousepad", signal.SIGSEGV)
+        deadline = time.monotonic() + 10  # a signal's delivery and exit take their own time
+        while alive({pid}):
+            assert time.monotonic() < deadline, "mousepad survived SIGSEGV"
+            time.sleep(0.01)
         _, reward, terminated, truncated, info = env.step("DONE")  # no screenshot needed to see it
         assert info["infra_error"] and "mousepad" in info["infra_error"]
         assert "SIGSEGV" in info["infra_error"] and truncated and not terminated
