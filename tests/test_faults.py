@@ -101,7 +101,10 @@ def test_a_crash_just_before_the_end_is_caught_before_scoring():
             assert time.monotonic() < deadline, "mousepad survived SIGSEGV"
             time.sleep(0.01)
         _, reward, terminated, truncated, info = env.step("DONE")  # no screenshot needed to see it
-        assert info["infra_error"] and "mousepad" in info["infra_error"]
+        # on failure, say what the guest knows now: a crash it counted only later was a race
+        assert info["infra_error"] and "mousepad" in info["infra_error"], (
+            f"{info}\nguest now: {env.unwrapped._client.health()}\n"
+            f"--- guest log ---\n{env.unwrapped.provider.log_tail()}")
         assert "SIGSEGV" in info["infra_error"] and truncated and not terminated
     finally:
         env.close()

@@ -317,6 +317,42 @@ def test_crashes_of_apps_and_orphans_are_counted_but_not_our_kills_or_clean_exit
     assert out["names"] == [["sh", "SIGSEGV"], ["sh", "SIGKILL"], ["sleep", "SIGKILL"]]
 
 
+def test_a_crash_still_dying_is_waited_for_not_missed():
+    # The main thread leaves first (pthread_exit), another thread dies of SIGSEGV 0.5 s later:
+    # meanwhile the process is a zombie that waitpid cannot collect, the state in which a
+    # multi-threaded app spends 15-30 ms after a crash signal.
+    out = _in_child("""
+        import json, os, sys, time
+        from osworld_gym.guest.processes import ProcessRegistry, read_proc
+        reg = ProcessRegistry()
+        app = reg.popen([sys.executable, "-c", (
+            "import ctypes, os, signal, threading, time\\n"
+            "def later():\\n"
+            "    time.sleep(0.5)\\n"
+            "    os.kill(os.getpid(), signal.SIGSEGV)\\n"
+            "threading.Thread(target=later).start()\\n"
+            "ctypes.CDLL(None).pthread_exit(None)\\n")], app=True)
+        deadline = time.monotonic() + 5
+        while read_proc(app.pid).state != "Z" and time.monotonic() < deadline:
+            time.sleep(0.005)
+        seen = {"state": read_proc(app.pid).state}
+        reg.reap()
+        seen["plain"] = reg.crash_count
+        t0 = time.monotonic()
+        reg.reap_dying()
+        seen["waited"] = reg.crash_count
+        seen["s"] = time.monotonic() - t0
+        seen["names"] = [(c.name, c.signal) for c in reg.crashes]
+        t0 = time.monotonic()
+        reg.reap_dying()  # nothing dying: no wait
+        seen["idle_s"] = time.monotonic() - t0
+        print(json.dumps(seen))
+    """)
+    assert out["state"] == "Z" and out["plain"] == 0  # a plain reap cannot see it yet
+    assert out["waited"] == 1 and out["names"] == [[os.path.basename(sys.executable), "SIGSEGV"]]
+    assert out["s"] < 5 and out["idle_s"] < 0.5
+
+
 def test_crash_signal_reads_signal_deaths_and_launcher_codes():
     from osworld_gym.guest.processes import crash_signal
     assert crash_signal(-11, launcher=False).name == "SIGSEGV"
