@@ -241,30 +241,36 @@ class GuestClient:
 
     # ---- input ------------------------------------------------------------------------------
     def run_actions(self, prims: Sequence[Primitive]) -> dict:
-        """Execute primitives through XTest. :class:`Wait` primitives are slept here, between
-        the requests carrying the actions around them. Returns the last answer's JSON, with
-        ``exec_ms`` summed over requests."""
+        """Execute primitives. :class:`Wait` primitives are slept here, between the requests
+        carrying the actions around them. Returns ``{"status", "executed", "timings":
+        {"exec_ms"}}`` summed over requests."""
         result: dict = {"status": "success", "executed": 0, "timings": {"exec_ms": 0.0}}
-        batch: list[dict] = []
+        batch: list[Primitive] = []
 
         def flush() -> None:
-            if not batch:
-                return
-            r = self._json("POST", "/osworld_gym/actions", json={"actions": batch},
-                           timeout=max(self.timeout, 120))
-            result["executed"] += r.get("executed", len(batch))
-            result["timings"]["exec_ms"] += r.get("timings", {}).get("exec_ms", 0.0)
-            self._note_crashes(r.get("crashes"))
-            batch.clear()
+            if batch:
+                executed, exec_ms = self._send_actions(batch)
+                result["executed"] += executed
+                result["timings"]["exec_ms"] += exec_ms
+                batch.clear()
 
         for p in prims:
             if isinstance(p, Wait):
                 flush()
                 time.sleep(p.seconds)
             else:
-                batch.append(to_dict(p))
+                batch.append(p)
         flush()
         return result
+
+    def _send_actions(self, prims: Sequence[Primitive]) -> tuple[int, float]:
+        """Perform ``prims`` (no :class:`Wait`) in one request, through XTest in the guest;
+        ``(executed, exec_ms)``."""
+        r = self._json("POST", "/osworld_gym/actions",
+                       json={"actions": [to_dict(p) for p in prims]},
+                       timeout=max(self.timeout, 120))
+        self._note_crashes(r.get("crashes"))
+        return r.get("executed", len(prims)), r.get("timings", {}).get("exec_ms", 0.0)
 
 
 def _message(resp: httpx.Response) -> str:
@@ -383,35 +389,18 @@ class OSWorldCompatClient(GuestClient):
         code = to_pyautogui_code(_type_less_than_with_shift(list(prims)))
         return [self.python, "-c", OSWORLD_PYAUTOGUI_PREFIX + code]
 
-    def run_actions(self, prims: Sequence[Primitive]) -> dict:
-        """Execute primitives as pyautogui code through ``/execute``; :class:`Wait` primitives
-        are slept here between the requests. GuestError if the code fails in the guest."""
-        result: dict = {"status": "success", "executed": 0, "timings": {"exec_ms": 0.0}}
-        batch: list[Primitive] = []
-
-        def flush() -> None:
-            if not batch:
-                return
-            t0 = time.perf_counter()
-            r = self._json("POST", "/execute", json={"command": self.pyautogui_command(batch),
-                                                      "shell": False},
-                           timeout=max(self.timeout, 120))
-            if r.get("returncode", 0) != 0 or r.get("status", "success") != "success":
-                err = (r.get("error") or r.get("message") or "")[-800:]
-                raise GuestError(f"pyautogui failed in the guest (returncode "
-                                 f"{r.get('returncode')}): {err}", endpoint="/execute")
-            result["executed"] += len(batch)
-            result["timings"]["exec_ms"] += (time.perf_counter() - t0) * 1000
-            batch.clear()
-
-        for p in prims:
-            if isinstance(p, Wait):
-                flush()
-                time.sleep(p.seconds)
-            else:
-                batch.append(p)
-        flush()
-        return result
+    def _send_actions(self, prims: Sequence[Primitive]) -> tuple[int, float]:
+        """Perform ``prims`` as pyautogui code through ``/execute``. GuestError if the code
+        fails in the guest."""
+        t0 = time.perf_counter()
+        r = self._json("POST", "/execute", json={"command": self.pyautogui_command(prims),
+                                                  "shell": False},
+                       timeout=max(self.timeout, 120))
+        if r.get("returncode", 0) != 0 or r.get("status", "success") != "success":
+            err = (r.get("error") or r.get("message") or "")[-800:]
+            raise GuestError(f"pyautogui failed in the guest (returncode "
+                             f"{r.get('returncode')}): {err}", endpoint="/execute")
+        return len(prims), (time.perf_counter() - t0) * 1000
 
 
 def _is_image(data: bytes) -> bool:
