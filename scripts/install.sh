@@ -1,24 +1,49 @@
 #!/usr/bin/env bash
 # Install everything osworld-gym and its tests need on a Debian 12 machine; idempotent.
 # Sourced by scripts/test.sh and scripts/demo.sh (and thus by .ci/run).
+#
+#   bash scripts/install.sh                 apt packages, uv, the locked Python environment
+#   bash scripts/install.sh --system-only   apt packages only (what tests/test_install.py runs
+#                                           in a fresh debootstrap chroot to prove this list)
+#
+# The list below must cover every program `osworld-gym doctor` checks: the desktop's own and
+# every program a built-in task runs, derived from the task JSON (osworld_gym/doctor.py maps
+# each program to its package; tests/test_install.py fails when a package here is missing).
 set -euo pipefail
 
 APT_PACKAGES=(
-  # the local desktop: X server, window manager, sandbox, window control, recording
-  xvfb openbox bubblewrap wmctrl x11-utils xdotool xclip ffmpeg
-  # opening a file with its default app (MIME type, default-app lookup)
-  xdg-utils file
-  # apps the built-in tasks use
-  xterm mousepad libreoffice-calc libreoffice-writer libreoffice-impress chromium vlc
+  # the local desktop: X server, window manager, session bus, sandbox, window control, recording
+  xvfb openbox dbus dbus-daemon bubblewrap util-linux wmctrl x11-utils xdotool xclip ffmpeg
+  # opening a file with its default app: xdg-open/xdg-mime, and the MIME type from the file's
+  # name (shared-mime-info + mimetype), without which an empty notes.txt is "inode/x-empty"
+  # and opens in nothing; `file` for content sniffing
+  xdg-utils shared-mime-info libfile-mimeinfo-perl file
+  # apps the built-in tasks use; socat forwards Chromium's debugging port for the chrome tasks
+  xterm mousepad libreoffice-common libreoffice-calc libreoffice-writer libreoffice-impress
+  chromium vlc socat
+  # command-line tools the tasks' setup steps and checks run
+  bash coreutils diffutils findutils grep sed mawk gzip tar procps psmisc debianutils
+  git curl openssh-client jq zip unzip ca-certificates
   # accessibility tree (AT-SPI) for /accessibility
   at-spi2-core python3-pyatspi dbus-x11
-  # fonts so screenshots have glyphs; process tools the tests use
-  fonts-dejavu-core procps psmisc
-  # to bootstrap uv where it is missing
+  # fonts: the docker image's set (image/recipe.py), so pages and dialogs lay out the same on
+  # both desktops (oracles click at pixel positions)
+  fonts-dejavu-core fonts-dejavu-extra fonts-liberation2 fonts-droid-fallback fonts-noto-mono
+  # tasks' own `python3 -c ...` steps, and bootstrapping uv where it is missing
   python3 python3-venv
   # docker provider (daemon, offline base image) and the VNC test server
   docker.io debootstrap x11vnc
 )
+
+system_only=0
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then  # run, not sourced (a sourcing script's args are its own)
+  for arg in "$@"; do
+    case "$arg" in
+      --system-only) system_only=1 ;;
+      *) echo "install.sh: unknown argument $arg (expected --system-only)" >&2; exit 2 ;;
+    esac
+  done
+fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -30,6 +55,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install.sh: apt-get install ${missing[*]}" >&2
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$system_only" = 1 ]; then
+  exit 0
 fi
 
 if ! command -v uv >/dev/null 2>&1; then

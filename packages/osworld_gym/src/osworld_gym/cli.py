@@ -4,7 +4,7 @@
     osworld-gym tasks list [--domain D] [--json]
     osworld-gym tasks show ID [--variation N]
     osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K]
-    osworld-gym doctor                                          what the local desktop needs
+    osworld-gym doctor [--root DIR] [--json]                    what the desktop and its tasks need
     osworld-gym image build|ls|prune                            the docker provider's image
 """
 
@@ -110,21 +110,15 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    import shutil
+    from osworld_gym.doctor import diagnose
 
-    from osworld_gym.providers.local import SANDBOX_PROGRAMS, SYSTEM_PROGRAMS, check_system
-
-    apps = {"xterm": "xterm", "mousepad": "mousepad", "libreoffice": "libreoffice-calc",
-            "chromium": "chromium", "vlc": "vlc", "ffmpeg": "ffmpeg"}
-    for prog, pkg in {**SYSTEM_PROGRAMS, **SANDBOX_PROGRAMS, **apps}.items():
-        where = shutil.which(prog)
-        print(f"{prog:<12} {'ok  ' + where if where else 'MISSING (apt-get install -y ' + pkg + ')'}")
-    try:
-        check_system(sandbox=True)
-    except OSWorldGymError as e:
-        print(e)
-        return 1
-    return 0
+    report = diagnose(root=args.root)
+    if args.json:
+        print(json.dumps({"ok": report.ok, "missing_packages": report.missing_packages,
+                          "checks": [vars(c) for c in report.checks]}, indent=2))
+    else:
+        print(report.format())
+    return 0 if report.ok else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_image_commands(sub)
 
-    doctor = sub.add_parser("doctor", help="check the programs the local desktop needs")
+    doctor = sub.add_parser("doctor", help="check the programs the local desktop and its tasks "
+                            "need, and the default apps of the file types tasks open")
+    doctor.add_argument("--root", default=None,
+                        help="check another root file system (a chroot) instead of this machine")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=cmd_doctor)
     return p
 

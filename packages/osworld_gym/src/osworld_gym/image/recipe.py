@@ -42,7 +42,10 @@ LABEL_INPUTS = "osworld-gym.inputs"
 #: The desktop itself, whatever the apps (Debian bookworm package names).
 SYSTEM_PACKAGES: tuple[str, ...] = (
     # X server, window manager, session bus, window and input tools the guest calls
-    "xvfb", "openbox", "dbus", "wmctrl", "x11-utils", "xdotool", "xdg-utils",
+    "xvfb", "openbox", "dbus", "dbus-daemon", "wmctrl", "x11-utils", "xdotool", "xdg-utils",
+    # a file's MIME type from its name (an empty notes.txt is otherwise "inode/x-empty", which
+    # no app opens)
+    "shared-mime-info", "libfile-mimeinfo-perl",
     # the guest's Python (a venv with pip from ensurepip), and tasks' `python3 -c ...`
     "python3", "python3-venv",
     # what tasks expect of a desktop: real sudo, process tools, certificates, curl, and `file`,
@@ -60,7 +63,8 @@ SYSTEM_PACKAGES: tuple[str, ...] = (
 #: media tasks too (and the accessibility tree and screen recording).
 APPS: dict[str, tuple[str, ...]] = {
     "minimal": ("xterm", "mousepad"),
-    "full": ("xterm", "mousepad", "libreoffice-calc", "libreoffice-writer", "libreoffice-impress",
+    "full": ("xterm", "mousepad", "libreoffice-common", "libreoffice-calc", "libreoffice-writer",
+             "libreoffice-impress",
              "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi"),
 }
 

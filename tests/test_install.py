@@ -1,0 +1,185 @@
+"""A fresh machine gets everything the desktop and its tasks run from ``scripts/install.sh``.
+
+The list of programs is derived from the task JSON (``osworld_gym.tasks.programs``), mapped to
+Debian packages in ``osworld_gym.doctor.PACKAGES``, checked by ``osworld-gym doctor`` and
+installed by ``scripts/install.sh``. These tests hold the three together, and the last one proves
+the install on a clean Debian 12 root file system (``debootstrap``), where nothing installed by
+hand on the test machine can hide a missing package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from osworld_gym import doctor
+from osworld_gym.image.recipe import APPS, SYSTEM_PACKAGES
+from osworld_gym.tasks.programs import task_programs
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALL = ROOT / "scripts" / "install.sh"
+#: Packages of priority "required": in every Debian root file system, debootstrap's minbase too.
+REQUIRED = {"bash", "coreutils", "dash", "debianutils", "diffutils", "findutils", "grep", "gzip",
+            "mawk", "sed", "tar", "util-linux"}
+#: Packages only the host needs (the sandbox, the docker and VNC test tooling), not a desktop.
+HOST_ONLY = {"bubblewrap", "docker.io", "debootstrap", "x11vnc"}
+
+
+def install_packages() -> set[str]:
+    """The packages in install.sh's APT_PACKAGES array (comments dropped)."""
+    text = INSTALL.read_text()
+    body = re.search(r"^APT_PACKAGES=\((.*?)^\)", text, re.S | re.M)
+    assert body, "scripts/install.sh has no APT_PACKAGES=( ... ) array"
+    words = " ".join(line.split("#", 1)[0] for line in body.group(1).splitlines()).split()
+    return set(words)
+
+
+def test_every_program_a_builtin_task_runs_has_a_known_package():
+    need = doctor.required_programs()
+    unknown = sorted(p for p in need if p not in doctor.PACKAGES)
+    assert unknown == [], f"programs with no package in osworld_gym.doctor.PACKAGES: {unknown}"
+    # the derivation really reads the tasks: the chrome tasks' port forwarder is among them
+    assert "socat" in need and any(t.startswith("chrome-") for t in need["socat"])
+
+
+def test_install_sh_installs_every_package_doctor_names():
+    missing = sorted(set(doctor.PACKAGES.values()) - install_packages() - REQUIRED)
+    assert missing == [], f"scripts/install.sh does not install {missing}"
+
+
+def test_the_full_docker_image_installs_every_package_the_tasks_need():
+    image = set(SYSTEM_PACKAGES) | set(APPS["full"])
+    need = {doctor.PACKAGES[p] for p in doctor.required_programs()}
+    missing = sorted(need - image - REQUIRED - HOST_ONLY)
+    assert missing == [], f"image/recipe.py's full image lacks {missing}"
+
+
+def _owners(program: str) -> set[str]:
+    """Debian packages that ship ``program`` (its PATH entry or the file it links to)."""
+    where = shutil.which(program, path=doctor.DESKTOP_PATH)
+    if where is None:
+        return set()
+    owners = set()
+    for path in {where, os.path.realpath(where)}:
+        for candidate in (path, re.sub(r"^/usr/(s?bin)/", r"/\1/", path)):
+            out = subprocess.run(["dpkg-query", "-S", candidate], capture_output=True, text=True,
+                                 timeout=30)
+            if out.returncode == 0:
+                owners.add(out.stdout.split(":", 1)[0].strip())
+                break
+    return owners
+
+
+def _depends(package: str) -> set[str]:
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Pre-Depends},${Depends}", package], capture_output=True,
+                         text=True, timeout=30)
+    return {re.split(r"[\s(:]", alt.strip())[0] for dep in out.stdout.split(",")
+            for alt in dep.split("|") if alt.strip()}
+
+
+@pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs a Debian system (dpkg)")
+def test_dpkg_agrees_with_the_package_of_every_program():
+    """Each program's package ships it, or depends directly on the package that does (``vlc``
+    brings ``vlc-bin``, which ships the binary; installing ``vlc-bin`` alone gives no plugins)."""
+    wrong = {}
+    for program, package in doctor.PACKAGES.items():
+        owners = _owners(program)
+        if owners and not owners & ({package} | _depends(package)):
+            wrong[program] = (package, sorted(owners))
+    assert wrong == {}, f"program: (PACKAGES says, dpkg says): {wrong}"
+
+
+def test_doctor_passes_on_this_machine():
+    out = subprocess.run([sys.executable, "-m", "osworld_gym.cli", "doctor", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    report = json.loads(out.stdout)
+    failed = [c for c in report["checks"] if not c["ok"]]
+    assert out.returncode == 0 and failed == [], failed
+    whats = {c["what"] for c in report["checks"]}
+    assert {"socat", "Xvfb", "open *.txt", "open *.xlsx"} <= whats
+
+
+def test_a_desktop_without_mimetype_cannot_open_an_empty_text_file(tmp_path):
+    """The failure a fresh machine had: with only ``file``, an empty notes.txt is
+    ``inode/x-empty`` and xdg-open finds no app. doctor must say so and name the package."""
+    # a PATH where every desktop program resolves except `mimetype`
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for d in doctor.DESKTOP_PATH.split(":"):
+        for entry in Path(d).glob("*") if Path(d).is_dir() else []:
+            if entry.name != "mimetype" and not (bin_dir / entry.name).exists():
+                (bin_dir / entry.name).symlink_to(entry)
+    checks = doctor.check_default_apps(doctor._Probe(path=str(bin_dir)), [".txt", ".xlsx"])
+    by_what = {c.what: c for c in checks}
+    assert not by_what["open *.txt"].ok
+    assert by_what["open *.txt"].package == "libfile-mimeinfo-perl"
+    assert "inode/x-empty" in by_what["open *.txt"].detail
+
+
+def test_doctor_names_a_missing_program_and_its_package(tmp_path):
+    probe = doctor._Probe()
+    checks = doctor.check_programs(probe, {"socat": {"chrome-x"}, "no-such-prog-xyz": {"t"}})
+    by_what = {c.what: c for c in checks}
+    assert by_what["socat"].ok
+    assert not by_what["no-such-prog-xyz"].ok
+    assert "no Debian package known" in by_what["no-such-prog-xyz"].detail
+    report = doctor.Report(checks=[doctor.Check("socat", False, "MISSING", "socat")])
+    assert "apt-get install -y socat" in report.format()
+
+
+def _debootstrap_ok() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (debootstrap, chroot)"
+    for tool in ("debootstrap", "bwrap", "chroot"):
+        if shutil.which(tool) is None:
+            return f"needs {tool}"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_debootstrap_ok() is not None, reason=str(_debootstrap_ok()))
+def test_install_sh_on_a_fresh_debian_root_gives_doctor_everything(tmp_path):
+    """debootstrap a clean Debian 12, run ``install.sh --system-only`` in it, then run doctor
+    against it: before the install doctor fails naming socat and the text-file default app;
+    after it every check passes. Nothing of this machine's own packages can leak in."""
+    root = tmp_path / "bookworm"
+    try:
+        subprocess.run(["debootstrap", "--variant=minbase", "bookworm", str(root),
+                        "http://deb.debian.org/debian"], check=True, capture_output=True,
+                       timeout=900)
+        before = doctor.diagnose(root=root)
+        failed = {c.what for c in before.checks if not c.ok}
+        assert {"socat", "Xvfb", "open *.txt"} <= failed
+        assert "socat" in before.missing_packages
+
+        out = subprocess.run(
+            ["bwrap", "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev",
+             "--tmpfs", "/tmp", "--ro-bind", str(ROOT / "scripts"), "/repo/scripts",
+             "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf", "--clearenv",
+             "--setenv", "PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "--setenv", "HOME", "/root",
+             "--setenv", "LANG", "C.UTF-8", "bash", "/repo/scripts/install.sh", "--system-only"],
+            capture_output=True, text=True, timeout=1800)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+        after = doctor.diagnose(root=root)
+        assert after.ok, after.format()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_task_programs_are_read_from_every_kind_of_step():
+    task = {"id": "t", "config": [
+        {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222"]}},
+        {"type": "execute", "parameters": {"command": "cd ~ && jq . a.json | sort", "shell": "true"}},
+        {"type": "execute", "parameters": {"command": ["bash", "-c", "tar xf a.tar; unzip -o b"]}},
+    ], "evaluator": {"postconfig": [{"type": "launch", "parameters": {"command": ["vlc"]}}],
+                     "result": {"type": "vm_command_line", "command": ["sudo", "-S", "git", "log"]}}}
+    assert task_programs(task) == {"socat", "jq", "sort", "bash", "tar", "unzip", "vlc", "sudo",
+                                   "git"}
