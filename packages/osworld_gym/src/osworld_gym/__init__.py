@@ -30,6 +30,9 @@ __all__ = [
 
 register(
     id="OSWorld-v0",
-    entry_point="osworld_gym.env:OSWorldEnv",
+    # gymnasium's own checker breaks on the first step after a failed first reset; this entry
+    # point wraps the env in a checker that does not (osworld_gym.checker)
+    entry_point="osworld_gym.checker:make_env",
+    disable_env_checker=True,
     nondeterministic=True,
 )

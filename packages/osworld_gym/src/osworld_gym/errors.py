@@ -50,5 +50,19 @@ class TaskError(OSWorldGymError, ValueError):
     """A task definition is malformed or names something unknown."""
 
 
+class TaskValidationError(TaskError):
+    """A task asks for something unsafe: an id or destination escaping its directory, a URL to
+    a private address or a ``file://`` outside the allowed roots, a non-finite number, ...
+    Raised before any episode step runs."""
+
+
+class UnusableResultFile(OSWorldGymError):
+    """What the agent left at a result path is not a readable regular file within the limits
+    (a directory, a fifo, ``chmod 000``, a symlink out of the desktop, a file over the cap).
+
+    Not an :class:`InfraError`: the desktop is the agent's, so the evaluator scores this 0 and
+    says why."""
+
+
 class MissingDependencyError(OSWorldGymError, RuntimeError):
     """A system program or Python package the chosen backend needs is not installed."""

@@ -8,7 +8,10 @@
    ``"or"`` returns 1 at the first 1, else the maximum.
 
 What the agent could have caused scores 0: a result file that does not exist (``None`` from a
-getter, or ``FileNotFoundError`` from a *result* getter, as in OSWorld). Everything else that
+getter, or ``FileNotFoundError`` from a *result* getter, as in OSWorld), and a file the agent
+left unusable (:class:`~osworld_gym.errors.UnusableResultFile`: a directory, a fifo, ``chmod
+000``, a symlink out of the desktop, a file over the size cap), with the reason in the
+metric's ``note``. Everything else that
 goes wrong (a getter or metric raising, gold data missing, the desktop not answering) raises
 :class:`~osworld_gym.errors.EvaluatorError` or another
 :class:`~osworld_gym.errors.InfraError`: such an episode has no trustworthy score and must never
@@ -22,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.errors import EvaluatorError
+from osworld_gym.errors import EvaluatorError, UnusableResultFile
 from osworld_gym.evaluators import registry
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.evaluators.metrics.general import infeasible
@@ -122,6 +125,9 @@ def _score_metric(
     except FileNotFoundError as exc:
         logger.info("%s: result not found: %s", label, exc)
         return 0.0, {**info, "score": 0.0, "result": None, "note": f"result not found: {exc}"}
+    except UnusableResultFile as exc:
+        logger.info("%s: result unusable: %s", label, exc)
+        return 0.0, {**info, "score": 0.0, "result": None, "note": f"result unusable: {exc}"}
     except Exception as exc:
         raise EvaluatorError(
             f"{label}: result getter {spec.result['type']!r} raised {type(exc).__name__}: {exc}"
@@ -134,6 +140,8 @@ def _score_metric(
     if spec.expected:
         try:
             expected = _get(spec.expected, ctx, values)
+        except UnusableResultFile as exc:  # a desktop file the agent could reach
+            return 0.0, {**info, "score": 0.0, "note": f"expected file unusable: {exc}"}
         except Exception as exc:
             raise EvaluatorError(
                 f"{label}: expected getter {spec.expected['type']!r} raised "

@@ -88,9 +88,17 @@ class FakeClient:
         self._check()
         self.files[path] = data
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         self._check()
         return self.files.get(path)
+
+    def download_file(self, path: str, dest: Any, max_bytes: int | None = None) -> int | None:
+        data = self.get_file(path)
+        if data is None:
+            return None
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        return len(data)
 
     def open_file(self, path: str, timeout: float = 60.0) -> None:
         self._check()

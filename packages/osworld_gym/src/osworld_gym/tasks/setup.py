@@ -44,6 +44,12 @@ from typing import TYPE_CHECKING, Any
 from osworld_gym.errors import InfraError, SetupError, TaskError
 from osworld_gym.tasks.cache import DEFAULT_TIMEOUT_S, download_cache_path, fetch
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
+from osworld_gym.tasks.validation import (
+    HostAccess,
+    check_local_file,
+    guest_destination,
+    safe_child,
+)
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
 
 if TYPE_CHECKING:
@@ -192,6 +198,9 @@ class SetupRunner:
         download_timeout_s: per-request timeout for ``download`` steps.
         download_attempts: tries per file for ``download`` steps (network errors, 5xx answers).
         sleep: the sleeping function (tests pass a fake).
+        host_access: what of the host ``download`` and ``upload_file`` may read
+            (:class:`~osworld_gym.tasks.validation.HostAccess`); the task's cache directory is
+            always allowed, loopback and private URLs only if it says so.
 
     >>> runner = SetupRunner(None, cache_dir="/tmp/cache", task_id="t1")
     >>> runner.task_cache_dir
@@ -214,6 +223,7 @@ class SetupRunner:
         download_attempts: int = 3,
         sleep: Callable[[float], None] = time.sleep,
         work_dir: str | os.PathLike[str] | None = None,
+        host_access: HostAccess | None = None,
     ):
         self.client = client
         self.cache_dir = Path(cache_dir)
@@ -221,6 +231,7 @@ class SetupRunner:
         self.work_dir = Path(work_dir) if work_dir is not None else None
         self.task_id = task_id
         self.home = home
+        self.host_access = (host_access or HostAccess()).with_root(self.task_cache_dir)
         self.max_sleep_s = max_sleep_s
         self.until_timeout_s = until_timeout_s
         self.download_timeout_s = download_timeout_s
@@ -368,19 +379,22 @@ class SetupRunner:
 
     def _download(self, files: list[dict[str, str]]) -> None:
         for f in files:
+            target = guest_destination(f["path"], "download path", self.home)
             cached = download_cache_path(self.cache_dir, self.task_id, f["url"], f["path"])
             fetch(
-                f["url"], cached, timeout=self.download_timeout_s, attempts=self.download_attempts
+                f["url"], cached, timeout=self.download_timeout_s, attempts=self.download_attempts,
+                access=self.host_access,
             )
-            self.client.upload(guest_path(f["path"], self.home), cached.read_bytes())
+            self.client.upload(target, cached.read_bytes())
 
     def _upload_file(self, files: list[dict[str, str]]) -> None:
         for f in files:
-            data = Path(f["local_path"]).expanduser().read_bytes()
-            self.client.upload(guest_path(f["path"], self.home), data)
+            target = guest_destination(f["path"], "upload_file path", self.home)
+            source = check_local_file(f["local_path"], self.host_access, "upload_file local_path")
+            self.client.upload(target, source.read_bytes())
 
     def _write_cache(self, name: str, text: str) -> None:
-        target = (self.work_dir or self.task_cache_dir) / name
+        target = safe_child(self.work_dir or self.task_cache_dir, name, "stdout/stderr file")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 
