@@ -320,7 +320,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
     def _runner(self, client, task: Task) -> SetupRunner:
         return SetupRunner(client, cache_dir=self.cache_dir, task_id=task.id,
                            client_password=self.provider.client_password, screen_size=self.screen_size,
-                           work_dir=self._work_dir(task))
+                           work_dir=self._work_dir(task), host_access=self.host_access)
 
     def _work_dir(self, task: Task) -> Path:
         """This env's own directory for the task's fetched and generated files (see EvalContext)."""
