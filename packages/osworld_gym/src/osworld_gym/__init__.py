@@ -19,13 +19,16 @@ from osworld_gym.errors import (
     OSWorldGymError,
     SetupError,
     TaskError,
+    TaskValidationError,
+    UnusableResultFile,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ActionError", "EvaluatorError", "GuestError", "InfraError", "MissingDependencyError",
-    "OSWorldGymError", "SetupError", "TaskError", "testing", "__version__",
+    "OSWorldGymError", "SetupError", "TaskError", "TaskValidationError", "UnusableResultFile",
+    "testing", "__version__",
 ]
 
 register(
