@@ -468,3 +468,25 @@ def test_what_the_agent_leaves_at_a_result_path_is_refused_before_any_status(tmp
     with pytest.raises(guest_files.FileRefused) as info:
         guest_files.open_for_reading(home / "missing", home)
     assert info.value.status == 404
+
+
+def test_a_slow_body_does_not_pin_a_connection(guest_http, monkeypatch):
+    """Headers on time, then a body that never completes: the body deadline closes it."""
+    monkeypatch.setattr(guest_server, "BODY_TIMEOUT_S", 1.0)
+    with socket.create_connection(("127.0.0.1", guest_http), timeout=15) as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() +
+                  b"\r\nContent-Length: 100\r\n\r\n{")
+        answer = b""
+        while chunk := s.recv(4096):  # the 400 (or a plain close) comes; never a hang
+            answer += chunk
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 400"), answer[:100]
+
+
+@pytest.mark.parametrize("name", ["osworld_gym.guest.files", "osworld_gym.actions.typecheck",
+                                  "osworld_gym.checker"])
+def test_doctests_of_the_guard_modules(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
