@@ -39,8 +39,8 @@ def rollout_metrics(
     >>> from arpo_trainer.rollout import Trajectory
     >>> m = rollout_metrics([Trajectory("t", "", score=1.0), Trajectory("t", "", infra_error="x")],
     ...                     [], InjectionStats(), 0, 0, RolloutStats(), success_threshold=0.1)
-    >>> m["episode/success_rate"], m["episode/infra_errors"]
-    (1.0, 1.0)
+    >>> m["episode/success_rate"], m["episode/infra_errors"], m["episode/infra_rate"]
+    (1.0, 1.0, 0.5)
     """
     valid = [t for t in fresh if t.valid]
     n = max(1, len(valid))
