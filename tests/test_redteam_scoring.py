@@ -82,3 +82,26 @@ def test_the_agent_killing_its_task_app_is_scored_and_listed_not_excluded(local_
     assert reward == 0.0 and any("mousepad" in e and "SIGKILL" in e for e in info["app_exits"])
     _, info = local_env.reset(options={"task": "text_editor-append-001"})  # and it comes back
     assert info["infra_error"] is None and info["app_exits"] == []
+
+
+def test_a_postconfig_step_refused_on_the_agents_desktop_is_skipped_not_an_infra_error(local_env):
+    """The agent closed the window postconfig wants to focus (OSWorld's controller ignores such
+    failures too): the step is skipped and the evaluator scores what the agent left -- here a
+    correct file, so 1.0; a 0 would be scored just the same."""
+    task = {
+        "id": "redteam-closed-window", "instruction": "Write Hello, OSWorld! to greeting.txt",
+        "snapshot": "os", "related_apps": ["os"],
+        "config": [{"type": "execute", "parameters": {
+            "command": ["printf", "Hello, OSWorld!\\n"], "stdout": "gold.txt"}}],
+        "evaluator": {
+            "postconfig": [{"type": "activate_window",
+                            "parameters": {"window_name": "greeting.txt - Mousepad"}}],
+            "func": "compare_text_file",
+            "result": {"type": "vm_file", "path": "/home/user/Desktop/greeting.txt",
+                       "dest": "greeting.txt"},
+            "expected": {"type": "cache_file", "path": "gold.txt"}},
+    }
+    local_env.reset(options={"task": task})
+    in_desktop(local_env, f"mkdir -p ~/Desktop && printf 'Hello, OSWorld!\\n' > {RESULT}")
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 1.0, info

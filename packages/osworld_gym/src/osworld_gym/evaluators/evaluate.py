@@ -87,6 +87,8 @@ def evaluate(task: Task, ctx: EvalContext, runner: SetupRunner | None = None) ->
                 home=ctx.home,
             )
         runner.run(p.postconfig, phase="postconfig")
+        if runner.skipped:  # refused on the desktop the agent left (a window it closed, ...)
+            details["postconfig_skipped"] = list(runner.skipped)
 
     if p.infeasible:
         return EvalResult(infeasible(ctx.last_action), details)

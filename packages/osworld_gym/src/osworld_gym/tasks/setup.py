@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.errors import InfraError, SetupError, TaskError
+from osworld_gym.errors import GuestError, InfraError, SetupError, TaskError
 from osworld_gym.tasks.cache import DEFAULT_TIMEOUT_S, download_cache_path, fetch
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
 from osworld_gym.tasks.validation import (
@@ -93,6 +93,8 @@ UNSUPPORTED_OSWORLD_STEPS = frozenset(
 )
 
 _UNTIL_KEYS = {"returncode", "stdout", "stderr"}
+#: guest answers meaning "not with the desktop as it is now" (not "the guest is broken")
+_DESKTOP_STATE_REFUSALS = frozenset({400, 404, 409, 422})
 _POLL_INTERVAL_S = 0.3
 _MAX_REQUEST_FAILURES = 5
 
@@ -237,6 +239,8 @@ class SetupRunner:
         self.download_timeout_s = download_timeout_s
         self.download_attempts = download_attempts
         self._sleep = sleep
+        #: postconfig steps the guest refused on the agent's desktop, by the last :meth:`run`
+        self.skipped: list[str] = []
         self._values = placeholder_values(client_password=client_password, screen_size=screen_size)
         self._handlers: dict[str, Callable[..., None]] = {
             "execute": self._execute,
@@ -259,18 +263,35 @@ class SetupRunner:
     def run(self, steps: Sequence[dict[str, Any]], *, phase: str = "config") -> None:
         """Validate every step, then run them in order.
 
+        In ``postconfig`` (after the agent's last action) a step the guest *refuses* because of
+        the desktop's state -- a window the agent closed, a path it turned into a directory: an
+        answer 400, 404, 409 or 422 -- is skipped with a warning and listed in
+        :attr:`skipped`, as OSWorld's controller ignores failed postconfig requests; the
+        evaluator then scores whatever the agent left. The desktop is the agent's, so this is
+        never an infrastructure error. A guest that does not answer still is.
+
         Raises:
             TaskError: a step is malformed or unsupported (nothing has run).
             SetupError: a step failed on the desktop; ``"<phase> step <i> (<type>) failed: ..."``.
         """
         steps = list(steps)
         validate_steps(steps, phase=phase, task_id=self.task_id)
+        self.skipped = []
         for i, step in enumerate(steps):
             kind = step["type"]
             params = substitute(step.get("parameters", {}), self._values)
             logger.debug("task %s: %s step %d (%s) %r", self.task_id, phase, i, kind, params)
             try:
                 self._handlers[kind](**params)
+            except GuestError as exc:
+                if phase == "postconfig" and exc.status in _DESKTOP_STATE_REFUSALS:
+                    logger.warning("task %s: postconfig step %d (%s) refused on the desktop the "
+                                   "agent left, skipped: %s", self.task_id, i, kind, exc)
+                    self.skipped.append(f"postconfig step {i} ({kind}): {exc}")
+                    continue
+                raise SetupError(
+                    f"task {self.task_id!r}: {phase} step {i} ({kind}) failed: {exc}"
+                ) from exc
             except (InfraError, OSError) as exc:
                 raise SetupError(
                     f"task {self.task_id!r}: {phase} step {i} ({kind}) failed: {exc}"
