@@ -35,7 +35,10 @@ class GuestError(InfraError):
 
 class AppCrashed(InfraError):
     """A task app died mid-episode of a crash signal (segfault, abort, SIGKILL from the OOM
-    killer or from outside the desktop). The desktop itself is fine; the next reset recovers."""
+    killer or from outside the desktop). The desktop itself is fine; the next reset recovers.
+
+    No longer raised by :class:`~osworld_gym.env.OSWorldEnv`: the agent can signal its own
+    apps, so their deaths are scored and listed in ``info["app_exits"]`` instead."""
 
 
 class SetupError(InfraError):
