@@ -18,7 +18,9 @@ desktop, or reach the host's private network:
   default just the task's cache directory); an ``http(s)`` host that is loopback, private,
   link-local or otherwise not global is refused unless :attr:`HostAccess.allow_private_urls`
   (checked before the episode for literal addresses and ``localhost``, and again on every request
-  and redirect of the download itself, after DNS);
+  and redirect of the download itself, after DNS; a name that fails to resolve there is left to
+  the download to report). Evaluator ``cloud_file`` gold URLs stay on the host, out of the
+  agent's reach, and are not restricted;
 * the **instruction** fits the observation space (:func:`check_instruction`);
 * **numbers** are finite (JSON parsers accept ``NaN`` and ``Infinity``);
 * OSWorld's **string booleans** (``"shell": "true"``) are accepted: :func:`normalize_booleans`
