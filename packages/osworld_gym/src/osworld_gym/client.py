@@ -276,7 +276,7 @@ class GuestClient:
                         return None
                     if resp.status_code in (413, 422):
                         resp.read()
-                        raise UnusableResultFile(f"{path}: {_message(resp)}")
+                        raise UnusableResultFile(_message(resp))  # it names the path
                     if not resp.is_success:
                         resp.read()
                         raise GuestError(f"POST {endpoint} -> {resp.status_code}: "
