@@ -308,8 +308,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return
-        if resp.stream is not None:
-            _copy_exactly(resp.stream, self.wfile, size)
+        if resp.stream is not None and not _copy_exactly(resp.stream, self.wfile, size):
+            self.close_connection = True  # a short body: end it, or the client waits forever
         else:
             self.wfile.write(resp.body)
 
@@ -323,15 +323,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
         log.debug("%s %s -> %s", self.command, self.path, code)
 
 
-def _copy_exactly(src: BinaryIO, dst: Any, size: int) -> None:
-    """Send ``size`` bytes: the promised Content-Length even if the file grew meanwhile."""
+def _copy_exactly(src: BinaryIO, dst: Any, size: int) -> bool:
+    """Send at most ``size`` bytes, the promised Content-Length, even if the file grew
+    meanwhile; False if it shrank and fewer were sent."""
     left = size
     while left > 0:
         block = src.read(min(left, 1 << 20))
         if not block:
-            break  # shrank meanwhile: the client sees a short body, never a long one
+            return False
         dst.write(block)
         left -= len(block)
+    return True
 
 
 class _Watchdog:
