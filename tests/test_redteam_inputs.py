@@ -146,7 +146,8 @@ def test_file_urls_from_an_allowed_root_still_work(tmp_path):
 # ---- path traversal ----------------------------------------------------------------------------
 
 def _vm_file(dest: str) -> dict:
-    return {"func": "exact_match", "result": {"type": "vm_file", "path": "/home/user/a", "dest": dest},
+    return {"func": "exact_match",
+            "result": {"type": "vm_file", "path": "/home/user/a", "dest": dest},
             "expected": {"type": "rule", "rules": {"expected": "x"}}}
 
 
@@ -304,7 +305,8 @@ def test_lone_surrogates_are_an_action_error_and_nothing_is_typed(tmp_path, acti
         _, _, terminated, _, info = env.step(text)
         assert "surrogate" in info["action_error"] and not terminated
         assert env.unwrapped.provider.client.typed == []
-        _, _, _, _, info = env.step("FAIL" if action_set != "computer_13" else {"action_type": "FAIL"})
+        give_up = {"action_type": "FAIL"} if action_set == "computer_13" else "FAIL"
+        _, _, _, _, info = env.step(give_up)
         assert info["infra_error"] is None
     finally:
         env.close()

@@ -213,7 +213,8 @@ def register(router: Router, app: GuestApp) -> None:
         path = files.requested_path(req.field("file_path"), app.home)
         stream, size = files.open_for_reading(path, app.home)  # before any status is sent
         return Response(200, content_type="application/octet-stream", stream=stream,
-                        stream_size=size, headers={"Content-Disposition": f'attachment; filename="{path.name}"'})
+                        stream_size=size,
+                        headers={"Content-Disposition": f'attachment; filename="{path.name}"'})
 
     def list_directory(req: Request) -> Response:
         raw = req.json().get("path")
