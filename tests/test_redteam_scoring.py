@@ -105,3 +105,21 @@ def test_a_postconfig_step_refused_on_the_agents_desktop_is_skipped_not_an_infra
     in_desktop(local_env, f"mkdir -p ~/Desktop && printf 'Hello, OSWorld!\\n' > {RESULT}")
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 1.0, info
+
+
+def test_a_result_command_hung_by_the_agent_scores_zero_not_infra(local_env):
+    """The agent turns the file an evaluator command reads into a fifo: the command hangs until
+    its timeout (the guest answers 504). The guest is fine, so this is the agent's doing."""
+    task = {
+        "id": "redteam-fifo-command", "instruction": "Write yes to ~/Desktop/answer.txt",
+        "snapshot": "os", "related_apps": ["os"], "config": [],
+        "evaluator": {"func": "exact_match",
+                      "result": {"type": "vm_command_line", "timeout": 2,
+                                 "command": ["cat", "/home/user/Desktop/answer.txt"]},
+                      "expected": {"type": "rule", "rules": {"expected": "yes\n"}}},
+    }
+    local_env.reset(options={"task": task})
+    in_desktop(local_env, "mkdir -p ~/Desktop && mkfifo ~/Desktop/answer.txt")
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and reward == 0.0 and info["infra_error"] is None, info
+    assert "timed out" in info["eval_note"]

@@ -10,8 +10,9 @@
 What the agent could have caused scores 0: a result file that does not exist (``None`` from a
 getter, or ``FileNotFoundError`` from a *result* getter, as in OSWorld), and a file the agent
 left unusable (:class:`~osworld_gym.errors.UnusableResultFile`: a directory, a fifo, ``chmod
-000``, a symlink out of the desktop, a file over the size cap), with the reason in the
-metric's ``note``. Everything else that
+000``, a symlink out of the desktop, a file over the size cap) or a result command that timed
+out in a guest that still answers (504: it hung on what the agent left, e.g. reading a fifo),
+with the reason in the metric's ``note``. Everything else that
 goes wrong (a getter or metric raising, gold data missing, the desktop not answering) raises
 :class:`~osworld_gym.errors.EvaluatorError` or another
 :class:`~osworld_gym.errors.InfraError`: such an episode has no trustworthy score and must never
@@ -25,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.errors import EvaluatorError, UnusableResultFile
+from osworld_gym.errors import EvaluatorError, GuestError, UnusableResultFile
 from osworld_gym.evaluators import registry
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.evaluators.metrics.general import infeasible
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _REPR_CHARS = 300
+#: the guest's answer when a command it ran timed out (it is alive; the command hung)
+_COMMAND_TIMED_OUT = 504
 
 
 @dataclass
@@ -130,6 +133,14 @@ def _score_metric(
     except UnusableResultFile as exc:
         logger.info("%s: result unusable: %s", label, exc)
         return 0.0, {**info, "score": 0.0, "result": None, "note": f"result unusable: {exc}"}
+    except GuestError as exc:
+        if exc.status != _COMMAND_TIMED_OUT:
+            raise EvaluatorError(f"{label}: result getter {spec.result['type']!r} raised "
+                                 f"GuestError: {exc}") from exc
+        # the guest answered: its command hung on what the agent left (``cat`` of a fifo)
+        logger.info("%s: result command timed out: %s", label, exc)
+        return 0.0, {**info, "score": 0.0, "result": None,
+                     "note": f"result command timed out on the desktop the agent left: {exc}"}
     except Exception as exc:
         raise EvaluatorError(
             f"{label}: result getter {spec.result['type']!r} raised {type(exc).__name__}: {exc}"
