@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,7 +51,8 @@ class RecordingGuest:
     def close_window(self, window_name, strict=False, by_class=False):
         self._record("close_window", window_name, strict=strict, by_class=by_class)
 
-    def upload(self, path: str, data: bytes) -> None:
+    def upload(self, path: str, data) -> None:  # bytes, or a local file (streamed by GuestClient)
+        data = data.read_bytes() if isinstance(data, Path) else data
         self._record("upload", path, len(data))
         self.files[path] = data
 

@@ -208,8 +208,16 @@ class GuestClient:
         body = {"command": command if isinstance(command, str) else list(command), "shell": shell}
         self._request("POST", "/setup/launch", json=body)
 
-    def upload(self, path: str, data: bytes) -> None:
-        """Write ``data`` to ``path`` in the guest (parents created)."""
+    def upload(self, path: str, data: bytes | Path) -> None:
+        """Write ``data`` -- bytes, or a local file streamed from disk -- to ``path`` in the
+        guest (parents created)."""
+        if isinstance(data, Path):
+            with open(data, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                self._request("POST", "/setup/upload", data={"file_path": path},
+                              files={"file_data": ("file", f, "application/octet-stream")},
+                              timeout=max(self.timeout, 30 + size / 20e6))
+            return
         self._request("POST", "/setup/upload", data={"file_path": path},
                       files={"file_data": ("file", data, "application/octet-stream")},
                       timeout=max(self.timeout, 30 + len(data) / 20e6))

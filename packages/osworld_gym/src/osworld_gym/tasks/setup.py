@@ -406,13 +406,13 @@ class SetupRunner:
                 f["url"], cached, timeout=self.download_timeout_s, attempts=self.download_attempts,
                 access=self.host_access,
             )
-            self.client.upload(target, cached.read_bytes())
+            self.client.upload(target, cached)  # streamed from disk
 
     def _upload_file(self, files: list[dict[str, str]]) -> None:
         for f in files:
             target = guest_destination(f["path"], "upload_file path", self.home)
             source = check_local_file(f["local_path"], self.host_access, "upload_file local_path")
-            self.client.upload(target, source.read_bytes())
+            self.client.upload(target, source)
 
     def _write_cache(self, name: str, text: str) -> None:
         target = safe_child(self.work_dir or self.task_cache_dir, name, "stdout/stderr file")
