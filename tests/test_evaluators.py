@@ -46,6 +46,13 @@ class FakeGuest:
         self.calls.append(("get_file", path))
         return self.files.get(path)
 
+    def download_file(self, path: str, dest, max_bytes=None) -> int | None:
+        data = self.get_file(path)
+        if data is not None:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        return None if data is None else len(data)
+
     def execute(self, command, shell=False, timeout=120.0, setup=False):
         self.calls.append(("execute", command))
         key = tuple(command) if isinstance(command, list) else command
@@ -273,7 +280,7 @@ def test_missing_result_file_scores_zero_not_error(tmp_path):
     t = task_with(
         {
             "func": "compare_text_file",
-            "result": {"type": "vm_file", "path": "/nope", "dest": "nope"},
+            "result": {"type": "vm_file", "path": "/home/user/nope", "dest": "nope"},
             "expected": {"type": "cache_file", "path": "gold.txt"},
         }
     )
@@ -308,11 +315,11 @@ def test_missing_gold_file_is_an_evaluator_error(tmp_path):
 
 
 def test_unreachable_gold_download_is_an_evaluator_error(tmp_path):
-    guest = FakeGuest(files={"/x": b"x"})
+    guest = FakeGuest(files={"/home/user/x": b"x"})
     t = task_with(
         {
             "func": "compare_text_file",
-            "result": {"type": "vm_file", "path": "/x", "dest": "x"},
+            "result": {"type": "vm_file", "path": "/home/user/x", "dest": "x"},
             "expected": {"type": "cloud_file", "path": "ftp://nowhere/gold", "dest": "g"},
         }
     )

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
-from osworld_gym.guest import opener
+from osworld_gym.guest import files, opener
 from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
@@ -145,9 +145,7 @@ def register(router: Router, app: GuestApp) -> None:
             raise HTTPError(400, "missing form field 'file_path'")
         if data is None:
             raise HTTPError(400, "missing file field 'file_data'")
-        path = app.resolve(path_field.text)
-        if path.is_dir():
-            raise HTTPError(400, f"{path} is a directory")
+        path = files.upload_target(path_field.text, app.home)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.upload-{threading.get_ident()}")
         tmp.write_bytes(data.data)
@@ -212,12 +210,10 @@ def register(router: Router, app: GuestApp) -> None:
         return text_response("Window closed successfully")
 
     def get_file(req: Request) -> Response:
-        path = app.resolve(req.field("file_path"))
-        if path.is_dir():
-            raise HTTPError(400, f"{path} is a directory")
-        if not path.is_file():
-            raise HTTPError(404, f"file not found: {path}")
-        return Response(200, content_type="application/octet-stream", file=path,
+        path = files.requested_path(req.field("file_path"), app.home)
+        stream, size = files.open_for_reading(path, app.home)  # before any status is sent
+        return Response(200, content_type="application/octet-stream", stream=stream,
+                        stream_size=size,
                         headers={"Content-Disposition": f'attachment; filename="{path.name}"'})
 
     def list_directory(req: Request) -> Response:
