@@ -90,7 +90,11 @@ class ARPOTrainer(GRPOTrainer):
     ):
         if not isinstance(args, ARPOConfig):
             raise TypeError(f"ARPOTrainer needs an ARPOConfig, got {type(args).__name__}")
-        self.tasks = tasks if tasks is not None else resolve_tasks(args.tasks, args.task_ids)
+        self.tasks = (
+            tasks
+            if tasks is not None
+            else resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
+        )
         if train_dataset is None:
             train_dataset = task_dataset(self.tasks, args.task_ids)
         if reward_funcs is None:
