@@ -291,6 +291,12 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
     return 0
 
 
+def _has_accelerator() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -306,6 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         args, margs, sargs = parser.parse_args_and_config(argv[1:])
         return select_tasks(args, margs, sargs)
     parser = TrlParser((ARPOConfig, ModelArguments, RunArguments), prog="arpo-train")
+    if "--dry_run" in argv and not _has_accelerator():
+        # planning a GPU run on a machine without one: transformers refuses bf16 without use_cpu
+        argv = [*argv, "--use_cpu", "true"]
     args, margs, rargs = parser.parse_args_and_config(argv)
     if rargs.dry_run:
         return dry_run(args, margs, rargs)

@@ -91,7 +91,8 @@ def _reason_key(message: str) -> str:
     """A short reason to count tasks by ("unknown metric 'is_extension_installed'", ...)."""
     reason = message.split(": ", 2)[-1]
     reason = re.sub(r"^task '[^']*': ", "", reason)
-    reason = re.sub(r" \((supported|in) [^)]*\)", "", reason)
+    reason = re.sub(r" \((supported:|in) [^)]*\)", "", reason)
+    reason = re.sub(r"\bstep \d+", "step N", reason)
     return reason[:120]
 
 
