@@ -188,6 +188,9 @@ class ARPOTrainer(GRPOTrainer):
             repeats=repeats,
             step=self.state.global_step,
         )
+        # every rank played the demonstrations (its collector joins the others' turns); all keep the
+        # main rank's, so the buffers stay identical
+        demos = self.ranks.broadcast(demos)
         stored = sum(self.replay_buffer.add(d, step=self.state.global_step) for d in demos)
         failed = sorted({d.task_id for d in demos} - set(self.replay_buffer.task_ids()))
         if failed:
