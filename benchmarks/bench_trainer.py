@@ -7,7 +7,8 @@ process (one group of ``G`` rollouts per step: weak scaling), and the CPU thread
 between processes. Episodes run all ``max_turns`` turns (``end_on_format_error=False``), so every
 step has the same number of turns.
 
-Measured, averaged over the steps after the first (which starts the desktops):
+Measured per step after the first (which starts the desktops), median over those steps (the
+machine is shared: the min-max row shows the spread):
 
 * **rollout turns/s**: turns played by all ranks / wall time of the rollout (desktop resets,
   generation, desktop steps); the trainer's own ``rollout/turns_per_s`` metric;
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -43,10 +45,12 @@ class Variant:
 
     processes: int = 1
     overrides: dict[str, Any] = field(default_factory=dict)
+    threads: int | None = None  # CPU threads per process (default: the cores split evenly)
 
 
 VARIANTS: dict[str, Variant] = {
     "transformers x1": Variant(processes=1),
+    "transformers x1 (1 thread)": Variant(processes=1, threads=1),
     "transformers x2": Variant(processes=2),
 }
 
@@ -73,6 +77,10 @@ BASE: dict[str, Any] = dict(
     task_ids=[TASK],
     seed=0,
 )
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
 
 
 # -- worker: one training run, in every process of the variant ----------------------------------
@@ -108,7 +116,7 @@ def worker(out: Path, variant: str, steps: int) -> None:
             return loss
 
     args = ARPOConfig(
-        output_dir=str(out / variant.replace(" ", "_")),
+        output_dir=str(out / _slug(variant)),
         max_steps=steps,
         **{**BASE, **VARIANTS[variant].overrides},
     )
@@ -123,7 +131,7 @@ def worker(out: Path, variant: str, steps: int) -> None:
     rank = trainer.accelerator.process_index
     turns = [h["rollout/turns_per_s"] for h in trainer.state.log_history if "rollout/turns_per_s" in h]
     result = {"steps": trainer.steps, "turns_per_s": turns}
-    (out / f"{variant.replace(' ', '_')}.rank{rank}.json").write_text(json.dumps(result))
+    (out / f"{_slug(variant)}.rank{rank}.json").write_text(json.dumps(result))
 
 
 # -- driver ----------------------------------------------------------------------------------------
@@ -137,7 +145,7 @@ def _free_port() -> int:
 
 def run_variant(name: str, out: Path, steps: int, timeout_s: int) -> dict[str, float]:
     v = VARIANTS[name]
-    threads = max(1, (os.cpu_count() or 1) // v.processes)
+    threads = v.threads or max(1, (os.cpu_count() or 1) // v.processes)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TRL_EXPERIMENTAL_SILENCE": "1"}
     script = [str(HERE), "--worker", str(out), "--variant", name, "--steps", str(steps)]
     if v.processes == 1:
@@ -152,7 +160,7 @@ def run_variant(name: str, out: Path, steps: int, timeout_s: int) -> dict[str, f
     if proc.returncode != 0:
         raise RuntimeError(f"variant {name!r} failed:\n{proc.stderr[-4000:]}")
     ranks = [
-        json.loads((out / f"{name.replace(' ', '_')}.rank{r}.json").read_text())
+        json.loads((out / f"{_slug(name)}.rank{r}.json").read_text())
         for r in range(v.processes)
     ]
     measured = range(1, steps)  # step 0 starts the desktops
@@ -162,8 +170,9 @@ def run_variant(name: str, out: Path, steps: int, timeout_s: int) -> dict[str, f
     return {
         "processes": v.processes,
         "threads": threads,
-        "turns_per_s": sum(turns_per_s) / len(turns_per_s),
-        "train_tokens_per_s": sum(tokens) / sum(train_s),
+        "turns_per_s": statistics.median(turns_per_s),
+        "turns_per_s_range": f"{min(turns_per_s):.1f}-{max(turns_per_s):.1f}",
+        "train_tokens_per_s": statistics.median(t / s for t, s in zip(tokens, train_s)),
         "tokens_per_step": sum(tokens) / len(tokens),
         "wall_s": wall,
     }
@@ -171,7 +180,7 @@ def run_variant(name: str, out: Path, steps: int, timeout_s: int) -> dict[str, f
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=4, help="training steps per variant (>= 2)")
+    ap.add_argument("--steps", type=int, default=6, help="training steps per variant (>= 2)")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names")
     ap.add_argument("--out", default="/tmp/bench_trainer")
     ap.add_argument("--timeout", type=int, default=1200, help="seconds per variant")
@@ -193,8 +202,9 @@ def main() -> None:
     rows = [
         ("processes", "{:d}", "processes"),
         ("CPU threads per process", "{:d}", "threads"),
-        ("rollout turns/s (all ranks)", "{:.2f}", "turns_per_s"),
-        ("train tokens/s (all ranks)", "{:.0f}", "train_tokens_per_s"),
+        ("rollout turns/s (all ranks), median", "{:.2f}", "turns_per_s"),
+        ("rollout turns/s, min-max over steps", "{}", "turns_per_s_range"),
+        ("train tokens/s (all ranks), median", "{:.0f}", "train_tokens_per_s"),
         ("tokens per step (all ranks)", "{:.0f}", "tokens_per_step"),
         ("wall time of the run, s", "{:.0f}", "wall_s"),
     ]
