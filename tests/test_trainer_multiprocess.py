@@ -191,6 +191,7 @@ def _launch(out: Path, *extra: str) -> None:
 
 @pytest.mark.desktop
 @pytest.mark.slow
+@pytest.mark.timeout(2 * LAUNCH_TIMEOUT_S + 120)  # two launches (train, resume); ~3 min when busy
 def test_two_processes_agree_on_turns_share_one_replay_buffer_and_log_global_metrics(tmp_path):
     _launch(tmp_path)
     r0, r1 = (json.loads((tmp_path / f"rank{r}_train.json").read_text()) for r in (0, 1))
