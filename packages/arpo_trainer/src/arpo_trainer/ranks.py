@@ -20,7 +20,11 @@ the generation batch on its own desktops. Three things must nevertheless be glob
   logged ``episode/*`` and ``replay/*`` values are means over every rank's episodes, and
   ``log_completions`` rows line up with TRL's (already global) rewards.
 
-With one process every method returns its input unchanged, without touching ``torch.distributed``.
+With one process every method returns its input unchanged, without touching ``torch.distributed``:
+
+>>> one = RankGroup()
+>>> one.any(False), one.gather([1, 2]), one.broadcast("x")
+(False, [1, 2], 'x')
 """
 
 from __future__ import annotations
