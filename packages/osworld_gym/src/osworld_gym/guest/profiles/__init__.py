@@ -18,6 +18,7 @@ the screen size are generated into the guest's state directory at start, never i
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import string
 import subprocess
@@ -160,6 +161,20 @@ class UbuntuSession:
             DCONF_PROFILE=str(self.dir / "dconf-profile"),
         )
         self._write_panels(data_dirs)
+        self._link_bus(env)
+
+    @staticmethod
+    def _link_bus(env: dict[str, str]) -> None:
+        """OSWorld's tasks hard-code Ubuntu's session bus path
+        (``export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'`` before
+        ``gsettings``): point that path at this desktop's bus where the sandbox lets us."""
+        address = env.get("DBUS_SESSION_BUS_ADDRESS", "")
+        runtime = Path(f"/run/user/{os.getuid()}")
+        if not address.startswith("unix:path=") or not os.access(runtime, os.W_OK):
+            return
+        link = runtime / "bus"
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(address.removeprefix("unix:path=").split(",", 1)[0])
 
     def _write_panels(self, data_dirs: list[str]) -> None:
         g = Geometry(*self.size)
