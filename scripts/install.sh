@@ -14,6 +14,11 @@ APT_PACKAGES=(
   at-spi2-core python3-pyatspi dbus-x11
   # fonts so screenshots have glyphs; process tools the tests use
   fonts-dejavu-core procps psmisc
+  # the "ubuntu" desktop profile (OSWorld's Ubuntu 22.04 look): top bar and dock, Yaru themes,
+  # GNOME Terminal (Ctrl+Alt+T, OSWorld's /terminal), Nautilus (tasks launch it), dconf for
+  # gsettings. Side effects: x-terminal-emulator becomes gnome-terminal (nothing here uses it;
+  # Ctrl+Alt+T is bound explicitly) and folders open in Nautilus; text stays in mousepad.
+  tint2 yaru-theme-gtk yaru-theme-icon gnome-terminal nautilus dconf-cli
   # to bootstrap uv where it is missing
   python3 python3-venv
   # docker provider (daemon, offline base image) and the VNC test server
