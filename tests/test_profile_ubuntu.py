@@ -176,3 +176,31 @@ def test_an_official_gsettings_task_is_solvable_in_gnome_terminal(ubuntu_env):
         time.sleep(0.2)
     _, reward, terminated, _, info = ubuntu_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 1.0
+
+
+def test_a_reset_during_a_dbus_activation_keeps_the_session_bus():
+    """dbus-daemon's activation babysitter shares the bus's signal pipe: a reset that SIGTERMed
+    it stopped the whole session bus (and with it gsettings, AT-SPI), silently. Nautilus's
+    slow-starting tracker made that common; a service that never claims its name makes it
+    certain."""
+    p = LocalProvider()  # any profile: the bus is the guest's
+    client = p.start()
+    try:
+        sh = lambda cmd: client.execute(cmd, shell=True, timeout=30)  # noqa: E731
+        client.upload("/home/user/.local/share/dbus-1/services/org.osworld.Slow.service",
+                      b"[D-BUS Service]\nName=org.osworld.Slow\nExec=/bin/sleep 60\n")
+        client.launch("gdbus call --session --dest org.osworld.Slow --object-path / "
+                      "--method org.osworld.Slow.Ping", shell=True)
+        deadline = time.monotonic() + 20
+        while "sleep" not in sh("ps -eo comm")["output"]:
+            assert time.monotonic() < deadline, "the activation did not start"
+            time.sleep(0.1)
+        bus_before = sh("pgrep -o -x dbus-daemon")["output"]
+        client.reset_desktop()
+        assert sh("pgrep -o -x dbus-daemon")["output"] == bus_before, "the session bus died"
+        assert "sleep" not in sh("ps -eo comm")["output"], "the activated service was killed"
+        ping = sh("gdbus call --session --dest org.freedesktop.DBus --object-path "
+                  "/org/freedesktop/DBus --method org.freedesktop.DBus.GetId")
+        assert ping["returncode"] == 0, ping
+    finally:
+        p.stop()

@@ -263,6 +263,13 @@ class Desktop:
             if info.pid not in pids and _program(info.pid) in SESSION_SERVICES:
                 pids.add(info.pid)
                 pids.update(p.pid for p in descendants(info.pid, procs))
+            # dbus-daemon's activation babysitter (a fork of the bus, alive while a service it
+            # starts has not claimed its name yet) shares the bus's signal pipe: a SIGTERM to
+            # it stops the bus itself. Spare it; the service under it is killed, and then the
+            # babysitter reports the failed activation and exits on its own.
+            elif (self.bus is not None and info.ppid == self.bus.pid
+                  and _program(info.pid) == "dbus-daemon"):
+                pids.add(info.pid)
         return pids
 
     def stop(self) -> None:

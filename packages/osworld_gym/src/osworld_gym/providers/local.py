@@ -245,7 +245,8 @@ class LocalProvider(Provider):
         w, h = self.screen_size
         args = [sys.executable, "-m", "osworld_gym.guest", "--uds", f"{run}/guest.sock",
                 "--token-file", f"{run}/token", "--display", display,
-                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", self.profile, "--home", home]
+                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", self.profile,
+                "--home", home]
         if self.home_template is not None:
             args += ["--home-template", str(self.home_template)]
         if self.sandbox:  # /tmp is the sandbox's own: a reset may empty it

@@ -181,7 +181,8 @@ class UbuntuSession:
         launchers = "\n".join(f"launcher_item_app = {p}" for f in FAVOURITES
                               if (p := _application(f, data_dirs)) is not None)
         values = dict(topbar=g.topbar, dock=g.dock, dock_length=g.height - g.topbar, icon=g.icon,
-                      spacing=max(2, round(10 * g.scale)), pad=max(2, round(8 * g.scale)), font="DejaVu Sans",
+                      spacing=max(2, round(10 * g.scale)), pad=max(2, round(8 * g.scale)),
+                      font="DejaVu Sans",
                       launchers=launchers, icon_network=_icon("network-wired-symbolic"),
                       icon_volume=_icon("audio-volume-high-symbolic"),
                       icon_power=_icon("system-shutdown-symbolic"),
@@ -210,7 +211,8 @@ class UbuntuSession:
     def _update_bus_environment(self, env: dict[str, str]) -> None:
         """Apps the session bus starts (gnome-terminal-server, dconf-service) get the profile's
         variables too, as systemd's user manager does on Ubuntu."""
-        if "DBUS_SESSION_BUS_ADDRESS" not in env or shutil.which("dbus-update-activation-environment") is None:
+        if ("DBUS_SESSION_BUS_ADDRESS" not in env
+                or shutil.which("dbus-update-activation-environment") is None):
             return
         keys = ("XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "XDG_CURRENT_DESKTOP", "GSETTINGS_SCHEMA_DIR",
                 "GSETTINGS_BACKEND", "DCONF_PROFILE", "DISPLAY", "XDG_SESSION_DESKTOP")
