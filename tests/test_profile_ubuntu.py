@@ -66,6 +66,16 @@ def test_top_bar_and_dock_reserve_their_space_and_are_drawn(ubuntu_env):
     assert wallpaper[0] > wallpaper[1] and wallpaper[2] > wallpaper[1], "aubergine wallpaper"
 
 
+def test_a_reset_brings_back_a_dock_the_agent_killed(ubuntu_env):
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    _sh(ubuntu_env, "pkill -KILL -x tint2; while pgrep -x tint2 >/dev/null; do sleep 0.05; done")
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    assert len(_sh(ubuntu_env, "pgrep -x tint2").split()) == 2
+    area = _sh(ubuntu_env, "xprop -root _NET_WORKAREA").split("=", 1)[1]
+    g = Geometry(1920, 1080)
+    assert [int(v) for v in area.split(",")[:2]] == [g.dock, g.topbar]
+
+
 def test_ctrl_alt_t_opens_gnome_terminal(ubuntu_env):
     ubuntu_env.reset(options={"task": "os-mkdir-001"})
     _, _, _, _, info = ubuntu_env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
