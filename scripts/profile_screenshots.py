@@ -3,7 +3,7 @@
 Resets the same built-in task on an ``openbox`` and an ``ubuntu`` desktop, opens a terminal with
 Ctrl+Alt+T (as an agent would) and saves each screen, halved, to ``docs/profile-<name>.png``.
 
-    uv run python scripts/profile_screenshots.py [--task libreoffice_calc-sum-001]
+    uv run python scripts/profile_screenshots.py [--task libreoffice_calc-bold-header-001]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ TERMINALS = {"openbox": "xterm.XTerm", "ubuntu": "gnome-terminal-server"}
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--task", default="libreoffice_calc-sum-001")
+    ap.add_argument("--task", default="libreoffice_calc-bold-header-001")
     args = ap.parse_args()
     DOCS.mkdir(exist_ok=True)
     for profile, terminal in TERMINALS.items():
