@@ -124,6 +124,7 @@ class UbuntuSession:
     state_dir: Path
     registry: ProcessRegistry
     panels: dict[str, subprocess.Popen] = field(default_factory=dict, init=False)
+    bus_link: Path | None = field(default=None, init=False)
 
     @property
     def dir(self) -> Path:
@@ -163,18 +164,23 @@ class UbuntuSession:
         self._write_panels(data_dirs)
         self._link_bus(env)
 
-    @staticmethod
-    def _link_bus(env: dict[str, str]) -> None:
+    def _link_bus(self, env: dict[str, str]) -> None:
         """OSWorld's tasks hard-code Ubuntu's session bus path
         (``export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/bus'`` before
-        ``gsettings``): point that path at this desktop's bus where the sandbox lets us."""
+        ``gsettings``): point that path at this desktop's bus. Only in an empty runtime
+        directory, i.e. the sandbox's own; a real login session's is never touched."""
         address = env.get("DBUS_SESSION_BUS_ADDRESS", "")
         runtime = Path(f"/run/user/{os.getuid()}")
-        if not address.startswith("unix:path=") or not os.access(runtime, os.W_OK):
-            return
-        link = runtime / "bus"
-        if not link.exists() and not link.is_symlink():
+        try:
+            if (not address.startswith("unix:path=") or not os.access(runtime, os.W_OK)
+                    or any(runtime.iterdir())):
+                return
+            link = runtime / "bus"
             link.symlink_to(address.removeprefix("unix:path=").split(",", 1)[0])
+        except OSError as e:
+            log.warning("cannot provide Ubuntu's bus path %s/bus: %s", runtime, e)
+            return
+        self.bus_link = link
 
     def _write_panels(self, data_dirs: list[str]) -> None:
         g = Geometry(*self.size)
@@ -264,3 +270,5 @@ class UbuntuSession:
     def stop(self) -> None:
         for proc in self.panels.values():
             self.registry.terminate(proc, timeout=3.0)
+        if self.bus_link is not None:
+            self.bus_link.unlink(missing_ok=True)
