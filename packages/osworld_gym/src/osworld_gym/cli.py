@@ -119,6 +119,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for prog, pkg in {**SYSTEM_PROGRAMS, **SANDBOX_PROGRAMS, **apps}.items():
         where = shutil.which(prog)
         print(f"{prog:<12} {'ok  ' + where if where else 'MISSING (apt-get install -y ' + pkg + ')'}")
+    from osworld_gym.guest.profiles import missing_programs
+
+    missing = missing_programs()  # optional: only the "ubuntu" desktop profile needs these
+    print(f"{'ubuntu profile':<12} " + ("ok" if not missing else "MISSING (apt-get install -y "
+          + " ".join(sorted(set(missing.values()))) + "): " + ", ".join(sorted(missing))))
     try:
         check_system(sandbox=True)
     except OSWorldGymError as e:
