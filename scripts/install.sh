@@ -29,6 +29,11 @@ APT_PACKAGES=(
   # fonts: the docker image's set (image/recipe.py), so pages and dialogs lay out the same on
   # both desktops (oracles click at pixel positions)
   fonts-dejavu-core fonts-dejavu-extra fonts-liberation2 fonts-droid-fallback fonts-noto-mono
+  # the "ubuntu" desktop profile (OSWorld's Ubuntu 22.04 look): top bar and dock, Yaru themes,
+  # GNOME Terminal (Ctrl+Alt+T, OSWorld's /terminal), Nautilus (tasks launch it), dconf for
+  # gsettings. Side effects: x-terminal-emulator becomes gnome-terminal (nothing here uses it;
+  # Ctrl+Alt+T is bound explicitly) and folders open in Nautilus; text stays in mousepad.
+  tint2 yaru-theme-gtk yaru-theme-icon gnome-terminal nautilus dconf-cli libglib2.0-bin
   # tasks' own `python3 -c ...` steps, and bootstrapping uv where it is missing
   python3 python3-venv
   # docker provider (daemon, offline base image) and the VNC test server

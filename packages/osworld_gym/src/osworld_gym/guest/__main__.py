@@ -26,6 +26,7 @@ from osworld_gym.errors import OSWorldGymError
 from osworld_gym.guest import extension_api, osworld_api
 from osworld_gym.guest.app import GuestApp, GuestConfig
 from osworld_gym.guest.processes import become_subreaper, exit_with_parent
+from osworld_gym.guest.profiles import PROFILES
 from osworld_gym.guest.server import Router, make_server
 from osworld_gym.guest.screen import keep_frame_buffers
 
@@ -46,7 +47,9 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     p.add_argument("--screen", default="1920x1080x24", help="Xvfb screen WxHxDEPTH")
     p.add_argument("--start-x", action="store_true",
                    help="start Xvfb, a session D-Bus and the window manager as children")
-    p.add_argument("--wm", choices=("openbox", "none"), default="openbox")
+    p.add_argument("--wm", choices=(*PROFILES, "none"), default="openbox",
+                   help="desktop profile: openbox (bare, fastest), ubuntu (OSWorld's Ubuntu "
+                   "22.04 look: top bar, dock, Yaru, GNOME Terminal, dconf), none")
     p.add_argument("--home", default="/home/user", help="the desktop user's home directory")
     p.add_argument("--home-template", help="directory copied into --home (default: the "
                    "packaged skeleton)")

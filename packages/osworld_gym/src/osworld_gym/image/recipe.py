@@ -65,7 +65,10 @@ APPS: dict[str, tuple[str, ...]] = {
     "minimal": ("xterm", "mousepad"),
     "full": ("xterm", "mousepad", "libreoffice-common", "libreoffice-calc", "libreoffice-writer",
              "libreoffice-impress",
-             "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi"),
+             "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi",
+             # the "ubuntu" desktop profile (``--wm ubuntu``): panels, themes, GNOME apps, dconf
+             "tint2", "yaru-theme-gtk", "yaru-theme-icon", "gnome-terminal", "nautilus",
+             "dconf-cli", "libglib2.0-bin"),
 }
 
 

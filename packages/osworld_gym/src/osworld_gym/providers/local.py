@@ -60,10 +60,19 @@ os.register_at_fork(after_in_child=_fresh_spawner_after_fork)
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def check_system(sandbox: bool = True) -> None:
+#: Desktop profiles (see osworld_gym.guest.profiles); the env var picks one when none is given.
+PROFILES = ("openbox", "ubuntu")
+PROFILE_ENV = "OSWORLD_GYM_PROFILE"
+
+
+def check_system(sandbox: bool = True, profile: str = "openbox") -> None:
     """Raise one :class:`MissingDependencyError` naming every missing program and the apt command."""
     needed = {**SYSTEM_PROGRAMS, **(SANDBOX_PROGRAMS if sandbox else {})}
     missing = {prog: pkg for prog, pkg in needed.items() if shutil.which(prog) is None}
+    if profile == "ubuntu":
+        from osworld_gym.guest.profiles import missing_programs
+
+        missing.update(missing_programs())
     if missing:
         pkgs = " ".join(sorted(set(missing.values())))
         raise MissingDependencyError(
@@ -86,6 +95,9 @@ class LocalProvider(Provider):
         start_timeout: seconds to wait for the guest server to answer.
         home_template: directory copied into ``/home/user`` on every reset (default: ours).
         extra_binds: ``{host_path: sandbox_path}`` read-only binds, e.g. a task file cache.
+        profile: the desktop's look: ``"openbox"`` (bare, fastest) or ``"ubuntu"`` (OSWorld's
+            Ubuntu 22.04 look: top bar, dock, Yaru, GNOME Terminal, Nautilus, dconf). Default:
+            ``$OSWORLD_GYM_PROFILE``, else ``"openbox"``.
     """
 
     name = "local"
@@ -100,6 +112,7 @@ class LocalProvider(Provider):
         start_timeout: float = 30.0,
         home_template: str | os.PathLike[str] | None = None,
         extra_binds: dict[str, str] | None = None,
+        profile: str | None = None,
     ):
         super().__init__(screen_size)
         self.depth = depth
@@ -108,6 +121,11 @@ class LocalProvider(Provider):
         self.start_timeout = start_timeout
         self.home_template = Path(home_template) if home_template else None
         self.extra_binds = dict(extra_binds or {})
+        self.profile = profile or os.environ.get(PROFILE_ENV) or "openbox"
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown desktop profile {self.profile!r} (from "
+                             f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "
+                             f"{', '.join(PROFILES)}")
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: Path | None = None
         self._client: GuestClient | None = None
@@ -134,7 +152,7 @@ class LocalProvider(Provider):
             if self.running and self._client is not None:
                 return self._client
             self._stop_locked()
-            check_system(self.sandbox)
+            check_system(self.sandbox, self.profile)
             if not self.sandbox:
                 log.warning("LocalProvider(sandbox=False): the desktop shares this machine's network, "
                             "process table and files; use it only where bubblewrap cannot run")
@@ -227,7 +245,8 @@ class LocalProvider(Provider):
         w, h = self.screen_size
         args = [sys.executable, "-m", "osworld_gym.guest", "--uds", f"{run}/guest.sock",
                 "--token-file", f"{run}/token", "--display", display,
-                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", "openbox", "--home", home]
+                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", self.profile,
+                "--home", home]
         if self.home_template is not None:
             args += ["--home-template", str(self.home_template)]
         if self.sandbox:  # /tmp is the sandbox's own: a reset may empty it
