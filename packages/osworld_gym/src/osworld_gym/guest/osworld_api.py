@@ -2,6 +2,15 @@
 
 Where OSWorld answers plain text on success (``/setup/launch``, ``/setup/upload``, window
 operations) we do too; every error is JSON ``{"status": "error", "message": ...}``.
+Who runs a command: ``/execute`` and ``/execute_with_verification`` are how evaluators read the
+desktop (``vm_command_line`` and friends), so they run as the *judge* (namespace root: the
+player can neither signal nor trace them, nor plant code they load). ``/setup/execute`` and
+``/setup/launch`` prepare the desktop the agent will use, so what they start and create is the
+*player's* (an app started by setup is the agent's app; its files are the agent's files). Both
+kinds get :meth:`~osworld_gym.guest.app.GuestApp.command_env`: a fixed ``PATH`` and ``cwd``
+(the home, as in OSWorld), no ``PYTHON*`` variables but ``PYTHONNOUSERSITE``/``PYTHONSAFEPATH``,
+and ``-I`` after a Python interpreter named as the program (:func:`isolate_python`).
+
 Not implemented: ``/window_size``, ``/wallpaper``, ``/setup/change_wallpaper``,
 ``/setup/download_file`` (the host downloads and uploads), ``/run_python``, ``/run_bash_script``.
 """
@@ -11,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -53,6 +63,27 @@ def _timeout(body: dict[str, Any], default: float, limit: float) -> float:
     return _number(body, "timeout", default, limit)
 
 
+_PYTHON = re.compile(r"python(3(\.\d+)?)?")
+
+
+def isolate_python(argv: list[str] | str) -> list[str] | str:
+    """``python3 -c ...`` → ``python3 -I -c ...``: no user site, no ``PYTHON*`` variables, no
+    script dir or cwd on ``sys.path`` (a ``usercustomize.py`` or ``json.py`` the player left in
+    the home is not imported). Shell strings are left alone (their Pythons get the same through
+    the environment).
+
+    >>> isolate_python(["python3", "-c", "print(1)"])
+    ['python3', '-I', '-c', 'print(1)']
+    >>> isolate_python(["/usr/bin/python", "-I", "x.py"]), isolate_python(["ls"])
+    (['/usr/bin/python', '-I', 'x.py'], ['ls'])
+    """
+    if isinstance(argv, str) or not argv or not _PYTHON.fullmatch(os.path.basename(argv[0])):
+        return argv
+    if "-I" in argv[1:2]:
+        return argv
+    return [argv[0], "-I", *argv[1:]]
+
+
 def command_from(app: GuestApp, body: dict[str, Any]) -> tuple[list[str] | str, bool]:
     """OSWorld's command rules: a string is shlex-split unless ``shell``; a list with ``shell``
     is joined; ``~`` / ``~/...`` arguments are expanded to the guest home."""
@@ -80,11 +111,13 @@ def register(router: Router, app: GuestApp) -> None:
         frame = app.screen.capture(cursor=True)
         return Response(200, encode_png(frame.image), "image/png")
 
-    def run_command(body: dict[str, Any]) -> dict[str, Any]:
+    def run_command(body: dict[str, Any], judge: bool) -> dict[str, Any]:
         argv, shell = command_from(app, body)
         timeout = _timeout(body, EXECUTE_TIMEOUT_S, MAX_EXECUTE_TIMEOUT_S)
         try:
-            res = app.registry.run(argv, shell=shell, timeout=timeout)
+            res = app.registry.run(isolate_python(argv), shell=shell, timeout=timeout,
+                                   env=app.command_env(judge=judge), cwd=str(app.home),
+                                   judge=judge)
         except subprocess.TimeoutExpired:
             raise HTTPError(504, f"command timed out after {timeout:g} s and was killed") from None
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
@@ -94,16 +127,19 @@ def register(router: Router, app: GuestApp) -> None:
                 "returncode": res.returncode}
 
     def execute(req: Request) -> Response:
-        return json_response(run_command(req.json()))
+        return json_response(run_command(req.json(), judge=True))
 
-    def execute_with_verification(req: Request) -> Response:
+    def setup_execute(req: Request) -> Response:
+        return json_response(run_command(req.json(), judge=False))
+
+    def execute_with_verification(req: Request, judge: bool = True) -> Response:
         body = req.json()
         verification = body.get("verification") or {}
         if not isinstance(verification, dict):
             raise HTTPError(400, "verification must be an object")
         max_wait = _number(body, "max_wait_time", 10, MAX_EXECUTE_TIMEOUT_S)
         interval = _number(body, "check_interval", 1, 60)
-        result = run_command(body)
+        result = run_command(body, judge)
         t0 = time.monotonic()
         while True:
             ok = True
@@ -111,7 +147,9 @@ def register(router: Router, app: GuestApp) -> None:
                 ok = any(str(title) in w.title for w in app.windows.list())
             if ok and (check := verification.get("command_success")) is not None:
                 try:
-                    ok = app.registry.run(str(check), shell=True, timeout=10).returncode == 0
+                    ok = app.registry.run(str(check), shell=True, timeout=10, judge=judge,
+                                          env=app.command_env(judge=judge),
+                                          cwd=str(app.home)).returncode == 0
                 except subprocess.TimeoutExpired:
                     ok = False
             waited = time.monotonic() - t0
@@ -152,6 +190,7 @@ def register(router: Router, app: GuestApp) -> None:
         tmp = path.with_name(f".{path.name}.upload-{threading.get_ident()}")
         tmp.write_bytes(data.data)
         os.replace(tmp, path)
+        app.give_to_player(path)
         return text_response(f"File Uploaded: {len(data.data)} bytes")
 
     def open_file(req: Request) -> Response:
@@ -294,9 +333,11 @@ def register(router: Router, app: GuestApp) -> None:
                         {"Content-Disposition": 'attachment; filename="recording.mp4"'})
 
     router.add("GET", "/screenshot", screenshot)
-    for prefix in ("", "/setup"):
-        router.add("POST", f"{prefix}/execute", execute)
-        router.add("POST", f"{prefix}/execute_with_verification", execute_with_verification)
+    router.add("POST", "/execute", execute)
+    router.add("POST", "/execute_with_verification", execute_with_verification)
+    router.add("POST", "/setup/execute", setup_execute)
+    router.add("POST", "/setup/execute_with_verification",
+               lambda req: execute_with_verification(req, judge=False))
     router.add("POST", "/setup/launch", launch)
     router.add("POST", "/setup/upload", upload)
     router.add("POST", "/setup/open_file", open_file)
