@@ -349,14 +349,15 @@ class LocalProvider(Provider):
             empty.write_bytes(b"")
         cmd += ["--hostname", "osworld", *sbx.host_dir_args(), *sbx.etc_masks(empty),
                 "--dev", "/dev", "--proc", "/proc"]
-        for path in ("/tmp", "/dev/shm"):
+        for path in ("/tmp", "/dev/shm", "/var/tmp"):  # world-writable and sticky, as on a host
+            cmd += [*sbx.parent_dirs(path), "--perms", "1777"]
             if self.limits.tmp_bytes is not None:
                 cmd += ["--size", str(self.limits.tmp_bytes)]
             cmd += ["--tmpfs", path]
-        cmd += ["--tmpfs", "/var/tmp", "--tmpfs", "/run", "--tmpfs", "/home",
+        cmd += ["--tmpfs", "/run", "--tmpfs", "/home",
                 "--bind", str(home), "/home/user", "--bind", str(run), "/run/osworld",
                 "--dir", "/run/user", "--perms", "0700", "--dir", f"/run/user/{sbx.PLAYER_ID}",
-                "--ro-bind", str(_SHIMS), SANDBOX_SHIMS,
+                *sbx.parent_dirs(SANDBOX_SHIMS), "--ro-bind", str(_SHIMS), SANDBOX_SHIMS,
                 "--ro-bind", str(self._etc_file("passwd")), "/etc/passwd",
                 "--ro-bind", str(self._etc_file("group")), "/etc/group"]
         judge_args, exposed = sbx.judge_mounts(_python_paths())

@@ -97,6 +97,17 @@ def two_identity_userns(player_host_id: int = PLAYER_HOST_ID, timeout: float = 5
         holder.wait(timeout=timeout)
 
 
+def parent_dirs(path: str) -> list[str]:
+    """``--dir`` arguments for the ancestors of ``path``: bwrap makes missing parents mode 0700
+    when it runs as (namespace) root, which would lock the player out of e.g. ``/var/cache``.
+
+    >>> parent_dirs("/var/cache/fontconfig")
+    ['--dir', '/var', '--dir', '/var/cache']
+    """
+    parts = PurePosixPath(path).parts[1:-1]
+    return [a for i in range(len(parts)) for a in ("--dir", "/" + "/".join(parts[:i + 1]))]
+
+
 def host_dir_args() -> list[str]:
     """bwrap arguments binding :data:`HOST_DIRS` (symlinks such as ``/bin -> usr/bin`` kept)."""
     args: list[str] = []
@@ -104,7 +115,7 @@ def host_dir_args() -> list[str]:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
+            args += [*parent_dirs(path), "--ro-bind", path, path]
     for path in ETC_SECRET_DIRS:
         if os.path.isdir(path) and not os.path.islink(path):
             args += ["--tmpfs", path, "--remount-ro", path]
