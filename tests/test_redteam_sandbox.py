@@ -30,7 +30,7 @@ TASK_CACHE = Path.home() / ".cache" / "osworld-gym"
 @pytest.fixture(scope="module")
 def env():
     e = gym.make("OSWorld-v0", provider="local", tasks="builtin",
-                 provider_kwargs={"screen_size": (1024, 768)})
+                 screen_size=(1024, 768))
     e.reset(options={"task": "os-mkdir-001"})
     try:
         yield e
@@ -128,7 +128,8 @@ def test_a_usercustomize_cannot_forge_a_vm_command_line_result(env):
              f"> {site}/usercustomize.py && printf 'raise SystemExit(3)\\n' > ~/configparser.py")
     assert player(env, plant)["returncode"] == 0
     # the attack works on the player's own python: it really is planted
-    assert f"server port = {port}" in player(env, "cd ~ && python3 -c 'print(0)'")["output"]
+    assert f"server port = {port}" in player(env, "cd ~ && env -u PYTHONNOUSERSITE "
+                                                  "python3 -c 'print(0)'")["output"]
     _, reward, terminated, _, info = env.step("DONE")
     assert terminated and info["infra_error"] is None
     assert reward == 0.0
@@ -152,7 +153,8 @@ def test_the_player_reads_no_host_secret_task_json_cache_or_checkout(env):
     out = player(env, " ; ".join(f"cat {p} 2>&1 | head -c 200; ls {p} 2>&1 | head -3"
                                  for p in paths))
     text = out["output"]
-    assert "root:" not in text and "os-mkdir-001" not in text and "evaluator" not in text, text
+    assert not re.search(r"^root:[^:\s]*:\d*:", text, re.M), text  # a shadow line
+    assert '"evaluator"' not in text and "Directory exists." not in text, text  # task JSON
     for p in ("/root", str(TASK_JSON), "/work"):
         assert f"{p}: Permission denied" in text or f"{p}: No such file" in text, (p, text)
     # the judge still sees its own interpreter and checkout
