@@ -94,7 +94,8 @@ def test_evaluation_pythons_are_isolated():
 
 def test_limits_reject_nonsense_and_leave_the_judge_a_reserve():
     lim = limits.DesktopLimits()
-    assert lim.player_pids < lim.pids < 2000 and lim.player_memory < lim.memory_bytes < 3.5 * limits.GiB
+    assert lim.player_pids < lim.pids < 2000
+    assert lim.player_memory < lim.memory_bytes < 3.5 * limits.GiB
     for bad in ({"pids": 0}, {"memory_bytes": -1}, {"pids": 100}, {"home_bytes": True}):
         with pytest.raises(ValueError):
             limits.DesktopLimits(**bad)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,18 +240,77 @@ def _enable_v2(d: Path) -> None:
             _write(control, f"+{ctrl}")
 
 
-def rlimit_prefix(limits: DesktopLimits) -> list[str]:
-    """``prlimit`` argv prefix for player processes where no cgroup is available."""
-    if shutil.which("prlimit") is None:
-        return []
-    out = ["prlimit"]
-    if limits.player_memory is not None:
-        out.append(f"--as={limits.player_memory}")
-    if limits.player_pids is not None:
-        out.append(f"--nproc={limits.player_pids}")
-    return [*out, "--"] if len(out) > 1 else []
+# ---- home size ------------------------------------------------------------------------------
+
+HOME_FSNAME = "osworld-gym-home"
+OWNER_FILE = "owner.pid"
 
 
-def cgroup_join_possible() -> bool:
-    """True if this process may create cgroups at all (root on the host)."""
-    return os.geteuid() == 0
+def mount_home_tmpfs(path: Path, options: str) -> None:
+    """Mount a size-limited tmpfs at ``path`` (root hosts): the desktop's home cannot fill the
+    host's disk, and its pages are charged to the desktop's memory cgroup. It is mounted on the
+    host (not only inside the sandbox) so the host side keeps reading the home where it did."""
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", options, HOME_FSNAME, str(path)],
+                         capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        raise OSError(f"cannot mount the home tmpfs at {path}: {res.stderr.strip()}")
+
+
+def unmount(path: Path) -> None:
+    res = subprocess.run(["umount", "--lazy", str(path)], capture_output=True, text=True,
+                         timeout=30)
+    if res.returncode != 0:
+        log.warning("cannot unmount %s: %s", path, res.stderr.strip())
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def write_owner(state_dir: Path) -> None:
+    """Record which process owns a state dir (pid and start time: pids are reused)."""
+    (state_dir / OWNER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid())}")
+
+
+def _owner_alive(state_dir: Path) -> bool:
+    try:
+        pid, start = (state_dir / OWNER_FILE).read_text().split()
+    except (OSError, ValueError):
+        return False
+    return _start_time(int(pid)) == start
+
+
+def sweep_stale(root: Path) -> int:
+    """Unmount the home tmpfs, remove the cgroups and the state dir of every desktop under
+    ``root`` whose owning process died without cleaning up (SIGKILL). Returns how many."""
+    try:
+        mounted = {line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
+                   .splitlines() if HOME_FSNAME in line}
+    except (OSError, IndexError):
+        mounted = set()
+    swept = 0
+    for state in root.glob("osworld-gym-*"):
+        if not (state / OWNER_FILE).is_file() or _owner_alive(state):
+            continue
+        if str(state / "home") in mounted:
+            unmount(state / "home")
+        for d in _cgroup_dirs(state.name):
+            DesktopCgroup(0, [d]).remove(timeout=1.0)
+        shutil.rmtree(state, ignore_errors=True)
+        swept += 1
+    if swept:
+        log.info("removed %d desktop(s) left behind by dead processes", swept)
+    return swept
+
+
+def _cgroup_dirs(name: str) -> list[Path]:
+    out = [CGROUP_ROOT / "osworld-gym" / name]
+    for ctrl in ("memory", "pids"):
+        try:
+            out.append(CGROUP_ROOT / ctrl / _own_cgroup(ctrl).lstrip("/") / "osworld-gym" / name)
+        except OSError:
+            pass
+    return [d for d in out if d.is_dir()]

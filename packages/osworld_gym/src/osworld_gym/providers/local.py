@@ -48,7 +48,15 @@ from osworld_gym.client import GuestClient
 from osworld_gym.errors import InfraError, MissingDependencyError
 from osworld_gym.providers import sandbox as sbx
 from osworld_gym.providers.base import Provider
-from osworld_gym.providers.limits import DesktopCgroup, DesktopLimits, parse_size
+from osworld_gym.providers.limits import (
+    DesktopCgroup,
+    DesktopLimits,
+    mount_home_tmpfs,
+    parse_size,
+    sweep_stale,
+    unmount,
+    write_owner,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +65,7 @@ SYSTEM_PROGRAMS: dict[str, str] = {"Xvfb": "xvfb", "openbox": "openbox", "wmctrl
 SANDBOX_PROGRAMS: dict[str, str] = {"bwrap": "bubblewrap"}
 
 _SHIMS = Path(__file__).resolve().parent.parent / "guest" / "shims"
+_python_paths = sbx.judge_python_paths  # kept for callers and tests of the old name
 #: Where the shims appear inside the sandbox (the package checkout itself is judge-only).
 SANDBOX_SHIMS = "/opt/osworld-gym/shims"
 _LIVE: weakref.WeakSet[LocalProvider] = weakref.WeakSet()
@@ -177,7 +186,10 @@ class LocalProvider(Provider):
                 log.warning("LocalProvider(sandbox=False): the desktop shares this machine's network, "
                             "process table and files; use it only where bubblewrap cannot run")
             t0 = time.monotonic()
+            if self.sandbox and os.geteuid() == 0:  # what SIGKILLed owners left mounted
+                sweep_stale(self.root_dir or Path(tempfile.gettempdir()))
             self._dir = Path(tempfile.mkdtemp(prefix="osworld-gym-", dir=self.root_dir))
+            write_owner(self._dir)
             home, run = self._dir / "home", self._dir / "run"
             home.mkdir()
             run.mkdir(mode=0o700)
@@ -256,7 +268,7 @@ class LocalProvider(Provider):
             if left:
                 log.error("desktop processes %s survived SIGKILL", left)
         if self._home_mounted and self._dir is not None:
-            _unmount(self._dir / "home")
+            unmount(self._dir / "home")
             self._home_mounted = False
         if self._cgroup is not None:
             self._cgroup.remove()
@@ -296,8 +308,11 @@ class LocalProvider(Provider):
         if os.geteuid() == 0 and self.limits.home_bytes is not None:
             uid = self.player_host_id if self.separated else 0
             nr_inodes = max(4096, self.limits.home_bytes // 8192)
-            _mount_tmpfs(home, f"size={self.limits.home_bytes},nr_inodes={nr_inodes},mode=0755,"
-                               f"uid={uid},gid={uid}")
+            try:
+                mount_home_tmpfs(home, f"size={self.limits.home_bytes},nr_inodes={nr_inodes},"
+                                       f"mode=0755,uid={uid},gid={uid}")
+            except OSError as e:
+                raise InfraError(str(e)) from e
             self._home_mounted = True
         elif self.separated:
             os.chown(home, self.player_host_id, self.player_host_id)
@@ -347,19 +362,10 @@ class LocalProvider(Provider):
         empty = self._dir / "empty"
         if not empty.exists():
             empty.write_bytes(b"")
-        cmd += ["--hostname", "osworld", *sbx.host_dir_args(), *sbx.etc_masks(empty),
-                "--dev", "/dev", "--proc", "/proc"]
-        for path in ("/tmp", "/dev/shm", "/var/tmp"):  # world-writable and sticky, as on a host
-            cmd += [*sbx.parent_dirs(path), "--perms", "1777"]
-            if self.limits.tmp_bytes is not None:
-                cmd += ["--size", str(self.limits.tmp_bytes)]
-            cmd += ["--tmpfs", path]
-        cmd += ["--tmpfs", "/run", "--tmpfs", "/home",
-                "--bind", str(home), "/home/user", "--bind", str(run), "/run/osworld",
-                "--dir", "/run/user", "--perms", "0700", "--dir", f"/run/user/{sbx.PLAYER_ID}",
-                *sbx.parent_dirs(SANDBOX_SHIMS), "--ro-bind", str(_SHIMS), SANDBOX_SHIMS,
-                "--ro-bind", str(self._etc_file("passwd")), "/etc/passwd",
-                "--ro-bind", str(self._etc_file("group")), "/etc/group"]
+        cmd += ["--hostname", "osworld", *sbx.filesystem_args(
+            home=home, run=run, empty=empty, passwd=self._etc_file("passwd"),
+            group=self._etc_file("group"), shims=_SHIMS, shims_at=SANDBOX_SHIMS,
+            tmp_bytes=self.limits.tmp_bytes)]
         judge_args, exposed = sbx.judge_mounts(_python_paths())
         cmd += judge_args
         if exposed:
@@ -380,7 +386,8 @@ class LocalProvider(Provider):
         cmd += ["--chdir", "/", "--"]
         cmd += self._guest_args("/home/user", "/run/osworld", ":0")
         if self._cgroup is not None:  # the sandbox starts in the judge's cgroup
-            joins = " && ".join(f"echo $$ > {shlex.quote(str(p))}" for p in self._cgroup.judge_procs)
+            joins = " && ".join(f"echo $$ > {shlex.quote(str(p))}"
+                                for p in self._cgroup.judge_procs)
             cmd = ["sh", "-c", f'{joins} && exec "$@"', "sh", *cmd]
         return cmd
 
@@ -411,45 +418,6 @@ class LocalProvider(Provider):
                 raise InfraError(f"no guest socket after {self.start_timeout:.0f} s")
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
-
-
-def _python_paths() -> list[str]:
-    """Host paths the guest's Python needs inside the sandbox: the interpreter, the virtual
-    environment and this package's checkout, minus what the allowlist shows anyway (``/usr``).
-
-    They are bound at their own paths below 0700 directories (judge only, see
-    :func:`~osworld_gym.providers.sandbox.judge_mounts`).
-    """
-    import osworld_gym
-
-    wanted = {sys.prefix, sys.base_prefix, os.path.realpath(sys.executable),
-              str(Path(osworld_gym.__file__).resolve().parent.parent)}
-    visible = [p for p in sbx.HOST_DIRS if os.path.isdir(p) and not os.path.islink(p)]
-    out: set[str] = set()
-    for p in wanted:
-        p = os.path.realpath(p)
-        if os.path.isfile(p):
-            p = os.path.dirname(p)
-        if not any(p == v or p.startswith(v + "/") for v in visible):
-            out.add(p)
-    # drop paths inside other bound paths
-    return sorted(p for p in out if not any(p != q and p.startswith(q + "/") for q in out))
-
-
-def _mount_tmpfs(path: Path, options: str) -> None:
-    """Mount a size-limited tmpfs at ``path`` (root hosts): the desktop's home cannot fill the
-    host's disk, and its pages are charged to the desktop's memory cgroup."""
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "osworld-gym-home", str(path)],
-                         capture_output=True, text=True, timeout=30)
-    if res.returncode != 0:
-        raise InfraError(f"cannot mount the home tmpfs at {path}: {res.stderr.strip()}")
-
-
-def _unmount(path: Path) -> None:
-    res = subprocess.run(["umount", "--lazy", str(path)], capture_output=True, text=True,
-                         timeout=30)
-    if res.returncode != 0:
-        log.warning("cannot unmount %s: %s", path, res.stderr.strip())
 
 
 def _descendants(root: int) -> list[int]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path, PurePosixPath
 
@@ -131,6 +132,26 @@ def etc_masks(empty: Path) -> list[str]:
     return args
 
 
+def filesystem_args(*, home: Path, run: Path, empty: Path, passwd: Path, group: Path,
+                    shims: Path, shims_at: str, tmp_bytes: int | None) -> list[str]:
+    """bwrap arguments for everything the sandbox sees but the judge's own paths: the host
+    allowlist, ``/etc`` with our passwd/group and its secrets masked, sticky world-writable
+    temp dirs, the home at ``/home/user``, the judge's run dir (0700) at ``/run/osworld``, the
+    player's runtime dir, and the program shims at ``shims_at``."""
+    args = [*host_dir_args(), *etc_masks(empty), "--dev", "/dev", "--proc", "/proc"]
+    for path in ("/tmp", "/dev/shm", "/var/tmp"):  # world-writable and sticky, as on a host
+        args += [*parent_dirs(path), "--perms", "1777"]
+        if tmp_bytes is not None:
+            args += ["--size", str(tmp_bytes)]
+        args += ["--tmpfs", path]
+    return args + [
+        "--tmpfs", "/run", "--tmpfs", "/home",
+        "--bind", str(home), "/home/user", "--bind", str(run), "/run/osworld",
+        "--dir", "/run/user", "--perms", "0700", "--dir", f"/run/user/{PLAYER_ID}",
+        *parent_dirs(shims_at), "--ro-bind", str(shims), shims_at,
+        "--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+
+
 def _visible_roots() -> list[str]:
     return [p for p in HOST_DIRS if os.path.exists(p)]
 
@@ -175,3 +196,26 @@ def judge_mounts(paths: list[str]) -> tuple[list[str], list[str]]:
             args += ["--perms", "0700", "--dir", guard]
         args += ["--ro-bind", path, path]
     return args, exposed
+
+
+def judge_python_paths() -> list[str]:
+    """Host paths the guest's Python needs inside the sandbox: the interpreter, the virtual
+    environment and this package's checkout, minus what the allowlist shows anyway (``/usr``).
+
+    They are bound at their own paths below 0700 directories (judge only, see
+    :func:`~osworld_gym.providers.sandbox.judge_mounts`).
+    """
+    import osworld_gym
+
+    wanted = {sys.prefix, sys.base_prefix, os.path.realpath(sys.executable),
+              str(Path(osworld_gym.__file__).resolve().parent.parent)}
+    visible = [p for p in HOST_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+    out: set[str] = set()
+    for p in wanted:
+        p = os.path.realpath(p)
+        if os.path.isfile(p):
+            p = os.path.dirname(p)
+        if not any(p == v or p.startswith(v + "/") for v in visible):
+            out.add(p)
+    # drop paths inside other bound paths
+    return sorted(p for p in out if not any(p != q and p.startswith(q + "/") for q in out))
