@@ -56,7 +56,10 @@ def judge(env, command: str) -> dict:
 def test_the_player_is_uid_1000_without_capabilities_and_the_judge_is_root(env):
     assert player(env, "id -u; grep CapEff /proc/self/status")["output"].split() == [
         "1000", "CapEff:", "0000000000000000"]
-    assert judge(env, "id -u")["output"].strip() == "0"
+    assert player(env, JUDGE_PIDS + "ps -o user= -p $G,$X")["output"].split() == ["root"] * 2
+    # evaluation commands run as the desktop user (OSWorld's semantics), without capabilities
+    assert judge(env, "id -u; grep CapEff /proc/self/status")["output"].split() == [
+        "1000", "CapEff:", "0000000000000000"]
 
 
 def test_the_player_cannot_kill_the_guest_or_xvfb_from_its_terminal(env):
@@ -135,6 +138,25 @@ def test_a_usercustomize_cannot_forge_a_vm_command_line_result(env):
     assert reward == 0.0
 
 
+def test_a_player_loop_cannot_write_the_answer_into_an_evaluator_or_kill_it(env):
+    """Same uid as the evaluator, so without holding the player still a background loop could
+    answer for it through /proc/PID/fd/1 (or kill it). The loop is stopped while it runs."""
+    env.reset(options={"task": "os-mkdir-001"})
+    client = env.unwrapped.provider.start()
+    loop = ("while :; do for p in $(pgrep -f 'Directory exists'); do "
+            "[ $p != $$ ] && echo 'Directory exists.' > /proc/$p/fd/1; done 2>/dev/null; done")
+    client.upload("/home/user/.forge.sh", loop.encode())
+    client.launch(["bash", "/home/user/.forge.sh"])
+    time.sleep(0.5)
+    outs = [judge(env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
+                       "echo 'Directory does not exist.'")["output"] for _ in range(3)]
+    assert outs == ["Directory does not exist.\n"] * 3
+    _, reward, _, _, info = env.step("DONE")
+    assert reward == 0.0 and info["infra_error"] is None
+    # and the loop runs again afterwards: held, not killed
+    assert "forge.sh" in player(env, "ps -eo stat,args | grep -v grep | grep forge.sh")["output"]
+
+
 def test_judge_commands_get_a_clean_python_whatever_the_player_leaves_in_home(env):
     env.reset(options={"task": "os-mkdir-001"})
     player(env, "mkdir -p ~/.local/lib/python3.11/site-packages && "
@@ -157,8 +179,9 @@ def test_the_player_reads_no_host_secret_task_json_cache_or_checkout(env):
     assert '"evaluator"' not in text and "Directory exists." not in text, text  # task JSON
     for p in ("/root", str(TASK_JSON), "/work"):
         assert f"{p}: Permission denied" in text or f"{p}: No such file" in text, (p, text)
-    # the judge still sees its own interpreter and checkout
-    assert judge(env, f"test -r {TASK_JSON} && echo yes")["output"].strip() == "yes"
+    # neither does an evaluation command (the desktop user's), while the guest runs from there
+    assert judge(env, f"test -r {TASK_JSON} || echo hidden")["output"].strip() == "hidden"
+    assert env.unwrapped.provider.start().health()["status"] == "ok"
 
 
 def test_a_gold_file_in_the_hosts_task_cache_cannot_be_copied_into_place(env):

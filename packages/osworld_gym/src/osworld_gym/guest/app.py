@@ -92,9 +92,8 @@ class GuestConfig:
         return PlayerIdentity(self.player_uid, gid, tuple(self.player_cgroups), tuple(prefix))
 
 
-#: ``$PATH`` of evaluation and setup commands (fixed: the player cannot put programs first).
-COMMAND_PATH = ("/opt/osworld-gym/shims:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-                "/sbin:/bin")
+#: ``$PATH`` of evaluation and setup commands when the guest has none.
+COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Variables a command environment keeps from the guest's (none of them the player's doing).
 _KEPT = ("DISPLAY", "LANG", "LC_ALL", "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE",
          "QT_ACCESSIBILITY", "GTK_A11Y", "TMPDIR")
@@ -111,8 +110,6 @@ class GuestApp:
     recorder: Recorder = field(init=False)
     a11y: Accessibility = field(init=False)
     env: dict[str, str] = field(init=False)
-    #: The judge's own ``$XDG_RUNTIME_DIR`` and ``$XAUTHORITY`` (never the player's).
-    judge_env: dict[str, str] = field(init=False)
     player: PlayerIdentity | None = field(init=False, default=None)
     home: Path = field(init=False)
     state_dir: Path = field(init=False)
@@ -152,8 +149,6 @@ class GuestApp:
             Path(cfg.tmp_dir).mkdir(parents=True, exist_ok=True)
             env["TMPDIR"] = os.path.abspath(cfg.tmp_dir)
         self.env = env
-        self.judge_env = {**env, "XDG_RUNTIME_DIR": str(judge_runtime),
-                          "XAUTHORITY": os.environ.get("XAUTHORITY", "")}
         self.registry = ProcessRegistry(env=env, cwd=str(self.home), player=self.player)
         self.registry.start_reaper()
         self.desktop = Desktop(cfg.display, parse_screen(cfg.screen), cfg.wm, self.home,
@@ -219,14 +214,16 @@ class GuestApp:
             os.lchown(p, self.player.uid, self.player.gid)
             p = p.parent
 
-    def command_env(self, *, judge: bool) -> dict[str, str]:
-        """The environment of a setup or evaluation command: fixed ``PATH``, home as ``HOME``,
+    def command_env(self) -> dict[str, str]:
+        """The environment of a setup or evaluation command: the guest's own ``PATH`` (set by
+        whoever started the guest, never by the player: with shims first), home as ``HOME``,
         no ``PYTHON*`` variable of anyone's but ours: no user site, no cwd on ``sys.path``
-        (``python3 -I`` semantics also for Pythons inside shell commands), and the runtime
-        dir and X authority of the identity that runs it."""
-        base = self.judge_env if judge and self.player is not None else self.env
+        (``python3 -I`` semantics also for Pythons inside shell commands), and the desktop
+        user's runtime dir and X authority (commands run as the desktop user)."""
+        base = self.env
         env = {k: base[k] for k in _KEPT if k in base}
-        env.update(PATH=COMMAND_PATH, HOME=str(self.home), USER="user", LOGNAME="user",
+        env.update(PATH=base.get("PATH") or COMMAND_PATH, HOME=str(self.home), USER="user",
+                   LOGNAME="user",
                    SHELL="/bin/bash", PYTHONNOUSERSITE="1", PYTHONSAFEPATH="1",
                    PYTHONDONTWRITEBYTECODE="1", XDG_RUNTIME_DIR=base["XDG_RUNTIME_DIR"])
         if base.get("XAUTHORITY"):

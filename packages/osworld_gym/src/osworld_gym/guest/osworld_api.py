@@ -2,14 +2,16 @@
 
 Where OSWorld answers plain text on success (``/setup/launch``, ``/setup/upload``, window
 operations) we do too; every error is JSON ``{"status": "error", "message": ...}``.
-Who runs a command: ``/execute`` and ``/execute_with_verification`` are how evaluators read the
-desktop (``vm_command_line`` and friends), so they run as the *judge* (namespace root: the
-player can neither signal nor trace them, nor plant code they load). ``/setup/execute`` and
-``/setup/launch`` prepare the desktop the agent will use, so what they start and create is the
-*player's* (an app started by setup is the agent's app; its files are the agent's files). Both
-kinds get :meth:`~osworld_gym.guest.app.GuestApp.command_env`: a fixed ``PATH`` and ``cwd``
-(the home, as in OSWorld), no ``PYTHON*`` variables but ``PYTHONNOUSERSITE``/``PYTHONSAFEPATH``,
-and ``-I`` after a Python interpreter named as the program (:func:`isolate_python`).
+Who runs a command: every command runs as the desktop user, as in OSWorld's VM (``ssh``,
+``git`` and ``~`` depend on it). ``/execute`` and ``/execute_with_verification`` are how
+evaluators read the desktop (``vm_command_line`` and friends): they run in the judge's cgroup
+while the player's loose processes are held (:mod:`~osworld_gym.guest.judging`), so nothing the
+agent left running can signal, trace or answer for them. ``/setup/execute`` and
+``/setup/launch`` prepare the desktop the agent will use: what they start and create is the
+player's, in the player's cgroup. Both kinds get
+:meth:`~osworld_gym.guest.app.GuestApp.command_env`: the guest's fixed ``PATH``, cwd = the home
+(as in OSWorld), no ``PYTHON*`` variables but ``PYTHONNOUSERSITE``/``PYTHONSAFEPATH``, and
+``-I`` after a Python interpreter named as the program (:func:`isolate_python`).
 
 Not implemented: ``/window_size``, ``/wallpaper``, ``/setup/change_wallpaper``,
 ``/setup/download_file`` (the host downloads and uploads), ``/run_python``, ``/run_bash_script``.
@@ -17,6 +19,7 @@ Not implemented: ``/window_size``, ``/wallpaper``, ``/setup/change_wallpaper``,
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import platform
@@ -32,6 +35,7 @@ from typing import Any
 from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
 from osworld_gym.guest import opener
 from osworld_gym.guest.app import GuestApp
+from osworld_gym.guest.judging import player_held
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
 from osworld_gym.guest.server import (
@@ -115,9 +119,7 @@ def register(router: Router, app: GuestApp) -> None:
         argv, shell = command_from(app, body)
         timeout = _timeout(body, EXECUTE_TIMEOUT_S, MAX_EXECUTE_TIMEOUT_S)
         try:
-            res = app.registry.run(isolate_python(argv), shell=shell, timeout=timeout,
-                                   env=app.command_env(judge=judge), cwd=str(app.home),
-                                   judge=judge)
+            res = run_as_user(isolate_python(argv), shell, timeout, judge)
         except subprocess.TimeoutExpired:
             raise HTTPError(504, f"command timed out after {timeout:g} s and was killed") from None
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
@@ -125,6 +127,19 @@ def register(router: Router, app: GuestApp) -> None:
         return {"status": "success", "output": res.stdout.decode("utf-8", errors="replace"),
                 "error": res.stderr.decode("utf-8", errors="replace"),
                 "returncode": res.returncode}
+
+    def run_as_user(argv: list[str] | str, shell: bool, timeout: float,
+                    judge: bool) -> subprocess.CompletedProcess:
+        """Run as the desktop user; for the judge: in its cgroup, the player held still."""
+        env, cwd = app.command_env(), str(app.home)
+        if app.player is None or not judge:
+            return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
+                                    judge=False)
+        evaluator = dataclasses.replace(app.player, cgroup_procs=(), rlimit_prefix=())
+        with player_held(app.registry, app.player.uid, app.desktop.infrastructure_pids(),
+                         app.registry.app_pids()):
+            return app.registry.run(evaluator.wrap(argv, shell), timeout=timeout, env=env,
+                                    cwd=cwd, judge=True)
 
     def execute(req: Request) -> Response:
         return json_response(run_command(req.json(), judge=True))
@@ -147,9 +162,7 @@ def register(router: Router, app: GuestApp) -> None:
                 ok = any(str(title) in w.title for w in app.windows.list())
             if ok and (check := verification.get("command_success")) is not None:
                 try:
-                    ok = app.registry.run(str(check), shell=True, timeout=10, judge=judge,
-                                          env=app.command_env(judge=judge),
-                                          cwd=str(app.home)).returncode == 0
+                    ok = run_as_user(str(check), True, 10, judge).returncode == 0
                 except subprocess.TimeoutExpired:
                     ok = False
             waited = time.monotonic() - t0

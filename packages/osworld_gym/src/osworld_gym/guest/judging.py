@@ -1,0 +1,110 @@
+"""Evaluation commands as the desktop user, with the player's loose processes held still.
+
+OSWorld's evaluators read the desktop as its user: ``ssh -G`` only trusts a config its own uid
+owns, ``git`` refuses a repository another uid owns, ``~`` is the user's. So an evaluation
+command (``/execute``) runs with the desktop user's uid, like a setup command, but
+
+* with a clean environment and ``python3 -I`` (see :mod:`~osworld_gym.guest.osworld_api`),
+* in the judge's cgroup (a player that exhausted its own pids/memory cannot starve it),
+* while every *loose* player process is stopped (SIGSTOP, then SIGCONT): any process of the
+  desktop user that is not a task app (or one of its helper processes), the window manager or
+  the session bus. A process of the same uid could otherwise signal the command, ``ptrace`` it,
+  or simply write the expected answer into ``/proc/<pid>/fd/1``. A terminal, a shell loop, a
+  Python daemon the agent started, and any interpreter or program from outside ``/usr``
+  (also when a task app started it) are held; only the apps a task launched keep running,
+  because getters query them live (Chromium's DevTools, VLC's HTTP interface).
+
+What stays possible: code injected into a running task app (a ptrace-capable agent that
+hijacked Chromium before the episode ended). Stopping apps as well would break the live
+getters; the README's threat model lists this.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from osworld_gym.guest.processes import ProcessRegistry, all_processes, descendants
+
+log = logging.getLogger(__name__)
+
+#: Programs that run code given to them (interpreters, shells, debuggers, command runners).
+#: A process running one is held even inside a task app's subtree.
+RUNS_CODE = re.compile(
+    r"(ba|da|z|k|c|tc|fi|mk|yash|busybox)?sh|python[\d.]*m?|perl[\d.]*|ruby[\d.]*|node(js)?|"
+    r"lua[\d.]*|luajit|tclsh[\d.]*|wish[\d.]*|php[\d.]*|gdb|strace|ltrace|watch|xargs|env|"
+    r"nohup|setsid|timeout|script|expect|socat|n?cat|ncat|nc|stdbuf|nice|flock|parallel|"
+    r"awk|gawk|mawk|sed|find|make|java|gjs")
+#: Where the programs of task apps live; anything else (the home, /tmp) is the player's own.
+APP_ROOTS = ("/usr/", "/opt/")
+
+
+def _uid(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _exe(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
+def _app_program(pid: int) -> bool:
+    exe = _exe(pid).removesuffix(" (deleted)")
+    return exe.startswith(APP_ROOTS) and not RUNS_CODE.fullmatch(os.path.basename(exe))
+
+
+@contextmanager
+def player_held(registry: ProcessRegistry, player_uid: int, keep: set[int],
+                apps: set[int]) -> Iterator[int]:
+    """SIGSTOP every loose process of ``player_uid`` for the duration; SIGCONT after.
+
+    ``keep``: pids that keep running themselves (window manager, session bus); ``apps``: task
+    apps, whose subtrees keep running except processes that run code (:data:`RUNS_CODE`) or
+    programs from outside :data:`APP_ROOTS`. Yields how many processes were stopped.
+    """
+    stopped: list[int] = []
+    seen: set[int] = set()
+    try:
+        for _ in range(8):  # a process may fork while we scan: rescan until nothing is new
+            procs = all_processes()
+            allowed = set(keep)
+            for pid in apps:
+                for p in [*descendants(pid, procs)]:
+                    if _app_program(p.pid):
+                        allowed.add(p.pid)
+                if _app_program(pid):
+                    allowed.add(pid)
+            new = [p.pid for p in descendants(os.getpid(), procs)
+                   if p.pid not in seen and p.pid not in allowed and p.state not in "ZXT"
+                   and _uid(p.pid) == player_uid]
+            if not new:
+                break
+            for pid in new:
+                seen.add(pid)
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    stopped.append(pid)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if stopped:
+            log.debug("holding %d player processes during an evaluation command", len(stopped))
+        yield len(stopped)
+    finally:
+        for pid in stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
