@@ -200,10 +200,13 @@ class GuestApp:
             homedir.chown_tree(self.home, self.player.uid, self.player.gid)
 
     def give_to_player(self, path: Path) -> None:
-        """Hand a file the judge wrote into the home (an upload) and its new parents over."""
+        """Hand a file the judge wrote for the desktop (an upload) and its new parents in the
+        home over to the player."""
         if self.player is None:
             return
         p = Path(os.path.abspath(path))
+        os.lchown(p, self.player.uid, self.player.gid)
+        p = p.parent
         while p == self.home or self.home in p.parents:
             try:
                 st = os.lstat(p)
@@ -222,9 +225,9 @@ class GuestApp:
         user's runtime dir and X authority (commands run as the desktop user)."""
         base = self.env
         env = {k: base[k] for k in _KEPT if k in base}
-        env.update(PATH=base.get("PATH") or COMMAND_PATH, HOME=str(self.home), USER="user",
-                   LOGNAME="user",
-                   SHELL="/bin/bash", PYTHONNOUSERSITE="1", PYTHONSAFEPATH="1",
+        env.update(PATH=base.get("PATH") or COMMAND_PATH, HOME=str(self.home),
+                   USER=base.get("USER", "user"), LOGNAME=base.get("LOGNAME", "user"),
+                   SHELL=base.get("SHELL", "/bin/bash"), PYTHONNOUSERSITE="1", PYTHONSAFEPATH="1",
                    PYTHONDONTWRITEBYTECODE="1", XDG_RUNTIME_DIR=base["XDG_RUNTIME_DIR"])
         if base.get("XAUTHORITY"):
             env["XAUTHORITY"] = base["XAUTHORITY"]

@@ -304,7 +304,21 @@ class LocalProvider(Provider):
                     raise InfraError(f"judge separation is unavailable: {e}") from e
                 log.warning("LocalProvider: %s; the desktop user IS the judge (it can forge "
                             "scores): do not train on this machine", e)
+        else:
+            log.warning("LocalProvider(judge_separation=False): the desktop user is the judge "
+                        "(it can forge scores and, on a root host, read root's files)")
         self.separated = fd is not None
+        try:
+            self._limit(home, run)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        return fd
+
+    def _limit(self, home: Path, run: Path) -> None:
+        """The size-limited home and the desktop's cgroup."""
+        assert self._dir is not None
         if os.geteuid() == 0 and self.limits.home_bytes is not None:
             uid = self.player_host_id if self.separated else 0
             nr_inodes = max(4096, self.limits.home_bytes // 8192)
@@ -321,7 +335,6 @@ class LocalProvider(Provider):
         if self._cgroup is not None:
             for i, _ in enumerate(self._cgroup.player_procs):
                 (run / f"player-cgroup-{i}.procs").touch()
-        return fd
 
     def _guest_args(self, home: str, run: str, display: str) -> list[str]:
         w, h = self.screen_size
