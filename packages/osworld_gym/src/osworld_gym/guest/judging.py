@@ -6,17 +6,17 @@ command (``/execute``) runs with the desktop user's uid, like a setup command, b
 
 * with a clean environment and ``python3 -I`` (see :mod:`~osworld_gym.guest.osworld_api`),
 * in the judge's cgroup (a player that exhausted its own pids/memory cannot starve it),
-* while every *loose* player process is stopped (SIGSTOP, then SIGCONT): any process of the
-  desktop user that is not a task app (or one of its helper processes), the window manager or
-  the session bus. A process of the same uid could otherwise signal the command, ``ptrace`` it,
-  or simply write the expected answer into ``/proc/<pid>/fd/1``. A terminal, a shell loop, a
-  Python daemon the agent started, and any interpreter or program from outside ``/usr``
-  (also when a task app started it) are held; only the apps a task launched keep running,
-  because getters query them live (Chromium's DevTools, VLC's HTTP interface).
+* while every player process that can act on a command it did not start is stopped (SIGSTOP,
+  then SIGCONT): shells, interpreters, command runners (:data:`RUNS_CODE`) and any program from
+  outside ``/usr``/``/opt`` (the home, ``/tmp``). A process of the same uid could otherwise
+  signal the command, ``ptrace`` it, or simply write the expected answer into
+  ``/proc/<pid>/fd/1``. Installed applications keep running, whoever started them (setup or
+  the agent's terminal), because getters query them live (Chromium's DevTools, VLC's HTTP
+  interface), and so do the window manager and the session bus.
 
-What stays possible: code injected into a running task app (a ptrace-capable agent that
-hijacked Chromium before the episode ended). Stopping apps as well would break the live
-getters; the README's threat model lists this.
+What stays possible: code injected into a running application (a ptrace-capable agent that
+hijacked Chromium before the episode ended), or an installed program not listed in
+:data:`RUNS_CODE` used as a controller. The README's threat model lists this.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from osworld_gym.guest.processes import ProcessRegistry, all_processes, descendants
+from osworld_gym.guest.processes import descendants
 
 log = logging.getLogger(__name__)
 
@@ -67,29 +67,19 @@ def _app_program(pid: int) -> bool:
 
 
 @contextmanager
-def player_held(registry: ProcessRegistry, player_uid: int, keep: set[int],
-                apps: set[int]) -> Iterator[int]:
-    """SIGSTOP every loose process of ``player_uid`` for the duration; SIGCONT after.
-
-    ``keep``: pids that keep running themselves (window manager, session bus); ``apps``: task
-    apps, whose subtrees keep running except processes that run code (:data:`RUNS_CODE`) or
-    programs from outside :data:`APP_ROOTS`. Yields how many processes were stopped.
+def player_held(player_uid: int, keep: set[int]) -> Iterator[int]:
+    """SIGSTOP every process of ``player_uid`` below this one that runs code
+    (:data:`RUNS_CODE`) or a program from outside :data:`APP_ROOTS`, for the duration; SIGCONT
+    after. ``keep``: pids that keep running regardless (window manager, session bus). Yields
+    how many processes were stopped.
     """
     stopped: list[int] = []
     seen: set[int] = set()
     try:
         for _ in range(8):  # a process may fork while we scan: rescan until nothing is new
-            procs = all_processes()
-            allowed = set(keep)
-            for pid in apps:
-                for p in [*descendants(pid, procs)]:
-                    if _app_program(p.pid):
-                        allowed.add(p.pid)
-                if _app_program(pid):
-                    allowed.add(pid)
-            new = [p.pid for p in descendants(os.getpid(), procs)
-                   if p.pid not in seen and p.pid not in allowed and p.state not in "ZXT"
-                   and _uid(p.pid) == player_uid]
+            new = [p.pid for p in descendants(os.getpid())
+                   if p.pid not in seen and p.pid not in keep and p.state not in "ZXT"
+                   and _uid(p.pid) == player_uid and not _app_program(p.pid)]
             if not new:
                 break
             for pid in new:

@@ -136,8 +136,7 @@ def register(router: Router, app: GuestApp) -> None:
             return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
                                     judge=False)
         evaluator = dataclasses.replace(app.player, cgroup_procs=(), rlimit_prefix=())
-        with player_held(app.registry, app.player.uid, app.desktop.infrastructure_pids(),
-                         app.registry.app_pids()):
+        with player_held(app.player.uid, app.desktop.infrastructure_pids()):
             return app.registry.run(evaluator.wrap(argv, shell), timeout=timeout, env=env,
                                     cwd=cwd, judge=True)
 

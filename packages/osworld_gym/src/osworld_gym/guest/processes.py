@@ -284,11 +284,6 @@ class ProcessRegistry:
             self._forget(proc)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
-    def app_pids(self) -> set[int]:
-        """Pids of the task apps started so far that have not been reaped."""
-        with self._lock:
-            return set(self._apps)
-
     def kill_group(self, proc: subprocess.Popen) -> None:
         """SIGKILL ``proc``'s process group (it was started in its own session)."""
         with self._lock:
