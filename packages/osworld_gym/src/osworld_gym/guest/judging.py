@@ -42,6 +42,10 @@ RUNS_CODE = re.compile(
     r"awk|gawk|mawk|sed|find|make|java|gjs")
 #: Where the programs of task apps live; anything else (the home, /tmp) is the player's own.
 APP_ROOTS = ("/usr/", "/opt/")
+#: Read-only scripts of ours that supervise apps (the Chromium supervisor behind the
+#: ``google-chrome`` shim forwards ``pkill chrome`` to Chromium; held, it would not, and an
+#: evaluator's ``pkill chrome`` would never get Chromium's profile written).
+OUR_SCRIPTS = "/opt/osworld-gym/shims/"
 
 
 def _uid(pid: int) -> int | None:
@@ -63,7 +67,15 @@ def _exe(pid: int) -> str:
 
 def _app_program(pid: int) -> bool:
     exe = _exe(pid).removesuffix(" (deleted)")
-    return exe.startswith(APP_ROOTS) and not RUNS_CODE.fullmatch(os.path.basename(exe))
+    if not exe.startswith(APP_ROOTS):
+        return False
+    if not RUNS_CODE.fullmatch(os.path.basename(exe)):
+        return True
+    try:  # an interpreter running one of our read-only supervisor scripts
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return len(argv) > 1 and argv[1].decode("utf-8", "replace").startswith(OUR_SCRIPTS)
 
 
 @contextmanager
