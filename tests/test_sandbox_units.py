@@ -108,3 +108,14 @@ def test_limits_reject_nonsense_and_leave_the_judge_a_reserve():
 def test_unlimited_desktops_make_no_cgroup():
     assert limits.DesktopCgroup.create("x", limits.DesktopLimits(memory_bytes=None, pids=None)) \
         is None
+
+
+def test_evaluation_holds_code_runners_but_not_installed_apps():
+    from osworld_gym.guest.judging import RUNS_CODE
+
+    for prog in ("bash", "sh", "dash", "python3", "python3.11", "perl", "node", "watch", "xargs",
+                 "socat", "env", "busybox", "gdb"):
+        assert RUNS_CODE.fullmatch(prog), prog
+    for prog in ("chromium", "vlc", "soffice.bin", "mousepad", "xterm", "openbox", "dbus-daemon",
+                 "sleep"):
+        assert not RUNS_CODE.fullmatch(prog), prog

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 #: Programs that run code given to them (interpreters, shells, debuggers, command runners).
 #: A process running one is held even inside a task app's subtree.
 RUNS_CODE = re.compile(
-    r"(ba|da|z|k|c|tc|fi|mk|yash|busybox)?sh|python[\d.]*m?|perl[\d.]*|ruby[\d.]*|node(js)?|"
+    r"(ba|da|z|k|c|tc|fi|mk|ya)?sh|busybox|python[\d.]*m?|perl[\d.]*|ruby[\d.]*|node(js)?|"
     r"lua[\d.]*|luajit|tclsh[\d.]*|wish[\d.]*|php[\d.]*|gdb|strace|ltrace|watch|xargs|env|"
     r"nohup|setsid|timeout|script|expect|socat|n?cat|ncat|nc|stdbuf|nice|flock|parallel|"
     r"awk|gawk|mawk|sed|find|make|java|gjs")
