@@ -151,7 +151,9 @@ class Desktop:
                 "-nolisten", "tcp", "-noreset", "-br", "+extension", "XTEST", "+extension", "XFIXES",
                 "-dpi", "96"]
         with open(log_path, "wb") as out:
-            self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            # the judge's: the player must not be able to kill the display it is scored on
+            self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                            judge=True)
         log.info("started Xvfb %s (pid %d)", self.display, self.xvfb.pid)
         _wait_for(lambda: can_connect(self.display), timeout, f"Xvfb {self.display}", self.xvfb,
                   log_path)
@@ -167,7 +169,9 @@ class Desktop:
         if shutil.which("dbus-daemon") is None:
             log.warning("dbus-daemon is not installed: no session bus, /accessibility will be 501")
             return None
-        path = self.state_dir / "bus"
+        # in the apps' runtime dir: the bus runs as the player (dbus-daemon admits its own uid
+        # and root), which cannot enter the judge's state dir
+        path = Path(env.get("XDG_RUNTIME_DIR") or self.state_dir) / "bus"
         path.unlink(missing_ok=True)
         address = f"unix:path={path}"
         log_path = self.state_dir / "dbus.log"
