@@ -96,7 +96,12 @@ class GuestConfig:
 COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Variables a command environment keeps from the guest's (none of them the player's doing).
 _KEPT = ("DISPLAY", "LANG", "LC_ALL", "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE",
-         "QT_ACCESSIBILITY", "GTK_A11Y", "TMPDIR")
+         "QT_ACCESSIBILITY", "GTK_A11Y", "TMPDIR",
+         # the desktop profile's session (guest/profiles): gsettings in a task's command must
+         # read the same dconf database and schemas as the desktop's apps
+         "XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "XDG_CURRENT_DESKTOP", "XDG_SESSION_DESKTOP",
+         "DESKTOP_SESSION", "GNOME_SHELL_SESSION_MODE", "GSETTINGS_SCHEMA_DIR",
+         "GSETTINGS_BACKEND", "DCONF_PROFILE")
 
 
 @dataclass

@@ -207,8 +207,11 @@ class Desktop:
         rc = self.home / ".config" / "openbox" / "rc.xml"
         if self.wm == "ubuntu":
             if self.session is None:  # once: adds the profile's variables to the apps' env
+                # with judge separation the apps cannot read the judge's state dir: the
+                # profile's files go to a directory of the sandbox's own /run they may read
+                public = Path("/run/osworld-profile") if self.registry.player is not None else None
                 self.session = UbuntuSession(self.display, self.screen[:2], self.state_dir,
-                                             self.registry)
+                                             self.registry, public_dir=public)
                 self.session.prepare(env)
             rc = self.session.openbox_config
         if rc.is_file():

@@ -100,6 +100,12 @@ def _application(desktop_id: str, data_dirs: list[str]) -> Path | None:
     return None
 
 
+def _readable(root: Path) -> None:
+    """Let every user read (not write) ``root``'s tree: the apps run as another uid."""
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 def _run(argv: list[str], env: dict[str, str], what: str, timeout: float = 10.0) -> None:
     try:
         subprocess.run(argv, env=env, check=True, timeout=timeout, stdin=subprocess.DEVNULL,
@@ -123,16 +129,26 @@ class UbuntuSession:
     size: tuple[int, int]
     state_dir: Path
     registry: ProcessRegistry
+    #: Where the profile's files go for the desktop's apps to read: the judge's state dir is
+    #: closed to the player, so with judge separation a directory the guest owns and the
+    #: player may only read (default: ``state_dir/ubuntu``).
+    public_dir: Path | None = None
     panels: dict[str, subprocess.Popen] = field(default_factory=dict, init=False)
     bus_link: Path | None = field(default=None, init=False)
 
     @property
     def dir(self) -> Path:
-        return self.state_dir / "ubuntu"
+        return self.public_dir if self.public_dir is not None else self.state_dir / "ubuntu"
+
+    @property
+    def data(self) -> Path:
+        """The profile's data files, copied where the apps can read them (the package
+        checkout itself may be the judge's alone)."""
+        return self.dir / "data"
 
     @property
     def openbox_config(self) -> Path:
-        return DATA / "openbox" / "rc.xml"
+        return self.data / "openbox" / "rc.xml"
 
     # ---- before the WM ----------------------------------------------------------------------
     def prepare(self, env: dict[str, str]) -> None:
@@ -144,7 +160,9 @@ class UbuntuSession:
                 f"sudo apt-get install -y --no-install-recommends "
                 f"{' '.join(sorted(set(missing.values())))}")
         self.dir.mkdir(parents=True, exist_ok=True)
-        data_dirs = [str(DATA), *_SYSTEM_DATA]
+        self.dir.chmod(0o755)
+        shutil.copytree(DATA, self.data, dirs_exist_ok=True)
+        data_dirs = [str(self.data), *_SYSTEM_DATA]
         schemas = self.dir / "schemas"
         schemas.mkdir(exist_ok=True)
         _run(["glib-compile-schemas", "--strict", f"--targetdir={schemas}", str(DATA / "schemas")],
@@ -155,13 +173,14 @@ class UbuntuSession:
         (self.dir / "dconf-profile").write_text(f"user-db:user\nfile-db:{dconf_db}\n")
         env.update(
             XDG_DATA_DIRS=":".join(data_dirs),
-            XDG_CONFIG_DIRS=f"{DATA}:/etc/xdg",  # gtk-3.0/settings.ini: Yaru
+            XDG_CONFIG_DIRS=f"{self.data}:/etc/xdg",  # gtk-3.0/settings.ini: Yaru
             XDG_CURRENT_DESKTOP="ubuntu:GNOME", XDG_SESSION_DESKTOP="ubuntu",
             DESKTOP_SESSION="ubuntu", GNOME_SHELL_SESSION_MODE="ubuntu",
             GSETTINGS_SCHEMA_DIR=str(schemas), GSETTINGS_BACKEND="dconf",
             DCONF_PROFILE=str(self.dir / "dconf-profile"),
         )
         self._write_panels(data_dirs)
+        _readable(self.dir)
         self._link_bus(env)
 
     def _link_bus(self, env: dict[str, str]) -> None:
@@ -222,8 +241,16 @@ class UbuntuSession:
             return
         keys = ("XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "XDG_CURRENT_DESKTOP", "GSETTINGS_SCHEMA_DIR",
                 "GSETTINGS_BACKEND", "DCONF_PROFILE", "DISPLAY", "XDG_SESSION_DESKTOP")
-        _run(["dbus-update-activation-environment", *keys], env,
-             "updating the session bus's activation environment")
+        # as the bus's own user (the player's, under judge separation): the bus admits no other
+        try:
+            out = self.registry.run(["dbus-update-activation-environment", *keys], env=env,
+                                    timeout=10.0, judge=False)
+        except subprocess.TimeoutExpired as e:
+            raise GuestError("updating the session bus's activation environment did not "
+                             "finish in 10 s") from e
+        if out.returncode != 0:
+            raise GuestError("updating the session bus's activation environment failed: "
+                             + out.stderr.decode(errors="replace").strip())
 
     def _wait_for_workarea(self, timeout: float) -> None:
         from Xlib import display as xdisplay
