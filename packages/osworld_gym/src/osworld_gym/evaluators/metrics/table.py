@@ -12,10 +12,13 @@ Rules (``type`` and its keys):
 
 ================  ====================================================================
 ``sheet_name``    the two workbooks have the same sheet names in the same order
-``sheet_data``    ``sheet_idx0``, ``sheet_idx1``: equal cell values (cached values of
-                  formulas); ``precision`` (decimals numbers are rounded to, default 4),
-                  ``ignore_case``. As with OSWorld's pandas reading, blank rows are skipped
-                  and trailing blank columns ignored; unlike pandas, ``3`` equals ``3.0``.
+``sheet_data``    ``sheet_idx0``, ``sheet_idx1``: the sheets read as OSWorld reads them,
+                  with pandas (``read_excel``: first row the header, cached values of
+                  formulas, blank rows inside the data kept, one dtype per column), rounded
+                  to ``precision`` decimals (default 4; only numeric columns round: a number
+                  in a text column is compared unrounded) and compared with
+                  ``DataFrame.equals`` (an int column differs from a float one).
+                  ``ignore_case`` is *not* honoured, as in OSWorld.
 ``sheet_fuzzy``   ``sheet_idx0``, ``sheet_idx1``, ``rules: [{range: [..], type:
                   exact_match|includes|included_by|fuzzy_match, threshold (0-100, default
                   85), ignore_case, ignore_chars, trim_leadings, trim_trailings,
@@ -115,6 +118,21 @@ class Workbook:
         import openpyxl
 
         return openpyxl.load_workbook(self.path, data_only=False)
+
+    @cached_property
+    def _excel(self) -> Any:
+        import pandas as pd
+
+        return pd.ExcelFile(self.path)
+
+    def frame(self, title: str) -> Any:
+        """Sheet ``title`` as OSWorld's ``sheet_data`` reads it (``pd.read_excel``); ``None``
+        if there is no such sheet."""
+        import pandas as pd
+
+        if title not in self._excel.sheet_names:
+            return None
+        return pd.read_excel(self._excel, title)
 
     @cached_property
     def parts(self) -> objects.Package:
@@ -223,36 +241,16 @@ def _sheet_name(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
 
 
 def _sheet_data(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
-    s0, s1 = sheet(rule["sheet_idx0"], r, e), sheet(rule["sheet_idx1"], r, e)
-    if s0 is None or s1 is None:
-        return False
     precision = int(rule.get("precision", 4))
-    ignore_case = bool(rule.get("ignore_case", False))
-    return grid(s0, precision, ignore_case) == grid(s1, precision, ignore_case)
-
-
-def grid(ws: Any, precision: int = 4, ignore_case: bool = False) -> list[tuple[Any, ...]]:
-    """The sheet's values as rows, normalised for comparison (see ``sheet_data``)."""
-    rows = []
-    for raw in ws.iter_rows(values_only=True):
-        row = tuple(_normalise(v, precision, ignore_case) for v in raw)
-        if any(v is not None for v in row):
-            rows.append(row)
-    width = max((max(i for i, v in enumerate(row) if v is not None) + 1 for row in rows), default=0)
-    return [row[:width] + (None,) * (width - len(row)) for row in rows]
-
-
-def _normalise(value: Any, precision: int, ignore_case: bool) -> Any:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        rounded = round(float(value), precision)
-        return 0.0 if rounded == 0 else rounded
-    if isinstance(value, str) and ignore_case:
-        return value.lower()
-    return value
+    frames = []
+    for key in ("sheet_idx0", "sheet_idx1"):
+        book, title = sheet_title(rule[key], r, e)
+        frame = None if title is None else book.frame(title)
+        if frame is None:
+            logger.info("sheet_data: no sheet %r", rule[key])
+            return False
+        frames.append(frame.round(precision))
+    return bool(frames[0].equals(frames[1]))
 
 
 def _sheet_fuzzy(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
