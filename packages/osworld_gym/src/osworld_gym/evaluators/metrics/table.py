@@ -23,12 +23,16 @@ Rules (``type`` and its keys):
                   exact_match|includes|included_by|fuzzy_match, threshold (0-100, default
                   85), ignore_case, ignore_chars, trim_leadings, trim_trailings,
                   normalization: [[old, new], ..]}]``; cells compared as ``str(value)``
-                  (an empty cell is ``"None"``, as in OSWorld)
+                  of the XML value (:mod:`.table_cells`: ``3`` is ``"3.0"``, an empty or
+                  boolean cell ``"None"``, as in OSWorld)
 ``check_cell``    ``sheet_idx``, ``coordinate``, ``props: {prop: {method, ref}}`` where prop
-                  is ``value`` or a style property (below); see :func:`.match.match_value`
+                  is ``value`` (read from the XML as OSWorld does: numbers are floats,
+                  booleans ``None``) or a style property (below); see
+                  :func:`.match.match_value`
 ``style``         ``sheet_idx0``, ``sheet_idx1``, ``props: [...]``: every cell's style props
                   equal (conditional formatting is not applied)
-``freeze``        ``sheet_idx0``, ``sheet_idx1``: same frozen panes
+``freeze``        ``sheet_idx0``, ``sheet_idx1``: same frozen panes (frozen rows/columns;
+                  a split pane is not a frozen one); see :func:`.table_props.freeze_key`
 ``zoom``          ``sheet_idx``, ``method``, ``ref``: the zoom (default 100) matches
 ``data_validation``  ``sheet_idx``, ``dv_props: [{attr: {method, ref}}]``: at least as many
                   validations as entries, each validation matching one entry
@@ -64,7 +68,6 @@ OSWorld.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable
 from functools import cached_property
@@ -76,6 +79,7 @@ from osworld_gym.evaluators.metrics import table_print as printing
 from osworld_gym.evaluators.metrics import table_props as props
 from osworld_gym.evaluators.metrics.match import fuzzy_ratio, match_value, range_cells
 from osworld_gym.evaluators.metrics.options import check_options, honours
+from osworld_gym.evaluators.metrics.table_cells import read_cell_value
 
 logger = logging.getLogger(__name__)
 
@@ -254,17 +258,22 @@ def _sheet_data(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
 
 
 def _sheet_fuzzy(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
-    s0, s1 = sheet(rule["sheet_idx0"], r, e), sheet(rule["sheet_idx1"], r, e)
-    if s0 is None or s1 is None:
-        return False
+    from openpyxl.utils import get_column_letter
+
+    (b0, t0), (b1, t1) = sheet_title(rule["sheet_idx0"], r, e), sheet_title(rule["sheet_idx1"], r, e)
     for sub in rule["rules"]:
         for row, col in sorted(range_cells(sub["range"])):
-            a = _fuzzy_text(s0.cell(row=row, column=col).value, sub)
-            b = _fuzzy_text(s1.cell(row=row, column=col).value, sub)
+            coordinate = f"{get_column_letter(col)}{row}"
+            a = _fuzzy_text(_raw_value(b0, t0, coordinate), sub)
+            b = _fuzzy_text(_raw_value(b1, t1, coordinate), sub)
             if not _fuzzy_pair(a, b, sub):
-                logger.info("sheet_fuzzy: cell (%d, %d): %r vs %r", row, col, a, b)
+                logger.info("sheet_fuzzy: %s: %r vs %r", coordinate, a, b)
                 return False
     return True
+
+
+def _raw_value(book: Workbook, title: str | None, coordinate: str) -> Any:
+    return None if title is None else read_cell_value(book.path, title, coordinate)
 
 
 def _fuzzy_text(value: Any, sub: dict[str, Any]) -> str:
@@ -296,19 +305,25 @@ def _fuzzy_pair(a: str, b: str, sub: dict[str, Any]) -> bool:
 
 
 def _check_cell(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
-    values, styled = sheet(rule["sheet_idx"], r, e), sheet(rule["sheet_idx"], r, e, styles=True)
-    if values is None or styled is None:
+    """OSWorld's check_cell: ``value`` read from the XML (:mod:`.table_cells`: numbers are
+    floats, booleans ``None``); a style property unreadable for the cell is ``None``; any
+    error while checking fails the rule (OSWorld's catch-all)."""
+    styled = sheet(rule["sheet_idx"], r, e, styles=True)
+    if styled is None:
         return False
     coordinate = rule["coordinate"]
     for prop, want in rule["props"].items():
         if prop == "value":
-            got = values[coordinate].value
-            if isinstance(got, dt.datetime | dt.date) and isinstance(want.get("ref"), int | float):
-                from openpyxl.utils.datetime import to_excel
-
-                got = to_excel(got)
+            book, title = sheet_title(rule["sheet_idx"], r, e)
+            got = _raw_value(book, title, coordinate)
         else:
-            got = props.cell_style(prop, styled[coordinate])
+            try:
+                got = props.cell_style(prop, styled[coordinate])
+            except ValueError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - OSWorld reads a failing style as None
+                logger.info("check_cell %s.%s unreadable: %s", coordinate, prop, exc)
+                got = None
         if not match_value(got, want):
             logger.info("check_cell %s.%s = %r does not match %r", coordinate, prop, got, want)
             return False
@@ -391,7 +406,7 @@ _RULES: dict[str, Rule] = {
     "sheet_fuzzy": _sheet_fuzzy,
     "check_cell": _check_cell,
     "style": _compare_with(lambda a, b, rule: props.styles(a, b, rule["props"])),
-    "freeze": _compare_with(lambda a, b, rule: a.freeze_panes == b.freeze_panes),
+    "freeze": _compare_with(lambda a, b, rule: props.freeze_key(a) == props.freeze_key(b)),
     "zoom": _zoom,
     "data_validation": _data_validation,
     "filter": _compare_with(lambda a, b, rule: props.auto_filter(a) == props.auto_filter(b)),
