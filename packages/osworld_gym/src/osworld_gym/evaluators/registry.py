@@ -69,6 +69,39 @@ _METRICS: dict[str, str | Metric] = {
     "compare_images": f"{_M}.images:compare_images",
     "is_expected_url_pattern_match": f"{_M}.chrome:is_expected_url_pattern_match",
     "is_expected_active_tab": f"{_M}.chrome:is_expected_active_tab",
+    "is_expected_active_tab_approximate": f"{_M}.chrome:is_expected_active_tab_approximate",
+    "is_expected_tabs": f"{_M}.chrome:is_expected_tabs",
+    "is_in_list": f"{_M}.general:is_in_list",
+    "is_utc_0": f"{_M}.general:is_utc_0",
+    "diff_text_file": f"{_M}.files:diff_text_file",
+    "compare_csv": f"{_M}.files:compare_csv",
+    "check_csv": f"{_M}.files:check_csv",
+    "check_json": f"{_M}.files:check_json",
+    "file_contains": f"{_M}.files:file_contains",
+    "compare_zip_files": f"{_M}.files:compare_zip_files",
+    "compare_docx_tables": f"{_M}.docs_format:compare_docx_tables",
+    "compare_line_spacing": f"{_M}.docs_format:compare_line_spacing",
+    "compare_font_names": f"{_M}.docs_format:compare_font_names",
+    "contains_page_break": f"{_M}.docs_format:contains_page_break",
+    "has_page_numbers_in_footers": f"{_M}.docs_format:has_page_numbers_in_footers",
+    "is_first_line_centered": f"{_M}.docs_format:is_first_line_centered",
+    "compare_subscript_contains": f"{_M}.docs_format:compare_subscript_contains",
+    "check_thunderbird_prefs": f"{_M}.apps:check_thunderbird_prefs",
+    "check_thunderbird_filter": f"{_M}.apps:check_thunderbird_filter",
+    "check_config_status": f"{_M}.apps:check_config_status",
+    "check_structure_sim": f"{_M}.gimp:check_structure_sim",
+    "check_file_exists_and_structure_sim": f"{_M}.gimp:check_file_exists_and_structure_sim",
+    "check_brightness_decrease_and_structure_sim": (
+        f"{_M}.gimp:check_brightness_decrease_and_structure_sim"
+    ),
+    "check_contrast_increase_and_structure_sim": (
+        f"{_M}.gimp:check_contrast_increase_and_structure_sim"
+    ),
+    "check_saturation_increase_and_structure_sim": (
+        f"{_M}.gimp:check_saturation_increase_and_structure_sim"
+    ),
+    "check_image_mirror": f"{_M}.gimp:check_image_mirror",
+    "check_image_file_size": f"{_M}.gimp:check_image_file_size",
 }
 
 

@@ -90,3 +90,39 @@ def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:
     if not url:
         return 0.0
     return float(normalise_url(url) == normalise_url(rules["url"]))
+
+
+def is_expected_active_tab_approximate(result: Any, rules: dict[str, Any]) -> float:
+    """Like :func:`is_expected_active_tab` but comparing the raw URLs with the query string
+    removed (OSWorld: ``urlparse(url)._replace(query="")``; no other normalisation, so
+    ``www.`` and trailing slashes count here).
+
+    >>> is_expected_active_tab_approximate("https://ex.org/a?x=1",
+    ...                                    {"type": "url", "url": "https://ex.org/a?y=2"})
+    1.0
+    """
+    if rules.get("type", "url") != "url":
+        raise ValueError(f"is_expected_active_tab_approximate: unknown rule type {rules.get('type')!r}")
+    url = _url_of(result)
+    if not url:
+        return 0.0
+
+    def strip(u: str) -> str:
+        return urlunparse(urlparse(u)._replace(query=""))
+
+    return float(strip(url) == strip(rules["url"]))
+
+
+def is_expected_tabs(result: Any, rules: dict[str, Any]) -> float:
+    """1 if the open tabs' URLs are ``rules["urls"]`` as a multiset under
+    :func:`normalise_url` (``rules["type"] == "url"``): same count, and every expected URL
+    has an equal one among the open tabs (order ignored; OSWorld's ``are_lists_equal``).
+    ``result`` is the ``open_tabs_info`` list of ``{"title", "url"}``; empty scores 0.
+    """
+    if not result or rules.get("type", "url") != "url":
+        return 0.0
+    open_urls = [normalise_url(t["url"]) for t in result]
+    want = [normalise_url(u) for u in rules["urls"]]
+    if len(open_urls) != len(want):
+        return 0.0
+    return float(all(u in open_urls for u in want))

@@ -126,3 +126,39 @@ def infeasible(last_action: Any = None) -> float:
     (1.0, 0.0, 0.0)
     """
     return float(is_fail_action(last_action))
+
+
+def is_in_list(result: Any, rules: dict[str, Any]) -> float:
+    """1 if ``rules["expected"]`` is *in* ``result`` (a list member, or a substring of a
+    string): OSWorld's ``expect in result``, the reverse of :func:`match_in_list`. ``None``
+    scores 0.
+
+    >>> is_in_list(["a", "b"], {"expected": "b"}), is_in_list("abc", {"expected": "x"})
+    (1.0, 0.0)
+    """
+    if result is None:
+        return 0.0
+    try:
+        return float(rules["expected"] in result)
+    except TypeError:  # result is not a container (a number): nothing is in it
+        return 0.0
+
+
+def is_utc_0(result: str | None) -> float:
+    """1 if the 4th line of ``timedatectl`` output (the ``Time zone:`` line) ends with
+    ``+0000)``.
+
+    Raises:
+        ValueError: the output has fewer than 4 lines: ``timedatectl`` did not run as the
+            task expects (the judge's command failed, not the agent).
+
+    >>> out = "L\\nU\\nR\\n  Time zone: Etc/UTC (UTC, +0000)\\nx"
+    >>> is_utc_0(out)
+    1.0
+    """
+    if result is None:
+        return 0.0
+    lines = result.split("\n")
+    if len(lines) < 4:
+        raise ValueError(f"is_utc_0: not timedatectl output: {result[:200]!r}")
+    return float(lines[3].endswith("+0000)"))
