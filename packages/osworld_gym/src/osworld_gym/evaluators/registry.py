@@ -50,6 +50,17 @@ _GETTERS: dict[str, str | Getter] = {
     "bookmarks": f"{_G}.chrome_profile:get_bookmarks",
     "vlc_config": f"{_G}.vlc:get_vlc_config",
     "vlc_playing_info": f"{_G}.vlc:get_vlc_playing_info",
+    "chrome_font_size": f"{_G}.chrome_profile:get_chrome_font_size",
+    "enable_safe_browsing": f"{_G}.chrome_profile:get_enable_safe_browsing",
+    "new_startup_page": f"{_G}.chrome_profile:get_new_startup_page",
+    "find_unpacked_extension_path": f"{_G}.chrome_profile:get_find_unpacked_extension_path",
+    "find_installed_extension_name": f"{_G}.chrome_profile:get_find_installed_extension_name",
+    "data_delete_automacally": f"{_G}.chrome_profile:get_data_delete_automacally",
+    "gimp_config_file": f"{_G}.apps:get_gimp_config_file",
+    "default_video_player": f"{_G}.apps:get_default_video_player",
+    "vm_screen_size": f"{_G}.apps:get_vm_screen_size",
+    "audio_in_slide": f"{_G}.slides:get_audio_in_slide",
+    "background_image_in_slide": f"{_G}.slides:get_background_image_in_slide",
 }
 
 #: metric name (task JSON ``func``) -> "module:function"
