@@ -113,6 +113,16 @@ _METRICS: dict[str, str | Metric] = {
     ),
     "check_image_mirror": f"{_M}.gimp:check_image_mirror",
     "check_image_file_size": f"{_M}.gimp:check_image_file_size",
+    "is_vlc_playing": f"{_M}.vlc:is_vlc_playing",
+    "check_qt_bgcone": f"{_M}.vlc:check_qt_bgcone",
+    "check_qt_max_volume": f"{_M}.vlc:check_qt_max_volume",
+    "check_qt_minimal_view": f"{_M}.vlc:check_qt_minimal_view",
+    "check_qt_slider_colours": f"{_M}.vlc:check_qt_slider_colours",
+    "check_global_key_play_pause": f"{_M}.vlc:check_global_key_play_pause",
+    "check_one_instance_when_started_from_file": f"{_M}.vlc:check_one_instance_when_started_from_file",
+    "is_vlc_recordings_folder": f"{_M}.vlc:is_vlc_recordings_folder",
+    "check_play_and_exit": f"{_M}.vlc:check_play_and_exit",
+    "is_vlc_fullscreen": f"{_M}.vlc:is_vlc_fullscreen",
 }
 
 
