@@ -123,6 +123,13 @@ _METRICS: dict[str, str | Metric] = {
     "is_vlc_recordings_folder": f"{_M}.vlc:is_vlc_recordings_folder",
     "check_play_and_exit": f"{_M}.vlc:check_play_and_exit",
     "is_vlc_fullscreen": f"{_M}.vlc:is_vlc_fullscreen",
+    "check_presenter_console_disable": f"{_M}.slides_checks:check_presenter_console_disable",
+    "check_auto_saving_time": f"{_M}.slides_checks:check_auto_saving_time",
+    "check_slide_orientation_Portrait": f"{_M}.slides_checks:check_slide_orientation_Portrait",
+    "check_transition": f"{_M}.slides_checks:check_transition",
+    "check_left_panel": f"{_M}.slides_checks:check_left_panel",
+    "check_image_stretch_and_center": f"{_M}.slides_checks:check_image_stretch_and_center",
+    "evaluate_presentation_fill_to_rgb_distance": f"{_M}.slides_checks:evaluate_presentation_fill_to_rgb_distance",
 }
 
 
