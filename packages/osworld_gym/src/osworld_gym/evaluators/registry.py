@@ -130,6 +130,14 @@ _METRICS: dict[str, str | Metric] = {
     "check_left_panel": f"{_M}.slides_checks:check_left_panel",
     "check_image_stretch_and_center": f"{_M}.slides_checks:check_image_stretch_and_center",
     "evaluate_presentation_fill_to_rgb_distance": f"{_M}.slides_checks:evaluate_presentation_fill_to_rgb_distance",
+    "check_tabstops": f"{_M}.docs_checks:check_tabstops",
+    "find_default_font": f"{_M}.docs_checks:find_default_font",
+    "check_highlighted_words": f"{_M}.docs_checks:check_highlighted_words",
+    "evaluate_strike_through_last_paragraph": f"{_M}.docs_checks:evaluate_strike_through_last_paragraph",
+    "check_italic_font_size_14": f"{_M}.docs_checks:check_italic_font_size_14",
+    "compare_docx_files_and_ignore_new_lines": f"{_M}.docs_checks:compare_docx_files_and_ignore_new_lines",
+    "compare_docx_images": f"{_M}.docs_checks:compare_docx_images",
+    "compare_references": f"{_M}.docs_checks:compare_references",
 }
 
 
