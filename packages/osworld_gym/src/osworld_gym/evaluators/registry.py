@@ -138,6 +138,16 @@ _METRICS: dict[str, str | Metric] = {
     "compare_docx_files_and_ignore_new_lines": f"{_M}.docs_checks:compare_docx_files_and_ignore_new_lines",
     "compare_docx_images": f"{_M}.docs_checks:compare_docx_images",
     "compare_references": f"{_M}.docs_checks:compare_references",
+    "is_expected_bookmarks": f"{_M}.misc_checks:is_expected_bookmarks",
+    "is_expected_installed_extensions": f"{_M}.misc_checks:is_expected_installed_extensions",
+    "check_accessibility_tree": f"{_M}.misc_checks:check_accessibility_tree",
+    "check_moved_jpgs": f"{_M}.misc_checks:check_moved_jpgs",
+    "run_sqlite3": f"{_M}.misc_checks:run_sqlite3",
+    "check_line_number": f"{_M}.misc_checks:check_line_number",
+    "check_pdf_pages": f"{_M}.misc_checks:check_pdf_pages",
+    "is_in_vm_clickboard": f"{_M}.misc_checks:is_in_vm_clickboard",
+    "compare_unique_train_records": f"{_M}.misc_checks:compare_unique_train_records",
+    "compare_archive": f"{_M}.misc_checks:compare_archive",
 }
 
 
