@@ -190,3 +190,56 @@ def test_unreadable_result_scores_zero_and_unreadable_original_raises(tmp_path):
     assert g.check_structure_sim(str(bad), orig) == 0.0
     with pytest.raises(OSError):
         g.check_structure_sim(orig, str(bad))
+
+
+def test_check_image_size_canvas_or_opaque_box(tmp_path):
+    im = Image.new("RGBA", (100, 80), (0, 0, 0, 0))
+    im.paste((255, 0, 0, 255), (10, 10, 60, 40))
+    p = save(im, tmp_path / "t.png")
+    assert g.check_image_size(p, {"width": 100, "height": 80}) == 1.0
+    assert g.check_image_size(p, {"width": 50, "height": 30, "ignore_transparent": True}) == 1.0
+    assert g.check_image_size(p, {"width": 100, "ignore_transparent": True}) == 0.0
+    assert g.check_image_size(p, {"height": 81}) == 0.0
+
+
+def test_structure_sim_resized_and_palette(tmp_path):
+    orig = picture(64, 48)
+    o = save(orig, tmp_path / "o.png")
+    assert g.check_structure_sim_resized(save(orig.resize((128, 96)), tmp_path / "big.png"), o) == 1.0
+    assert g.check_structure_sim_resized(save(picture(64, 48, seed=9), tmp_path / "x.png"), o) == 0.0
+    pal = save(orig.convert("P", palette=Image.Palette.ADAPTIVE, colors=256), tmp_path / "p.png")
+    assert g.check_palette_and_structure_sim(pal, o) == 1.0
+    assert g.check_palette_and_structure_sim(o, o) == 0.0  # not indexed colour
+
+
+def test_green_background(tmp_path):
+    mask = Image.new("RGB", (40, 40), (0, 0, 0))
+    mask.paste((255, 255, 255), (0, 0, 40, 10))
+    m = save(mask, tmp_path / "m.png")
+    good = Image.new("RGB", (40, 40), (200, 10, 10))
+    good.paste((10, 200, 10), (0, 0, 40, 10))
+    assert g.check_green_background(save(good, tmp_path / "g.png"), m) == 1.0
+    bad = Image.new("RGB", (40, 40), (200, 10, 10))
+    bad.paste((10, 200, 10), (0, 0, 40, 9))  # one row of the band is not green
+    assert g.check_green_background(save(bad, tmp_path / "b.png"), m) == 0.0
+    with pytest.raises(ValueError):
+        g.check_green_background(save(good, tmp_path / "b2.png"), save(Image.new("RGB", (50, 40), "white"),
+                                                                       tmp_path / "wide.png"))
+
+
+def test_triangle_position_and_textbox(tmp_path):
+    im = Image.new("RGB", (100, 100), "white")
+    im.paste((255, 0, 0), (45, 45, 55, 55))
+    im.paste((0, 0, 255), (0, 0, 50, 1))  # the rarest colour (50 px): a thin band
+    # second-rarest colour is the red square, centred
+    assert g.check_triangle_position(save(im, tmp_path / "c.png")) == 1.0
+    off = Image.new("RGB", (100, 100), "white")
+    off.paste((255, 0, 0), (0, 0, 10, 10))
+    off.paste((0, 0, 255), (50, 99, 100, 100))
+    assert g.check_triangle_position(save(off, tmp_path / "o.png")) == 0.0
+    text = Image.new("RGB", (200, 50), "white")
+    text.paste((0, 0, 0), (3, 20, 60, 30))
+    assert g.check_textbox_on_leftside(save(text, tmp_path / "l.png")) == 1.0
+    text2 = Image.new("RGB", (200, 50), "white")
+    text2.paste((0, 0, 0), (40, 20, 100, 30))
+    assert g.check_textbox_on_leftside(save(text2, tmp_path / "r.png")) == 0.0
