@@ -154,6 +154,10 @@ _METRICS: dict[str, str | Metric] = {
     "is_in_vm_clickboard": f"{_M}.misc_checks:is_in_vm_clickboard",
     "compare_unique_train_records": f"{_M}.misc_checks:compare_unique_train_records",
     "compare_archive": f"{_M}.misc_checks:compare_archive",
+    "check_font_size": f"{_M}.chrome:check_font_size",
+    "fuzzy_place_math": f"{_M}.docs_checks:fuzzy_place_math",
+    "compare_image_list": f"{_M}.gimp:compare_image_list",
+    "compare_conference_city_in_order": f"{_M}.misc_checks:compare_conference_city_in_order",
 }
 
 

@@ -126,3 +126,22 @@ def is_expected_tabs(result: Any, rules: dict[str, Any]) -> float:
     if len(open_urls) != len(want):
         return 0.0
     return float(all(u in open_urls for u in want))
+
+
+def check_font_size(result: dict[str, Any] | None, rule: dict[str, Any]) -> float:
+    """Chrome's default font size (the ``chrome_font_size`` getter's ``default_font_size``)
+    against ``rule``: ``type: value`` equal to ``value``; ``type: range`` strictly between
+    ``min`` and ``max``. A profile that stores other font settings but not this one has
+    Chrome's default, 16 (OSWorld raises there).
+
+    Raises:
+        ValueError: another rule type.
+    """
+    if not result:
+        return 0.0
+    size = result.get("default_font_size", 16)
+    if rule["type"] == "value":
+        return float(size == rule["value"])
+    if rule["type"] == "range":
+        return float(rule["min"] < size < rule["max"])
+    raise ValueError(f"check_font_size: rule type {rule['type']!r} is not supported")

@@ -209,3 +209,15 @@ def compare_references(result: str | None, expected: str | None, **options: Any)
         return 1.0
     score = sum(fuzzy_ratio(x, y) for x, y in zip(r1, r2, strict=True)) / len(r1)
     return (score - base) / (1 - base) if score >= base + 0.01 else 0.0
+
+
+def fuzzy_place_math(result: str | None, rules: dict[str, Any]) -> float:
+    """The document must hold exactly three whitespace-separated words; the score is the mean,
+    over them, of the best fuzzy ratio against any of ``rules["expected"]``."""
+    doc = _open(result)
+    if doc is None:
+        return 0.0
+    words = [w for p in doc.paragraphs for w in p.text.split()]
+    if len(words) != 3:
+        return 0.0
+    return sum(max((fuzzy_ratio(w, a) for a in rules["expected"]), default=0.0) for w in words) / 3

@@ -261,3 +261,24 @@ def check_textbox_on_leftside(result: str | None) -> float:
     dark = np.argwhere(grey < 128)
     left = int(dark[:, 1].min()) if len(dark) else im.size[0]
     return float(left < im.size[0] * 0.05)
+
+
+def compare_image_list(result: str | list[str] | None, expected: str | list[str] | None) -> float:
+    """1 if every result image equals its gold image pixel for pixel, after resizing the result
+    (Lanczos) to the gold's size and converting it to the gold's mode (OSWorld's way); pairs
+    beyond the shorter list are not compared. A missing image on either side scores 0."""
+    from PIL import Image, ImageChops
+
+    mine = result if isinstance(result, list) else [result]
+    gold = expected if isinstance(expected, list) else [expected]
+    for r, e in zip(mine, gold, strict=False):
+        a, b = _open(r), _open(e, gold=True) if e else None
+        if a is None or b is None:
+            return 0.0
+        if a.size != b.size:
+            a = a.resize(b.size, Image.Resampling.LANCZOS)
+        if a.mode != b.mode:
+            a = a.convert(b.mode)
+        if ImageChops.difference(a, b).getbbox():
+            return 0.0
+    return 1.0

@@ -243,3 +243,38 @@ def compare_archive(result: str | None, expected: str, **options: Any) -> float:
         total = sum(compare(str(pred / sub / a), str(gold / sub / b), **options)
                     for a, b in zip(files1, files2, strict=True))
         return total / len(files1)
+
+
+def _city(value: Any) -> str:
+    """Lower case, accents removed, runs of anything but letters and digits as one space."""
+    import unicodedata
+
+    if value is None:
+        return ""
+    text = unicodedata.normalize("NFKD", str(value))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def compare_conference_city_in_order(result: str | None, expected: dict[str, Any]) -> float:
+    """Cells C2:C22 of the workbook's active sheet, in order: each must contain (normalised,
+    see :func:`_city`) the expected city of its position, or one of a list of alternatives.
+    An expected list shorter than the range, or an unreadable workbook, scores 0."""
+    import openpyxl
+
+    if not result:
+        return 0.0
+    try:
+        ws = openpyxl.load_workbook(result).active
+    except Exception as exc:  # noqa: BLE001 - an unreadable result scores 0
+        logger.info("compare_conference_city_in_order: cannot read %s: %s", result, exc)
+        return 0.0
+    cities = [c.value for row in ws["C2:C22"] for c in row]
+    want = expected["expected"]
+    if len(want) < len(cities):
+        return 0.0
+    for got, entry in zip(cities, want, strict=False):
+        options = [entry] if isinstance(entry, str) else list(entry)
+        if not any(_city(o) and _city(o) in _city(got) for o in options):
+            return 0.0
+    return 1.0
