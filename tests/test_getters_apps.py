@@ -33,6 +33,9 @@ class Desk:
     def screen_size(self) -> tuple[int, int]:
         return (1280, 720)
 
+    def terminal(self) -> str | None:
+        return self.files.get("<terminal>", b"").decode() or None
+
 
 def ctx(tmp_path: Path, desk: Desk) -> EvalContext:
     return EvalContext(client=desk, cache_dir=tmp_path, task_id="t")
@@ -140,3 +143,9 @@ def test_audio_and_background_in_slide_extract_the_embedded_media(tmp_path):
     bare = Desk({path: plain.getvalue()})
     assert getter("audio_in_slide")(ctx(tmp_path, bare), cfg) is None
     assert getter("background_image_in_slide")(ctx(tmp_path, bare), cfg) is None
+
+
+def test_vm_terminal_output_is_the_terminal_text_or_none(tmp_path):
+    desk = Desk({"<terminal>": b"user@host:~$ wc -l a b\n 43 132 total\n"})
+    assert "43 132" in getter("vm_terminal_output")(ctx(tmp_path, desk), {})
+    assert getter("vm_terminal_output")(ctx(tmp_path, Desk({})), {}) is None

@@ -40,6 +40,7 @@ _GETTERS: dict[str, str | Getter] = {
     "rule": f"{_G}.misc:get_rule",
     "list_directory": f"{_G}.info:get_list_directory",
     "accessibility_tree": f"{_G}.info:get_accessibility_tree",
+    "vm_terminal_output": f"{_G}.info:get_vm_terminal_output",
     "rule_relativeTime": f"{_G}.relative_time:get_rule_relativeTime",
     "active_tab_info": f"{_G}.chrome:get_active_tab_info",
     "open_tabs_info": f"{_G}.chrome:get_open_tabs_info",
