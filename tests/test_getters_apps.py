@@ -10,10 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pptx import Presentation
-from pptx.util import Inches
-
 from osworld_gym.evaluators import EvalContext, getter
+from pptx import Presentation
 
 HOME = "/home/user"
 
@@ -119,7 +117,7 @@ def deck_with_media() -> bytes:
             if item.filename == "ppt/slides/slide1.xml":
                 bg = (b'<p:bg><p:bgPr><a:blipFill><a:blip r:embed="rIdB"/></a:blipFill>'
                       b"<a:effectLst/></p:bgPr></p:bg>")
-                data = re.sub(rb"(<p:cSld[^>]*>)", lambda m: m.group(1) + bg, data, count=1)
+                data = re.sub(rb"(<p:cSld[^>]*>)", lambda m, bg=bg: m.group(1) + bg, data, count=1)
             z.writestr(item, data)
         z.writestr("ppt/media/clip.mp3", b"ID3fake-mp3")
         z.writestr("ppt/media/bg.png", b"\x89PNGfake")

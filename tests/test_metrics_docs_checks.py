@@ -10,9 +10,8 @@ import docx
 import pytest
 from docx.enum.text import WD_TAB_ALIGNMENT
 from docx.shared import Inches, Pt
-from PIL import Image
-
 from osworld_gym.evaluators.metrics import docs_checks as dc
+from PIL import Image
 
 
 def document(path: Path, paragraphs=("Intro", "Body"), edit=None) -> str:

@@ -9,10 +9,9 @@ import docx
 import numpy as np
 import pytest
 from docx.enum.text import WD_BREAK, WD_PARAGRAPH_ALIGNMENT
-from PIL import Image
-
 from osworld_gym.evaluators.metrics import docs_format as d
 from osworld_gym.evaluators.metrics import gimp as g
+from PIL import Image
 
 
 def document(path: Path, paragraphs=("Intro", "Body"), edit=None) -> str:

@@ -7,7 +7,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from osworld_gym.evaluators.metrics.apps import (
     check_config_status,
     check_thunderbird_filter,

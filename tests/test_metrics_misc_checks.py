@@ -10,9 +10,8 @@ from pathlib import Path
 
 import docx
 import pytest
-from pypdf import PdfWriter
-
 from osworld_gym.evaluators.metrics import misc_checks as m
+from pypdf import PdfWriter
 
 BAR = {"bookmark_bar": {"children": [
     {"type": "folder", "name": "Work", "children": []},

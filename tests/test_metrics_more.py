@@ -3,17 +3,14 @@ compare_conference_city_in_order: right answer 1, near miss OSWorld's value."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import docx
 import openpyxl
 import pytest
-from PIL import Image
-
 from osworld_gym.evaluators.metrics.chrome import check_font_size
 from osworld_gym.evaluators.metrics.docs_checks import fuzzy_place_math
 from osworld_gym.evaluators.metrics.gimp import compare_image_list
 from osworld_gym.evaluators.metrics.misc_checks import compare_conference_city_in_order
+from PIL import Image
 
 
 def test_check_font_size():

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from osworld_gym.evaluators.metrics.chrome import is_expected_active_tab
 from osworld_gym.evaluators.metrics.general import infeasible
 from osworld_gym.evaluators.metrics.images import compare_images, ssim
+from PIL import Image
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from osworld_gym.evaluators.metrics import slides_checks as sc
 from PIL import Image
 from pptx import Presentation
 from pptx.dml.color import RGBColor
 from pptx.util import Inches
-
-from osworld_gym.evaluators.metrics import slides_checks as sc
 
 XCU = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema">

@@ -13,7 +13,6 @@ import pytest
 from openpyxl.styles import PatternFill
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.views import Pane
-
 from osworld_gym.evaluators.metrics.table import compare_table
 
 RULE0 = {"sheet_idx0": 0, "sheet_idx1": "EI0"}

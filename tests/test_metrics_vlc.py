@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from osworld_gym.evaluators.metrics import vlc
 
 

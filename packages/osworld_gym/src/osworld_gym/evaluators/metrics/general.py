@@ -103,7 +103,7 @@ def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
             elif want != result.get(key):
                 return 0.0
         return 1.0
-    except Exception as exc:  # OSWorld's catch-all: any comparison error is a 0
+    except Exception as exc:  # noqa: BLE001 - OSWorld's catch-all: any comparison error is a 0
         logger.info("check_direct_json_object: comparison failed (%s): 0", exc)
         return 0.0
 

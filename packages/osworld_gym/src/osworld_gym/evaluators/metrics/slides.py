@@ -71,7 +71,7 @@ EXAMINE = (
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 
 
-class _DifferenceFound(Exception):  # noqa: N818 - control flow, not an error
+class _DifferenceFound(Exception):
     """Raised internally at the first difference; the message says where."""
 
 

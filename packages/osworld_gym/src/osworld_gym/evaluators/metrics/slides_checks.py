@@ -85,7 +85,7 @@ def _open_deck(path: str | None) -> Any:
         return None
 
 
-def check_slide_orientation_Portrait(result: str | None) -> float:  # noqa: N802 - OSWorld's name
+def check_slide_orientation_Portrait(result: str | None) -> float:
     """1 if the slides are taller than wide."""
     prs = _open_deck(result)
     return 0.0 if prs is None else float(prs.slide_width < prs.slide_height)
