@@ -49,7 +49,7 @@ def main(argv: list[str]) -> int:
     getters: Counter[str] = Counter()
     all_metrics: Counter[str] = Counter()
     all_getters: Counter[str] = Counter()
-    tasks = offline = 0
+    tasks = offline = complete = 0
     for domain, ids in index.items():
         for task_id in ids:
             raw = json.loads((root / "examples" / domain / f"{task_id}.json").read_text())
@@ -64,6 +64,9 @@ def main(argv: list[str]) -> int:
             if _external(raw):
                 continue
             offline += 1
+            complete += all(registry.has_metric(f) for f in funcs) and all(
+                registry.has_getter(t) for t in types if t
+            )
             metrics.update(funcs)
             getters.update(t for t in types if t)
 
@@ -76,7 +79,8 @@ def main(argv: list[str]) -> int:
         for name, n in counts.most_common():
             print(f"  {'ok ' if known(name) else '-- '}{n:4d}  {name}")
 
-    print(f"{tasks} tasks, {offline} need nothing external")
+    print(f"{tasks} tasks, {offline} need nothing external; {complete} of those name only "
+          "implemented metrics and getters")
     report("metrics (offline tasks)", metrics, registry.has_metric)
     report("getters (offline tasks)", getters, registry.has_getter)
     for title, counts, known in (("metrics (all tasks)", all_metrics, registry.has_metric),
