@@ -113,6 +113,25 @@ def test_corrupt_result_scores_zero_and_corrupt_gold_raises(tmp_path, gold):
         compare_pptx_files(gold, str(bad))
 
 
-def test_position_specific_options_are_refused(tmp_path, gold):
-    with pytest.raises(NotImplementedError, match="examine_image_size"):
-        compare_pptx_files(gold, gold, examine_image_size=True)
+def test_image_size_option_checks_only_the_picture_size(tmp_path, gold):
+    def resize(slide):
+        slide.shapes[2].width = slide.shapes[2].width * 2
+
+    def move(slide):
+        slide.shapes[2].left = Inches(5)
+
+    assert score(tmp_path, gold, move, examine_image_size=True) == 1.0  # moved, same size
+    assert score(tmp_path, gold, resize, examine_image_size=True) == 0.0
+    assert score(tmp_path, gold, resize) == 1.0  # pictures are not position-checked otherwise
+
+
+def test_modify_height_option_checks_heights_of_shapes_without_text(tmp_path, gold):
+    def taller(slide):
+        slide.shapes[2].height = slide.shapes[2].height * 2
+
+    assert score(tmp_path, gold, taller, examine_modify_height=True, examine_shape=False) == 0.0
+    assert score(tmp_path, gold, taller, examine_shape=False) == 1.0
+
+
+def test_notes_and_unread_options_are_accepted(tmp_path, gold):
+    assert compare_pptx_files(gold, gold, _note="why", examine_shape_lenient_height=True) == 1.0

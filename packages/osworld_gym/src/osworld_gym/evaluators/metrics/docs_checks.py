@@ -182,12 +182,13 @@ def compare_docx_images(result: str | None, expected: str | None) -> float:
     return 1.0
 
 
-@honours("reference_indicator", "reference_base_result")
+@honours("reference_indicator", "reference_base_result", "content_only")
 def compare_references(result: str | None, expected: str | None, **options: Any) -> float:
     """Similarity of the reference lists after the paragraph ``reference_indicator``
     ("References"): both without it is 1, one without it is 0, different counts of non-empty
     references 0; else the mean fuzzy ratio ``r``, rescaled as ``(r - base) / (1 - base)``
-    when ``r >= base + 0.01`` (``reference_base_result``, default 0.5), else 0."""
+    when ``r >= base + 0.01`` (``reference_base_result``, default 0.5), else 0.
+    ``content_only`` is accepted and ignored (OSWorld's code does not read it)."""
     check_options("compare_references", options, compare_references.honoured_options)
     if not result or not expected or not (result.endswith(".docx") and expected.endswith(".docx")):
         return 0.0

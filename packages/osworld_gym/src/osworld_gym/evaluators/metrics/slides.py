@@ -31,10 +31,13 @@ italic ``None``/``False`` are equal; underline ``None`` equals ``False`` only; t
 formatting are (bold, italic and underline there regardless of the flags); a top-level group
 is not looked into except for the text-shape pass.
 
-Not implemented (turned on, they raise; such tasks are classified unsupported): OSWorld's
-task-specific ``examine_title_bottom_position``, ``examine_table_bottom_position``,
-``examine_right_position``, ``examine_top_position``, ``examine_shape_for_shift_size``,
-``examine_image_size``, ``examine_modify_height``. ``enable_debug`` is accepted and ignored.
+OSWorld's task-specific position options (default ``false``) are honoured as OSWorld codes
+them, including their hard-coded slide numbers, texts and EMU limits (see
+:func:`_task_specific`): ``examine_title_bottom_position``,
+``examine_table_bottom_position``, ``examine_right_position``, ``examine_top_position``,
+``examine_shape_for_shift_size``, ``examine_image_size``, ``examine_modify_height``.
+``enable_debug``, ``_note`` and ``examine_shape_lenient_height`` are accepted and ignored:
+OSWorld's code does not read them either.
 
 A missing or unreadable result scores 0 (OSWorld raises on a corrupt file; it is the agent's
 output); an unreadable gold file raises.
@@ -68,7 +71,19 @@ EXAMINE = (
     "examine_note",
 )
 
+#: OSWorld's task-specific options, all off by default.
+TASK_SPECIFIC = (
+    "examine_title_bottom_position",
+    "examine_table_bottom_position",
+    "examine_right_position",
+    "examine_top_position",
+    "examine_shape_for_shift_size",
+    "examine_image_size",
+    "examine_modify_height",
+)
+
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_PICTURE, _TABLE, _FREEFORM = 13, 19, 5  # MSO_SHAPE_TYPE values OSWorld compares with
 
 
 class _DifferenceFound(Exception):
@@ -221,9 +236,53 @@ def _compare_text(a: Any, b: Any, on: dict[str, bool], where: str, bullets: Any)
                 _check(bullets(), at, "bullets")
 
 
-def _compare_slide(s1: Any, s2: Any, on: dict[str, bool], tol: float, where: str) -> None:
+def _task_specific(a: Any, b: Any, on: dict[str, bool], tol: float, n: int, where: str,
+                   *, after: bool) -> None:
+    """OSWorld's task-specific position checks for shape pair ``a``/``b`` on slide ``n``
+    (1-based): those OSWorld runs before its general position check (``after=False``) or
+    after it. Hard-coded values are OSWorld's."""
+    def near_box() -> bool:
+        return all(_near(getattr(a, k), getattr(b, k), tol) for k in ("left", "top", "width", "height"))
+
+    texts = hasattr(a, "text") and hasattr(b, "text")
+    if not after:
+        if on["examine_title_bottom_position"]:
+            if texts and a.text == b.text:
+                _check(not (a.text == "Product Comparison"
+                            and (a.top <= b.top or a.top < 3600000)), where, "title position")
+            else:
+                _check(near_box(), where, "position (title check)")
+        if on["examine_table_bottom_position"]:
+            if n == 3 and a.shape_type == _TABLE and b.shape_type == _TABLE:
+                _check(not (a.top <= b.top or a.top < 3600000), where, "table position")
+            else:
+                _check(near_box(), where, "position (table check)")
+        if on["examine_right_position"] and n == 2 and not hasattr(a, "text") and not hasattr(b, "text"):
+            _check(not (a.left <= b.left or a.left < 4320000), where, "right position")
+        if on["examine_top_position"] and n == 2 and a.shape_type == _PICTURE == b.shape_type:
+            _check(not (a.top >= b.top or a.top > 1980000), where, "top position")
+        if on["examine_shape_for_shift_size"] and not near_box():
+            _check(texts and a.text == b.text == "Elaborate on what you want to discuss.", where,
+                   "position (shift check)")
+        return
+    if on["examine_image_size"]:
+        if a.shape_type == _PICTURE and b.shape_type == _PICTURE:
+            _check(_near(a.width, b.width, tol) and _near(a.height, b.height, tol), where, "image size")
+        else:
+            _check(near_box(), where, "position (image check)")
+    if on["examine_modify_height"]:
+        if (not hasattr(a, "text") and not hasattr(b, "text")) or (
+            a.shape_type == _FREEFORM and b.shape_type == _FREEFORM
+        ):
+            _check(_near(a.height, b.height, tol), where, "height")
+        else:
+            _check(near_box(), where, "position (height check)")
+
+
+def _compare_slide(s1: Any, s2: Any, on: dict[str, bool], tol: float, n: int) -> None:
     from pptx.enum.shapes import MSO_SHAPE_TYPE
 
+    where = f"slide {n}"
     _check(not on["examine_background_color"] or _background(s1) == _background(s2), where,
            "background")
     _check(not on["examine_note"] or _notes(s1) == _notes(s2), where, "notes")
@@ -241,7 +300,9 @@ def _compare_slide(s1: Any, s2: Any, on: dict[str, bool], tol: float, where: str
         empty = not (getattr(a, "text", "") or "").strip() and not (getattr(b, "text", "") or "").strip()
         same_box = all(_near(getattr(a, k), getattr(b, k), tol)
                        for k in ("left", "top", "width", "height"))
+        _task_specific(a, b, on, tol, n, at, after=False)
         _check(not on["examine_shape"] or empty or same_box, at, "position or size")
+        _task_specific(a, b, on, tol, n, at, after=True)
         if a.shape_type == MSO_SHAPE_TYPE.TABLE:
             if not getattr(b, "has_table", False):
                 raise _DifferenceFound(f"{at}: a table against a {b.shape_type}")
@@ -260,7 +321,8 @@ def _compare_slide(s1: Any, s2: Any, on: dict[str, bool], tol: float, where: str
                 _check(_alignment(p1) == _alignment(p2), at, "alignment")
 
 
-@honours(*EXAMINE, "approximately_tolerance", "enable_debug")
+@honours(*EXAMINE, *TASK_SPECIFIC, "approximately_tolerance", "enable_debug", "_note",
+         "examine_shape_lenient_height")
 def compare_pptx_files(result: str | None, expected: str | None, **options: Any) -> float:
     """1 if the two presentations agree on every enabled check (see the module docstring)."""
     check_options("compare_pptx_files", options, compare_pptx_files.honoured_options)
@@ -275,12 +337,13 @@ def compare_pptx_files(result: str | None, expected: str | None, **options: Any)
         return 0.0
     gold = Presentation(expected)
     on = {flag: bool(options.get(flag, True)) for flag in EXAMINE}
+    on.update({flag: bool(options.get(flag, False)) for flag in TASK_SPECIFIC})
     tol = float(options.get("approximately_tolerance", 0.005))
     try:
         _check(not on["examine_number_of_slides"] or len(mine.slides) == len(gold.slides),
                "presentation", "slide count")
         for n, (s1, s2) in enumerate(zip(mine.slides, gold.slides, strict=False), start=1):
-            _compare_slide(s1, s2, on, tol, f"slide {n}")
+            _compare_slide(s1, s2, on, tol, n)
     except _DifferenceFound as diff:
         logger.info("compare_pptx_files: %s", diff)
         return 0.0
