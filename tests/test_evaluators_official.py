@@ -29,7 +29,6 @@ NOT_IMPLEMENTED = {
     "compare_image_text": "needs OCR (easyocr)",
     "compare_videos": "needs OpenCV frame comparison",
     "compare_pdf_images": "needs PDF image extraction",
-    "evaluate_colored_words_in_tables": "needs CIEDE2000 colour distance",
     "check_page_number_colors": "not implemented yet",
 }
 NOT_IMPLEMENTED_GETTERS = {

@@ -132,3 +132,29 @@ def test_compare_references(tmp_path):
     assert 0.0 < dc.compare_references(near, gold) < 1.0
     assert dc.compare_references(document(tmp_path / "m.docx", refs[:3]), gold) == 0.0
     assert dc.compare_references(document(tmp_path / "x.docx", ("Body",)), gold) == 0.0
+
+
+def coloured_table(words_colours):
+    from docx.shared import RGBColor
+
+    def edit(doc):
+        t = doc.add_table(rows=1, cols=len(words_colours))
+        for i, (word, rgb) in enumerate(words_colours):
+            run = t.cell(0, i).paragraphs[0].add_run(word)
+            if rgb is not None:
+                run.font.color.rgb = RGBColor(*rgb)
+
+    return edit
+
+
+def test_evaluate_colored_words_in_tables(tmp_path):
+    gold = document(tmp_path / "g.docx", edit=coloured_table([("apple", None), ("pear", None)]))
+
+    def score(words):
+        return dc.evaluate_colored_words_in_tables(document(tmp_path / "r.docx", edit=coloured_table(words)), gold)
+
+    assert score([("apple", (255, 0, 0)), ("pear", (0, 0, 255))]) == 1.0
+    assert score([("apple", (250, 2, 0)), ("pear", (0, 0, 250))]) == 1.0  # within 3.5
+    assert score([("apple", (200, 0, 0)), ("pear", (0, 0, 255))]) == 0.0  # dark red is too far
+    assert score([("apple", (0, 0, 255)), ("pear", (255, 0, 0))]) == 0.0
+    assert score([("apple", None), ("pear", (0, 0, 255))]) == 0.0  # no colour at all

@@ -157,6 +157,7 @@ _METRICS: dict[str, str | Metric] = {
     "compare_archive": f"{_M}.misc_checks:compare_archive",
     "check_font_size": f"{_M}.chrome:check_font_size",
     "fuzzy_place_math": f"{_M}.docs_checks:fuzzy_place_math",
+    "evaluate_colored_words_in_tables": f"{_M}.docs_checks:evaluate_colored_words_in_tables",
     "compare_image_list": f"{_M}.gimp:compare_image_list",
     "compare_conference_city_in_order": f"{_M}.misc_checks:compare_conference_city_in_order",
 }

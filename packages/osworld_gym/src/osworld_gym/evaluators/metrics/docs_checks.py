@@ -222,3 +222,40 @@ def fuzzy_place_math(result: str | None, rules: dict[str, Any]) -> float:
     if len(words) != 3:
         return 0.0
     return sum(max((fuzzy_ratio(w, a) for a in rules["expected"]), default=0.0) for w in words) / 3
+
+
+@honours("threshold")
+def evaluate_colored_words_in_tables(result: str | None, expected: str | None,
+                                     **options: Any) -> float:
+    """1 if the texts match and, in every table, each run whose word starts with a vowel is red
+    and every other non-empty run is blue: within CIEDE2000 ``threshold`` (default 3.5) of
+    pure red/blue, colours converted as scikit-image does (:mod:`.colour`). A run without an
+    explicit RGB colour scores 0 (OSWorld raises on it)."""
+    from osworld_gym.evaluators.metrics.colour import delta_e_2000, rgb_to_lab
+
+    check_options("evaluate_colored_words_in_tables", options,
+                  evaluate_colored_words_in_tables.honoured_options)
+    if not result or not expected or not compare_docx_files(result, expected):
+        return 0.0
+    doc = _open(result)
+    if doc is None:
+        return 0.0
+    threshold = float(options.get("threshold", 3.5))
+    red, blue = rgb_to_lab((255, 0, 0)), rgb_to_lab((0, 0, 255))
+    for table in doc.tables:
+        for row in table.rows:
+            for cell in row.cells:
+                for p in cell.paragraphs:
+                    for run in p.runs:
+                        if not run.text:
+                            continue
+                        try:
+                            rgb = run.font.color.rgb
+                        except AttributeError:
+                            rgb = None
+                        if rgb is None:
+                            return 0.0
+                        want = red if run.text[0].lower() in "aeiou" else blue
+                        if delta_e_2000(rgb_to_lab(tuple(rgb)), want) > threshold:
+                            return 0.0
+    return 1.0
