@@ -29,7 +29,6 @@ NOT_IMPLEMENTED = {
     "compare_image_text": "needs OCR (easyocr)",
     "compare_videos": "needs OpenCV frame comparison",
     "compare_pdf_images": "needs PDF image extraction",
-    "check_page_number_colors": "not implemented yet",
 }
 NOT_IMPLEMENTED_GETTERS = {
     "chrome_appearance_mode_ui": "probes Chrome's settings page through DevTools",

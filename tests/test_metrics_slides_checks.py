@@ -122,3 +122,32 @@ def test_fill_to_rgb_distance(tmp_path):
     assert near == pytest.approx(1 - 20 / (255 * 3**0.5))
     assert sc.evaluate_presentation_fill_to_rgb_distance(deck(tmp_path / "o.pptx", fill((255, 255, 255))), rules) == 0.0
     assert sc.evaluate_presentation_fill_to_rgb_distance(deck(tmp_path / "u.pptx"), rules) == 0.0  # no fill
+
+
+def master_with_number_colour(path: Path, hex_colour: str | None) -> str:
+    """A deck whose slide master holds a footer text run coloured ``hex_colour``."""
+    base = deck(path.with_name("base_" + path.name))
+    src = zipfile.ZipFile(base)
+    run = (
+        '<p:sp><p:nvSpPr><p:cNvPr id="99" name="Slide Number"/><p:cNvSpPr/><p:nvPr>'
+        '<p:ph type="sldNum"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:r>'
+        f'<a:rPr><a:solidFill><a:srgbClr val="{hex_colour}"/></a:solidFill></a:rPr>'
+        "<a:t>1</a:t></a:r></a:p></p:txBody></p:sp>"
+    ) if hex_colour else ""
+    with zipfile.ZipFile(path, "w") as z:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "ppt/slideMasters/slideMaster1.xml":
+                data = data.replace(b"</p:spTree>", run.encode() + b"</p:spTree>", 1)
+            z.writestr(item, data)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("colour", "want", "score"),
+    [("FF0000", "red", 1.0), ("0000FF", "red", 0.0), ("0000FF", "blue", 1.0),
+     ("10A020", "green", 1.0), ("202020", "black", 1.0), ("808080", "black", 0.0)],
+)
+def test_check_page_number_colors(tmp_path, colour, want, score):
+    f = master_with_number_colour(tmp_path / "m.pptx", colour)
+    assert sc.check_page_number_colors(f, {"color": want}) == score

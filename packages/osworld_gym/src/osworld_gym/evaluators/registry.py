@@ -134,6 +134,7 @@ _METRICS: dict[str, str | Metric] = {
     "check_auto_saving_time": f"{_M}.slides_checks:check_auto_saving_time",
     "check_slide_orientation_Portrait": f"{_M}.slides_checks:check_slide_orientation_Portrait",
     "check_transition": f"{_M}.slides_checks:check_transition",
+    "check_page_number_colors": f"{_M}.slides_checks:check_page_number_colors",
     "check_left_panel": f"{_M}.slides_checks:check_left_panel",
     "check_image_stretch_and_center": f"{_M}.slides_checks:check_image_stretch_and_center",
     "evaluate_presentation_fill_to_rgb_distance": f"{_M}.slides_checks:evaluate_presentation_fill_to_rgb_distance",
