@@ -123,8 +123,17 @@ def test_value_metrics(fn, result, rules, score):
         ("not json at all", {"expected": {"a": 1}}, 0.0),
         (None, {"expected": {"a": 1}}, 0.0),
         ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3]}}, 0.0),
-        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3]}, "ignore_list_order": True}, 1.0),
-        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3], "ignore_list_order": True}}, 1.0),
+        # OSWorld ignores a rules-level ignore_list_order, and inside `expected` the flag is
+        # itself compared as a key (sorting `true` fails: 0): parity, see the docstring
+        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3]}, "ignore_list_order": True}, 0.0),
+        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3], "ignore_list_order": True}}, 0.0),
+        ({"a": 1}, {"expected": {"a": 1, "b": None}}, 1.0),  # a missing key reads as null
+        ("[1, 2]", {"expected": {"a": 1}}, 0.0),  # JSON, but not an object
+        # expect_in_result with an expected list: items must equal a string value
+        ({"c": "x, y"}, {"expected": {"c": ["x", "y"]}, "expect_in_result": True}, 0.0),
+        ({"c": "y"}, {"expected": {"c": ["x", "y"]}, "expect_in_result": True}, 1.0),
+        ({"n": 3}, {"expected": {"n": 3}, "expect_in_result": True}, 0.0),  # neither str nor list
+        ({"t": ["a", "b"]}, {"expected": {"t": "b"}, "expect_in_result": True}, 1.0),  # str in list
         (
             {"name": "Dr. Alice Smith"},
             {"expected": {"name": "Alice"}, "expect_in_result": True},
