@@ -110,6 +110,10 @@ def cpu_colocate_sync_class():
             # TRL's iterator: PEFT adapters merged, names as in the checkpoint (vLLM maps them).
             runner.reload_weights(weights_iterator=self._iter_named_params())
             refresh_kept_cpu_kernels(runner.get_model())
+            # The runner's reload clears its encoder cache but not the scheduler's record of it
+            # ("Encoder cache miss" on the next repeated screenshot); reset both through the
+            # engine, which also drops vision features computed with the old weights.
+            self.llm.llm_engine.reset_encoder_cache()
             self.llm.reset_prefix_cache()
 
     return CPUColocateSync

@@ -61,9 +61,9 @@ def save_tiny_vllm_vlm(
 
     Args:
         path: output folder (``config.json``, ``model.safetensors``, processor files).
-        bias_token: if set, the output bias of this token is raised by ``bias`` (through its
-            tied embedding row's alignment with the final norm) so greedy decoding would pick
-            it: used to prove vision tokens are suppressed.
+        bias_token: if set, the model is made to prefer this token strongly (``bias`` scales
+            the preference, see :func:`_bias_towards`): used to prove vision tokens are
+            suppressed.
     """
     path = Path(path)
     bundle = build_tiny_vlm(seed=seed, hidden_size=VLLM_HIDDEN_SIZE, max_pixels=max_pixels)
@@ -81,21 +81,17 @@ def save_tiny_vllm_vlm(
 
 @torch.no_grad()
 def _bias_towards(model, token_id: int, bias: float) -> None:
-    """Make ``token_id`` the model's favourite next token almost everywhere.
+    """Make ``token_id`` the greedy choice after (almost) any context.
 
-    The embeddings are tied, so the logit of a token is ``norm(h) . E[token]``. The final RMSNorm
-    weight is set to a constant and ``E[token]`` to a large vector along it, scaled by ``bias``:
-    every hidden state whose components sum positive then prefers ``token_id``. To make that every
-    hidden state, the final norm's weight is made positive and each layer's output is dominated by
-    a constant offset through the last MLP's down-projection bias direction (Qwen has no biases
-    there, so we add the direction to the embedding of every token instead).
+    The embeddings are tied, so a token's logit is ``final_norm(h) . E[token]``. Every embedding
+    row gets a small shared component ``0.1 v`` (so every hidden state, which carries its input
+    embedding in the residual stream, has a positive projection on ``v``), and the target row is
+    ``bias * v``: it then beats every other row by far. The shared part is small so that the
+    other rows keep their random, well-separated logits (a large one makes near-ties that
+    float rounding decides differently in vLLM and transformers). The target's own input
+    embedding does not matter here: ``<|image_pad|>`` inputs are replaced by image features.
     """
-    lm = model.model.language_model
-    emb = lm.embed_tokens.weight
-    d = emb.shape[1]
-    direction = torch.ones(d) / d**0.5
-    # every input embedding gets a strong shared component along `direction`...
-    emb += 4.0 * direction
-    lm.norm.weight.fill_(1.0)
-    # ... and the target token's row points along it, far more than any other row does.
-    emb[token_id] = bias * direction
+    emb = model.model.language_model.embed_tokens.weight
+    v = torch.ones(emb.shape[1]) / emb.shape[1] ** 0.5
+    emb += 0.1 * v
+    emb[token_id] = bias * v
