@@ -60,7 +60,9 @@ from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration  # no
 from trl.generation.vllm_client import VLLMClient  # noqa: E402
 from trl.generation.vllm_generation import VLLMGeneration  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# Starting vLLM (three processes in server mode, each importing torch and vLLM) takes 1-3 min on
+# 2 busy cores; the project's 300 s per-test limit would count that against the first test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 TURN_TOKENS = 8
 BIAS_TOKEN = "<|image_pad|>"
