@@ -91,7 +91,7 @@ def main() -> None:
     print(f"tiny Qwen2.5-VL, batch {a.batch}, <= {a.turn_tokens} tokens/turn, {os.cpu_count()} CPUs")
     print(f"{'policy':28} {'turns/s':>9} {'tokens/s':>9}")
     for name, (turns, toks) in rows.items():
-        print(f"{name:28} {turns:9.2f} {toks:9.1f}")
+        print(f"{name:28} {turns:9.3f} {toks:9.2f}")
     print(f"vLLM colocate start-up (trainer construction): {startup:.1f} s")
 
 
