@@ -46,6 +46,20 @@ class ARPOConfig(GRPOConfig):
             "cispo, sapo, luspo, vespo."
         },
     )
+    # Multi-turn trajectories are long (up to 15 turns x thousands of tokens). A sequence-level
+    # ratio is exp(sum of per-token log-ratios): small vLLM/trainer mismatches add up over
+    # thousands of tokens, so TRL's default `sequence_mask` (cap 3) zeroes whole trajectories, and
+    # `sequence_truncate` would cap them all at the same weight. Per-token ratios do not compound
+    # with length; truncating (TIS) rather than masking keeps every token's gradient, only
+    # bounding the weight of a token vLLM sampled with a different probability.
+    vllm_importance_sampling_mode: str = field(
+        default="token_truncate",
+        metadata={
+            "help": "vLLM/trainer mismatch correction: token_truncate (default here: per-token ratios "
+            "clipped at vllm_importance_sampling_clip_max, which do not compound over long "
+            "multi-turn trajectories), token_mask, sequence_truncate, sequence_mask (TRL's default)."
+        },
+    )
     remove_unused_columns: bool | None = field(
         default=False, metadata={"help": "Keep the `task_id` column (must stay False for ARPO)."}
     )

@@ -52,6 +52,7 @@ from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
 from arpo_trainer.rollout import Collector, RolloutStats, Trajectory
 from arpo_trainer.tasks import resolve_tasks, task_dataset
+from arpo_trainer.vllm_rollout import configure_vllm_generation
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,9 @@ class ARPOTrainer(GRPOTrainer):
             seed=args.seed + self.ranks.process_index,
         )
         if self.use_vllm:
-            self.vllm_generation.max_completion_length = args.max_turn_tokens
+            configure_vllm_generation(
+                self.vllm_generation, self.encoder, max_turn_tokens=args.max_turn_tokens
+            )
         else:
             self.turn_generation_config = turn_generation_config(
                 self.encoder,
