@@ -312,6 +312,23 @@ def test_lone_surrogates_are_an_action_error_and_nothing_is_typed(tmp_path, acti
         env.close()
 
 
+@pytest.mark.parametrize("action_set, text", [
+    # 5,000 hex digits: str() of the int raises ValueError (Python's 4,300-digit limit)
+    ("pyautogui", "pyautogui.click(0x" + "f" * 5000 + ", 1)"),
+    ("computer_13", {"action_type": "MOVE_TO", "parameters": {"x": 10 ** 5000, "y": 1}}),
+])
+def test_a_number_too_long_to_print_is_an_action_error_not_an_exception(tmp_path, action_set,
+                                                                         text):
+    env = fake_env(tmp_path, action_set=action_set)
+    try:
+        env.reset(options={"task": task()})
+        _, _, terminated, truncated, info = env.step(text)
+        assert info["action_error"] and not terminated and not truncated
+        assert info["infra_error"] is None
+    finally:
+        env.close()
+
+
 # ---- failed reset and gymnasium's passive checker ----------------------------------------------
 
 class FlakyProvider(FakeProvider):

@@ -157,6 +157,31 @@ def test_a_player_loop_cannot_write_the_answer_into_an_evaluator_or_kill_it(env)
     assert "forge.sh" in player(env, "ps -eo stat,args | grep -v grep | grep forge.sh")["output"]
 
 
+@pytest.mark.parametrize("launch", [
+    # a name of the session services a reset spares and a hold keeps running
+    ["bash", "-c", "exec -a at-spi-bus-launcher bash /home/user/.forge.sh"],
+    # the dynamic loader runs any program, and its own file lives under /usr
+    ["/lib64/ld-linux-x86-64.so.2", "/usr/bin/bash", "/home/user/.forge.sh"],
+    # a path that starts in our read-only shims but resolves to the player's script
+    ["bash", "/opt/osworld-gym/shims/../../../home/user/.forge.sh"],
+], ids=["renamed-argv0", "dynamic-loader", "path-into-shims"])
+def test_a_disguised_player_loop_is_held_too_and_does_not_survive_a_reset(env, launch):
+    """The hold and the reset decide by what a process executes, not by what it calls itself."""
+    env.reset(options={"task": "os-mkdir-001"})
+    client = env.unwrapped.provider.start()
+    loop = ("while :; do for p in $(pgrep -f 'Directory exists'); do "
+            "[ $p != $$ ] && echo 'Directory exists.' > /proc/$p/fd/1; done 2>/dev/null; done")
+    client.upload("/home/user/.forge.sh", loop.encode())
+    client.launch(launch)
+    time.sleep(0.5)
+    outs = [judge(env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
+                       "echo 'Directory does not exist.'")["output"] for _ in range(3)]
+    assert outs == ["Directory does not exist.\n"] * 3
+    env.reset(options={"task": "os-mkdir-001"})
+    assert "forge.sh" not in player(env, "ps -eo args | grep -v grep | grep forge.sh; true")[
+        "output"]
+
+
 def test_judge_commands_get_a_clean_python_whatever_the_player_leaves_in_home(env):
     env.reset(options={"task": "os-mkdir-001"})
     player(env, "mkdir -p ~/.local/lib/python3.11/site-packages && "

@@ -245,6 +245,12 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                 parsed = self.action_set.parse(action)
             except ActionError as e:
                 action_error = str(e)
+            except Exception as e:  # noqa: BLE001 - a parser bug must not end the episode
+                # agent text found a path the parser does not handle: still the agent's action,
+                # rejected and executed nothing; logged so the parser can be fixed
+                log.warning("action parser raised %s on a %d-character action", type(e).__name__,
+                            len(action) if type(action) is str else -1, exc_info=True)
+                action_error = f"the action could not be parsed ({type(e).__name__})"
         timings["parse_ms"] = 1000 * (time.monotonic() - t0)
         self._last_action = (action if type(action) is str
                              else repr(action) if action_error is None else "<rejected action>")

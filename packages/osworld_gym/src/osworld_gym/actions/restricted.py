@@ -210,7 +210,8 @@ def literal(node: ast.AST, *, where: str, depth: int = 0) -> Any:
         if not isinstance(v, _ALLOWED_CONSTANTS):
             raise ActionError(f"{where}: {describe_node(node)} is not allowed here; {_HINT}")
         if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_NUMBER:
-            raise ActionError(f"{where}: the number {str(v)[:20]}... is too large")
+            # never str(v): a 5,000-digit literal makes str() itself raise ValueError
+            raise ActionError(f"{where}: a {v.bit_length()}-bit number is too large")
         return v
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = node.operand

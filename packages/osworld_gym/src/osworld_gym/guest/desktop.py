@@ -94,12 +94,14 @@ def _die_with_us() -> list[str]:
 
 
 def _program(pid: int) -> str:
-    """Basename of a process's argv[0] ('' if unreadable)."""
+    """Basename of the file a process executes ('' if unreadable). Its executable, not its
+    argv[0]: a player process can call itself anything (``exec -a at-spi-bus-launcher``) and
+    would then be spared by resets and evaluation holds."""
     try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+        exe = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return ""
-    return os.path.basename(argv0.decode("utf-8", "replace"))
+    return os.path.basename(exe.removesuffix(" (deleted)"))
 
 
 def _tail(path: Path | None, n: int = 600) -> str:

@@ -40,7 +40,9 @@ RUNS_CODE = re.compile(
     r"(ba|da|z|k|c|tc|fi|mk|ya)?sh|busybox|python[\d.]*m?|perl[\d.]*|ruby[\d.]*|node(js)?|"
     r"lua[\d.]*|luajit|tclsh[\d.]*|wish[\d.]*|php[\d.]*|gdb|strace|ltrace|watch|xargs|env|"
     r"nohup|setsid|timeout|script|expect|stdbuf|nice|flock|parallel|"
-    r"awk|gawk|mawk|sed|find|make|java|gjs")
+    r"awk|gawk|mawk|sed|find|make|java|gjs|"
+    # the dynamic loader runs any program given to it (`ld-linux-x86-64.so.2 /usr/bin/python3`)
+    r"ld(-linux)?[-\w]*\.so(\.\d+)*")
 #: Where the programs of task apps live; anything else (the home, /tmp) is the player's own.
 APP_ROOTS = ("/usr/", "/opt/")
 #: Read-only scripts of ours that supervise apps (the Chromium supervisor behind the
@@ -76,7 +78,9 @@ def _app_program(pid: int) -> bool:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return len(argv) > 1 and argv[1].decode("utf-8", "replace").startswith(OUR_SCRIPTS)
+    # resolved: `/opt/osworld-gym/shims/../../../tmp/x.py` is the player's script, not ours
+    return len(argv) > 1 and os.path.realpath(
+        argv[1].decode("utf-8", "replace")).startswith(OUR_SCRIPTS)
 
 
 @contextmanager
