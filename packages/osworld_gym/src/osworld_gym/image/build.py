@@ -20,6 +20,7 @@ import importlib.util
 import logging
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -253,13 +254,33 @@ def download_dependencies(requirements: list[str], opts: BuildOptions, machine: 
     dest.mkdir(parents=True)
     (dest / "requirements.txt").write_text(text)
     pv = opts.python_version
-    cmd = [*_pip(), "download", "--dest", str(dest), "--only-binary=:all:",
-           "--python-version", pv, "--implementation", "cp", "--abi", f"cp{pv.replace('.', '')}",
-           "-r", str(dest / "requirements.txt")]
+    cmd = [*_pip(), "download", "--dest", str(dest), "--only-binary=:all:", "--find-links",
+           str(dest), "--python-version", pv, "--implementation", "cp",
+           "--abi", f"cp{pv.replace('.', '')}", "-r", str(dest / "requirements.txt")]
     for tag in ("manylinux_2_36", "manylinux_2_34", "manylinux_2_28", "manylinux_2_17",
                 "manylinux2014", "manylinux_2_5", "linux"):
         cmd += ["--platform", f"{tag}_{machine}"]
-    _run(cmd, "pip download", timeout=1800)
+    built: set[str] = set()
+    while True:
+        try:
+            _run(cmd, "pip download", timeout=1800)
+            break
+        except ImageBuildError as e:
+            # a dependency published only as a source archive (odfpy): build its wheel here
+            # (pure Python ones give py3-none-any wheels, valid in the image) and try again
+            missing = re.search(r"No matching distribution found for ([A-Za-z0-9._-]+)", str(e))
+            if missing is None or missing.group(1) in built:
+                raise
+            name = missing.group(1)
+            built.add(name)
+            spec = next((r for r in requirements
+                         if re.match(rf"{re.escape(name)}\b", r, re.I)), name)
+            _run([*_pip(), "wheel", "--no-deps", "--wheel-dir", str(dest), spec],
+                 f"pip wheel {name}", timeout=600)
+            if not any(w.name.endswith("-none-any.whl") for w in dest.glob("*.whl")
+                       if w.name.lower().startswith(name.lower().replace("-", "_"))):
+                raise ImageBuildError(f"{name} has no wheel for the image's platform and its "
+                                      "source builds a platform-specific one") from e
     (dest / ".complete").touch()
     return dest, time.monotonic() - t0
 
