@@ -53,9 +53,9 @@ def test_a_result_file_the_agent_made_unreadable_scores_zero_not_infra(local_env
     in_desktop(local_env, f"printf 'Hello, OSWorld!\\n' > {RESULT} && chmod 000 {RESULT}")
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None, info
-    # unreadable to the judge: 0 with the reason; readable to it: scored on its content
-    if info["eval_note"] is not None:
-        assert reward == 0.0 and "greeting.txt" in info["eval_note"]
+    # the right content, but the desktop user cannot read it: as on OSWorld's VM (whose server
+    # runs as the user), it is no result, even though the guest itself is root and could
+    assert reward == 0.0 and "not readable by the desktop user" in info["eval_note"], info
 
 
 def test_a_large_result_is_streamed_and_cut_at_the_cap_on_the_host(local_env, tmp_path):

@@ -108,11 +108,29 @@ def open_for_reading(path: Path, home: Path | str,
         if st.st_size > max_bytes:
             raise FileRefused(TOO_LARGE, f"{path} is {st.st_size} bytes, over the "
                                          f"{max_bytes} byte limit")
+        if not _owner_can_read(st, home):
+            raise FileRefused(UNUSABLE, f"{path} is not readable by the desktop user "
+                                        f"(mode {stat.S_IMODE(st.st_mode):03o})")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb"), st.st_size
     except BaseException:
         os.close(fd)
         raise
+
+
+def _owner_can_read(st: os.stat_result, home: Path | str) -> bool:
+    """Whether the desktop user (the home's owner) may read a file of this status. The guest
+    may be root, whose reads ignore permissions; a result the agent ``chmod 000``-ed is as
+    unusable to the evaluator as it is on OSWorld's VM, where the server runs as the user."""
+    try:
+        owner = os.stat(home)
+    except OSError:
+        return True
+    if st.st_uid == owner.st_uid:
+        return bool(st.st_mode & stat.S_IRUSR)
+    if st.st_gid == owner.st_gid:
+        return bool(st.st_mode & stat.S_IRGRP)
+    return bool(st.st_mode & stat.S_IROTH)
 
 
 def upload_target(raw: str, home: Path | str) -> Path:
