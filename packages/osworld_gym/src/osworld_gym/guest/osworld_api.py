@@ -24,6 +24,7 @@ from osworld_gym.guest import opener
 from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
+from osworld_gym.guest.task_python import TaskPython
 from osworld_gym.guest.server import (
     HTTPError,
     Request,
@@ -75,6 +76,9 @@ def command_from(app: GuestApp, body: dict[str, Any]) -> tuple[list[str] | str, 
 
 def register(router: Router, app: GuestApp) -> None:
     """Add OSWorld's endpoints to ``router``."""
+    # /execute runs task-author commands (setup steps, evaluator getters), never agent text:
+    # they get the task python (guest/task_python.py) first on PATH, as on OSWorld's image
+    task_python = TaskPython(app.state_dir, app.env)
 
     def screenshot(req: Request) -> Response:
         frame = app.screen.capture(cursor=True)
@@ -84,7 +88,8 @@ def register(router: Router, app: GuestApp) -> None:
         argv, shell = command_from(app, body)
         timeout = _timeout(body, EXECUTE_TIMEOUT_S, MAX_EXECUTE_TIMEOUT_S)
         try:
-            res = app.registry.run(argv, shell=shell, timeout=timeout)
+            res = app.registry.run(argv, shell=shell, timeout=timeout,
+                                   env=task_python.env(app.env))
         except subprocess.TimeoutExpired:
             raise HTTPError(504, f"command timed out after {timeout:g} s and was killed") from None
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
