@@ -335,20 +335,82 @@ def test_all_reasons_are_listed_and_the_first_one_is_the_reason():
 )
 def test_missing_apps_are_named(raw, apps, reason):
     caps = Capabilities(network=False, google=False, vscode=False, gnome=False, apps=apps)
-    assert classify(raw, caps).reason == reason
+    got = classify(raw, caps).reason
+    assert got.startswith(reason + " (apt-get install ")  # what to do about it comes along
+    assert got.endswith("or run scripts/install.sh)")
 
 
-def test_launched_programs_must_be_on_the_desktop_path():
+def test_every_program_a_task_runs_must_be_on_the_desktop_path(tmp_path):
+    """Not only launched apps: setup, postconfig and evaluator commands, shell text included;
+    one reason naming them all, with the package to install where one is known."""
     raw = task(
         "nautilus",
         ["os"],
-        [step("launch", command=["nautilus", "/home/user"])],
-        {"func": "infeasible"},
+        [step("launch", command=["nautilus", "/home/user"]),
+         step("execute", command="xsel -b < ~/a.txt && socat -V", shell="true")],
+        {"func": "exact_match",
+         "result": {"type": "vm_command_line", "command": ["jq", ".", "a.json"]},
+         "expected": {"type": "rule", "rules": {"expected": "1"}}},
     )
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "socat").write_text("#!/bin/sh\n")
+    (bin_dir / "socat").chmod(0o755)
     caps = Capabilities(
-        network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS, path="/nonexistent"
+        network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS, path=str(bin_dir)
     )
-    assert classify(raw, caps).reason == "needs apps not installed: nautilus"
+    support_ = classify(raw, caps)
+    assert support_.reasons == (
+        "needs programs not on the desktop: jq, nautilus, xsel (apt-get install jq nautilus; "
+        "no package known to osworld-gym: xsel)",
+    )
+
+
+def test_python_steps_need_the_task_python(tmp_path):
+    raw = task("py", ["os"], [step("execute", command=["python", "-c", "import pyautogui"])],
+               {"func": "infeasible"})
+    caps = Capabilities(network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS,
+                        path=str(tmp_path))
+    assert classify(raw, caps).reason.startswith(
+        "needs programs not on the desktop: python (python with pyautogui: run scripts/install.sh")
+
+
+def test_local_path_is_the_desktops_not_the_hosts(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    path = support.desktop_path().split(":")
+    assert path[-6:] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".split(":")
+    assert any(p.endswith("guest/shims") for p in path)
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("echo pw | sudo -S apt-get install -y expect", "needs the network (apt-get install in a setup step)"),
+        ("pip3 install --user numpy", "needs the network (pip3 install in a setup step)"),
+        ("sudo snap install code", "needs the network (snap install in a setup step)"),
+    ],
+)
+def test_steps_that_install_from_the_internet_need_the_network(command, reason):
+    raw = task("net", ["os"], [step("execute", command=command, shell=True)],
+               {"func": "infeasible"})
+    assert classify(raw, SANDBOX).reason == reason
+    assert classify(raw, "docker").supported
+
+
+def test_a_browser_task_whose_instruction_names_a_site_needs_it():
+    raw = task("site", ["chrome"], [step("launch", command=["google-chrome"])],
+               {"func": "infeasible"}, instruction="Find the cheapest flight on www.delta.com.")
+    assert classify(raw, SANDBOX).reason == (
+        "needs a live website (www.delta.com, named in the instruction)")
+    offline = task("file", ["chrome"], [step("launch", command=["google-chrome"])],
+                   {"func": "infeasible"}, instruction="Save the page as notes.txt.")
+    assert classify(offline, SANDBOX).supported
+
+
+def test_string_booleans_are_accepted():
+    raw = task("sb", ["os"], [step("execute", command="ls ~", shell="true")],
+               {"func": "infeasible"})
+    assert classify(raw, SANDBOX).supported
 
 
 @pytest.mark.parametrize(
@@ -435,7 +497,7 @@ def test_local_capabilities_look_for_the_app_programs(monkeypatch):
     caps = local_capabilities()
     assert caps.apps == frozenset({"chromium", "vlc"})
     assert (caps.network, caps.google, caps.vscode, caps.gnome) == (False, False, False, False)
-    assert classify(GIMP_EXPORT).reason == "needs apps not installed: gimp"
+    assert classify(GIMP_EXPORT).reason.startswith("needs apps not installed: gimp (")
     assert classify(CHROME_LOCAL_PAGE).supported
 
 

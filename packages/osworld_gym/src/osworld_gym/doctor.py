@@ -65,6 +65,7 @@ PACKAGES: dict[str, str] = {
     "xterm": "xterm", "mousepad": "mousepad", "libreoffice": "libreoffice-common",
     "soffice": "libreoffice-common", "chromium": "chromium", "vlc": "vlc", "ffmpeg": "ffmpeg",
     "socat": "socat", "python3": "python3",
+    "gimp": "gimp", "thunderbird": "thunderbird", "nautilus": "nautilus",
     # command-line tools tasks use in setup steps and checks
     "bash": "bash", "sh": "dash", "awk": "mawk", "cat": "coreutils", "chmod": "coreutils",
     "cmp": "diffutils", "diff": "diffutils", "cp": "coreutils", "curl": "curl",

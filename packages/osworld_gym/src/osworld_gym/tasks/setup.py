@@ -138,6 +138,22 @@ def validate_steps(steps: Any, *, phase: str = "config", task_id: str | None = N
             raise TaskError(f"{where} ({kind}): {problem}")
 
 
+#: OSWorld's task JSON writes some flags as strings (``"shell": "true"``); OSWorld accepts them.
+_STRING_BOOLEANS = {"true": True, "false": False, "True": True, "False": False}
+
+
+def _flag(value: Any) -> Any:
+    """A boolean flag as a bool: ``"true"``/``"false"`` strings become bools (OSWorld's
+    controller passes them to Python, where any non-empty string is true; its task JSON only
+    ever means the word)."""
+    return _STRING_BOOLEANS.get(value, value) if isinstance(value, str) else value
+
+
+def _normalized(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: _flag(v) if k in ("shell", "strict", "by_class", "check") else v
+            for k, v in params.items()}
+
+
 def _is_command(value: Any) -> bool:
     return (isinstance(value, str) and value.strip() != "") or (
         isinstance(value, list) and len(value) > 0 and all(isinstance(v, str) for v in value)
@@ -149,7 +165,7 @@ def _check_values(kind: str, p: dict[str, Any]) -> str | None:
     if "command" in p and not _is_command(p["command"]):
         return "'command' must be a non-empty string or list of strings"
     for flag in ("shell", "strict", "by_class", "check"):
-        if flag in p and not isinstance(p[flag], bool):
+        if flag in p and not isinstance(_flag(p[flag]), bool):
             return f"{flag!r} must be true or false"
     for name in ("seconds", "timeout", "max_wait_time", "check_interval"):
         if name in p and (
@@ -256,7 +272,7 @@ class SetupRunner:
         validate_steps(steps, phase=phase, task_id=self.task_id)
         for i, step in enumerate(steps):
             kind = step["type"]
-            params = substitute(step.get("parameters", {}), self._values)
+            params = _normalized(substitute(step.get("parameters", {}), self._values))
             logger.debug("task %s: %s step %d (%s) %r", self.task_id, phase, i, kind, params)
             try:
                 self._handlers[kind](**params)
