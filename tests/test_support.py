@@ -530,12 +530,15 @@ def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypat
     with caplog.at_level(logging.WARNING):
         tasks = load_tasks(root, skip_unsupported=True)
     assert sorted(tasks.ids()) == ["1273e544", "4d117223", "b3d4a89c", "e0df059f"]
-    assert "skipping unsupported task 0ed39f63: needs VS Code" in caplog.text
+    assert "left out task 0ed39f63: needs VS Code" in caplog.text
+    assert tasks.unsupported["0ed39f63"].startswith("needs VS Code")
+    assert len(tasks.unsupported) == 5
+    assert sorted(load_tasks(root).ids()) == sorted(tasks.ids())  # the default
     assert "needs a live website" in caplog.text
     on_osworld_image = load_tasks(root, skip_unsupported=True, provider="docker")
     assert "0ed39f63" in on_osworld_image and "gsettings-scale" in on_osworld_image
-    with pytest.raises(Exception, match="chrome_open_tabs"):
-        load_tasks(root)  # without skipping, a task osworld-gym cannot run is an error
+    with pytest.raises(Exception, match="cannot run on local: needs"):
+        load_tasks(root, strict=True)  # strict: a task osworld-gym cannot run is an error
 
 
 @pytest.mark.parametrize(
