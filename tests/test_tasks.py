@@ -109,8 +109,11 @@ def test_unknown_getter_and_setup_step_are_rejected_at_load_time():
     d["evaluator"]["result"]["type"] = "vm_mind_reader"
     with pytest.raises(TaskError, match="unknown getter type 'vm_mind_reader'"):
         Task.from_dict(d)
-    d = make_task("s-1", config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": []}}])
-    with pytest.raises(TaskError, match="config step 0 has type 'chrome_open_tabs'.*not support"):
+    d = make_task("s-1", config=[{"type": "googledrive", "parameters": {"operation": []}}])
+    with pytest.raises(TaskError, match="config step 0 has type 'googledrive'.*not support"):
+        Task.from_dict(d)
+    d = make_task("s-2", config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": []}}])
+    with pytest.raises(TaskError, match="'urls_to_open' must be a non-empty list of URLs"):
         Task.from_dict(d)
 
 

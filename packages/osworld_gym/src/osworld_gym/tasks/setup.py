@@ -17,6 +17,8 @@ A step is ``{"type": T, "parameters": {...}}`` exactly as in OSWorld task JSON. 
 ``close_window``               same
 ``download``                   ``files: [{url, path}]``: host cache (:mod:`.cache`) -> upload
 ``upload_file``                ``files: [{local_path, path}]``: host file -> upload
+``chrome_open_tabs``           ``urls_to_open``; ``chrome_close_tabs``: ``urls_to_close``;
+                               ``update_browse_history``: ``history`` (:mod:`.setup_browser`)
 =============================  ==========================================================
 
 All steps are validated before the first one runs (:func:`validate_steps`); a malformed or
@@ -37,11 +39,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osworld_gym.errors import InfraError, SetupError, TaskError
+from osworld_gym.tasks import setup_browser
 from osworld_gym.tasks.cache import DEFAULT_TIMEOUT_S, download_cache_path, fetch
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
@@ -69,16 +73,16 @@ STEP_PARAMETERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "close_window": (frozenset({"window_name"}), frozenset(_WINDOW_PARAMS)),
     "download": (frozenset({"files"}), frozenset()),
     "upload_file": (frozenset({"files"}), frozenset()),
+    "chrome_open_tabs": (frozenset({"urls_to_open"}), frozenset()),
+    "chrome_close_tabs": (frozenset({"urls_to_close"}), frozenset()),
+    "update_browse_history": (frozenset({"history"}), frozenset()),
 }
 
 #: OSWorld step types osworld-gym does not run yet (named in the error message).
 UNSUPPORTED_OSWORLD_STEPS = frozenset(
     {
-        "chrome_open_tabs",
-        "chrome_close_tabs",
         "googledrive",
         "login",
-        "update_browse_history",
         "change_wallpaper",
         "tidy_desktop",
         "act",
@@ -181,6 +185,16 @@ def _check_values(kind: str, p: dict[str, Any]) -> str | None:
             return f"'until' must be an object with keys among {sorted(_UNTIL_KEYS)}"
     if "verification" in p and not isinstance(p["verification"], dict):
         return "'verification' must be an object"
+    for name in ("urls_to_open", "urls_to_close"):
+        if name in p and not (isinstance(p[name], list) and p[name]
+                              and all(isinstance(u, str) and u for u in p[name])):
+            return f"{name!r} must be a non-empty list of URLs"
+    if "history" in p and not (isinstance(p["history"], list) and all(
+            isinstance(h, dict) and isinstance(h.get("url"), str)
+            and isinstance(h.get("title"), str)
+            and isinstance(h.get("visit_time_from_now_in_seconds"), int | float)
+            for h in p["history"])):
+        return ("'history' must be a list of {url, title, visit_time_from_now_in_seconds}")
     if kind in ("download", "upload_file"):
         keys = ("url", "path") if kind == "download" else ("local_path", "path")
         files = p["files"]
@@ -254,6 +268,9 @@ class SetupRunner:
             "close_window": self._close_window,
             "download": self._download,
             "upload_file": self._upload_file,
+            "chrome_open_tabs": partial(setup_browser.chrome_open_tabs, self),
+            "chrome_close_tabs": partial(setup_browser.chrome_close_tabs, self),
+            "update_browse_history": partial(setup_browser.update_browse_history, self),
         }
 
     @property
