@@ -79,3 +79,13 @@ def test_apps_keep_the_ordinary_path(desktop, tmp_path: Path):
     assert app_path and "task-python" not in app_path
     task_path = desktop.execute('printf %s "$PATH"', shell=True, setup=True)["output"]
     assert task_path.split(":")[0].endswith("task-python")
+
+
+def test_doctor_checks_the_task_python(monkeypatch):
+    from osworld_gym import doctor
+
+    ok = doctor.check_task_python(doctor._Probe())
+    assert ok.ok, ok.detail
+    monkeypatch.setenv(task_python.ENV_VAR, "/nonexistent/python")
+    missing = doctor.check_task_python(doctor._Probe())
+    assert not missing.ok and "run scripts/install.sh" in missing.detail

@@ -235,6 +235,24 @@ def check_default_apps(probe: _Probe, suffixes: Iterable[str]) -> list[Check]:
     return checks
 
 
+def check_task_python(probe: _Probe) -> Check:
+    """The python task-author commands get (:mod:`osworld_gym.guest.task_python`) exists and
+    has what OSWorld's steps import. Made by ``scripts/install.sh`` (not ``--system-only``)."""
+    from osworld_gym.guest import task_python
+
+    python = task_python.interpreter()
+    fix = f"MISSING: run scripts/install.sh (it makes {task_python.DEFAULT_VENV})"
+    if python is None:
+        return Check("python (task commands)", False, fix)
+    code = ("import importlib.util as u, sys; "
+            "m = [m for m in ('pyautogui', 'tkinter', 'PIL', 'numpy') if not u.find_spec(m)]; "
+            "print(' '.join(m)); sys.exit(1 if m else 0)")
+    rc, out = probe.run([str(python), "-c", code])
+    return Check("python (task commands)", rc == 0, str(python) if rc == 0 else
+                 f"{python} lacks {out or 'modules'}: {fix}", "python3-tk" if "tkinter" in out
+                 else None)
+
+
 def diagnose(root: str | os.PathLike[str] | None = None,
              tasks: Iterable[dict] | None = None) -> Report:
     """Run every check on this machine (or the root file system at ``root``)."""
@@ -243,4 +261,6 @@ def diagnose(root: str | os.PathLike[str] | None = None,
     report = Report()
     report.checks += check_programs(probe, required_programs(task_list))
     report.checks += check_default_apps(probe, opened_file_types(task_list))
+    if root is None:  # the task python comes from install.sh's Python part, not --system-only
+        report.checks.append(check_task_python(probe))
     return report
