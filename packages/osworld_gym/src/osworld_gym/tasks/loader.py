@@ -179,6 +179,7 @@ def load_tasks(
     caps = capabilities(provider)
     tasks: list[Task] = []
     unsupported: dict[str, str] = {}
+    first_error: TaskError | None = None
     for item, domain, origin in items:
         if isinstance(item, Task):
             task = item
@@ -188,8 +189,12 @@ def load_tasks(
             except TaskError as exc:
                 if strict:
                     raise
+                first_error = first_error or exc
                 key = str(item.get("id", origin)) if isinstance(item, dict) else str(origin)
-                unsupported[key] = f"invalid task: {exc}"
+                support = classify(item, caps) if isinstance(item, dict) else None
+                # the classifier's reason is the shorter, actionable one ("unknown metric: x")
+                unsupported[key] = (str(support.reason) if support is not None
+                                    and not support.supported else f"invalid task: {exc}")
                 continue
         if wanted is not None and task.domain not in wanted:
             continue
@@ -205,12 +210,13 @@ def load_tasks(
                        "says why; `osworld-gym tasks coverage` groups them)", len(unsupported),
                        len(unsupported) + len(tasks))
         for task_id, reason in unsupported.items():
-            logger.warning("left out task %s: %s", task_id, reason)
+            logger.info("left out task %s: %s", task_id, reason)
     if not tasks:
         what = f" in domain(s) {sorted(wanted)}" if wanted else ""
         why = "".join(f"\n  {k}: {v}" for k, v in list(unsupported.items())[:10])
         raise TaskError(f"no tasks loaded from {_describe(spec)}{what}"
-                        + (f"; none can run here:{why}" if why else ""))
+                        + (f"; none can run here:{why}" if why else "")
+                        + (f"\nfirst invalid task: {first_error}" if first_error else ""))
     logger.info("loaded %d tasks from %s", len(tasks), _describe(spec))
     return TaskSet(tasks, unsupported)
 
