@@ -22,8 +22,9 @@ APT_PACKAGES=(
   xterm mousepad libreoffice-common libreoffice-calc libreoffice-writer libreoffice-impress
   chromium vlc socat
   # apps whole OSWorld domains run: GIMP (gimp), Thunderbird (thunderbird), the file manager
-  # (nautilus, which os and multi_apps tasks open folders in)
-  gimp thunderbird nautilus
+  # (nautilus, which os and multi_apps tasks open folders in), and Ubuntu's PDF viewer
+  # (evince: tasks open PDFs; without it they open in GIMP's import dialog)
+  gimp thunderbird nautilus evince
   # command-line tools the tasks' setup steps and checks run
   bash coreutils diffutils findutils grep sed mawk gzip tar procps psmisc debianutils
   git curl openssh-client jq zip unzip ca-certificates

@@ -65,7 +65,7 @@ PACKAGES: dict[str, str] = {
     "xterm": "xterm", "mousepad": "mousepad", "libreoffice": "libreoffice-common",
     "soffice": "libreoffice-common", "chromium": "chromium", "vlc": "vlc", "ffmpeg": "ffmpeg",
     "socat": "socat", "python3": "python3",
-    "gimp": "gimp", "thunderbird": "thunderbird", "nautilus": "nautilus",
+    "gimp": "gimp", "thunderbird": "thunderbird", "nautilus": "nautilus", "evince": "evince",
     # command-line tools tasks use in setup steps and checks
     "bash": "bash", "sh": "dash", "awk": "mawk", "cat": "coreutils", "chmod": "coreutils",
     "cmp": "diffutils", "diff": "diffutils", "cp": "coreutils", "curl": "curl",
@@ -164,9 +164,11 @@ def required_programs(tasks: Iterable[dict] | None = None) -> dict[str, set[str]
 
 
 def opened_file_types(tasks: Iterable[dict] | None = None) -> set[str]:
-    """File suffixes opened with their default app: the tasks' ``open`` steps, and ``.txt``
-    (the text files tasks and tests open in the desktop's editor)."""
-    out = {".txt"}
+    """File suffixes opened with their default app: the tasks' ``open`` steps, ``.txt`` (the
+    text files tasks and tests open in the desktop's editor) and ``.pdf`` (OSWorld's tasks open
+    PDFs in the document viewer; with GIMP installed and no default they open in its import
+    dialog)."""
+    out = {".txt", ".pdf"}
     for raw in builtin_task_json() if tasks is None else tasks:
         out |= opened_suffixes(raw)
     return out

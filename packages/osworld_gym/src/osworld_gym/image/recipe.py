@@ -67,7 +67,7 @@ APPS: dict[str, tuple[str, ...]] = {
     "full": ("xterm", "mousepad", "libreoffice-common", "libreoffice-calc", "libreoffice-writer",
              "libreoffice-impress",
              "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi",
-             "gimp", "thunderbird", "nautilus"),
+             "gimp", "thunderbird", "nautilus", "evince"),
 }
 
 
