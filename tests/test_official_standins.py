@@ -36,6 +36,10 @@ DEFAULT_SAMPLE = 6
 KNOWN_GAPS = {
     "48d05431-6cd5-4e76-82eb-12b60d823f7d": "setup activates a window titled 'Terminal' after "
     "Ctrl+Alt+T; our desktop's terminal is xterm (the Ubuntu-like desktop profile fixes it)",
+    "b337d106-053f-4d37-8da0-7f9c4043a66b": "setup activates a window titled 'Terminal' (as above)",
+    "185f29bd-5da0-40a6-b69c-ba7f4e0324ef": "compare_pdfs raises when a file of the *expected* "
+    "side is missing (this task puts the agent's PDFs there); OSWorld catches every per-pair "
+    "error and scores 0 (evaluators/metrics parity)",
 }
 
 
