@@ -28,7 +28,8 @@ from typing import Any
 from osworld_gym.tasks.cache import cloud_file_cache_path, download_cache_path
 from osworld_gym.tasks.setup_browser import HISTORY_CACHE_NAME
 
-#: Suffixes with no stand-in (GIMP's native format; VS Code packages): such tasks are skipped.
+#: Suffixes with no stand-in (GIMP's native format, camera raw, packages): such tasks are
+#: skipped.
 NO_STANDIN = frozenset({".xcf", ".vsix", ".whl", ".raw"})
 _TEXT = frozenset({".py", ".sh", ".md", ".txt", ".json", ".html", ".srt", ".js", ".css",
                    ".tex", ".bib", ".eml", ".csv", ".code-workspace", ""})
