@@ -86,5 +86,10 @@ if ! cmp -s "$task_reqs" "$task_python/requirements.txt" 2>/dev/null; then
   uv_bin="$(command -v uv)"
   as_root "$uv_bin" venv --quiet --allow-existing --python /usr/bin/python3 "$task_python"
   as_root "$uv_bin" pip install --quiet --python "$task_python/bin/python" -r "$task_reqs"
+  # an Xauthority entry for no display: python-xlib then prints no warning on stdout
+  xauth_tmp="$(mktemp)"
+  uv run --frozen python -c 'import sys; from pathlib import Path; from osworld_gym.guest.task_python import write_xauthority; write_xauthority(Path(sys.argv[1]))' "$xauth_tmp"
+  as_root install -m 0644 "$xauth_tmp" "$task_python/Xauthority"
+  rm -f "$xauth_tmp"
   as_root cp "$task_reqs" "$task_python/requirements.txt"
 fi

@@ -6,21 +6,22 @@ pyautogui.hotkey('ctrl', 's')"]`` (save before scoring). OSWorld's VM image has 
 with pyautogui on its PATH; Debian has neither ``python`` nor a pyautogui package. So the guest
 gives *task commands* (``/execute`` and ``/setup/execute``, which only the host-side setup
 runner and evaluator getters call) a PATH whose first directory holds ``python`` and
-``python3`` wrappers for an interpreter that has pyautogui:
+``python3`` of an interpreter that has pyautogui (its venv's ``bin``):
 
 1. ``$OSWORLD_GYM_TASK_PYTHON`` (the docker image points it at its guest venv), else
 2. :data:`DEFAULT_VENV` ``/bin/python``, the venv ``scripts/install.sh`` creates from
-   :data:`REQUIREMENTS_FILE` (outside ``/home`` and ``/tmp``, so every sandbox sees it).
+   :data:`REQUIREMENTS_FILE` (outside ``/home`` and ``/tmp``; a sandbox that shows only some
+   host directories must bind it read-only).
 
 Agent actions never reach this: they are parsed into primitives and injected through XTest,
 never executed as code, and apps the agent uses keep the desktop's ordinary PATH.
 
 Without such an interpreter, task commands run with the ordinary PATH (``python`` is then
-"not found", which the classifier reports as ``needs a program not on the desktop``).
+"not found", which the classifier reports as ``needs programs not on the desktop``).
 
->>> env = command_env({"PATH": "/usr/bin:/bin"}, Path("/run/osworld/task-python"))
+>>> env = command_env({"PATH": "/usr/bin:/bin"}, Path("/opt/osworld-gym-task-python/bin"))
 >>> env["PATH"]
-'/run/osworld/task-python:/usr/bin:/bin'
+'/opt/osworld-gym-task-python/bin:/usr/bin:/bin'
 """
 
 from __future__ import annotations
@@ -93,24 +94,35 @@ def write_xauthority(path: Path) -> Path:
 
 
 def command_env(env: dict[str, str], bin_dir: Path | None) -> dict[str, str]:
-    """``env`` with ``bin_dir`` first on ``PATH`` and its Xauthority file (``env`` itself when
-    there is no bin dir)."""
+    """``env`` with ``bin_dir`` first on ``PATH`` and the quiet Xauthority file next to it (in
+    the venv, made by install.sh; ``env`` itself when there is no bin dir)."""
     if bin_dir is None:
         return env
     path = env.get("PATH", os.defpath)
     out = {**env, "PATH": f"{bin_dir}{os.pathsep}{path}" if path else str(bin_dir)}
-    if (bin_dir / "Xauthority").is_file():
-        out["XAUTHORITY"] = str(bin_dir / "Xauthority")
+    for xauth in (bin_dir / "Xauthority", bin_dir.parent / "Xauthority"):
+        if xauth.is_file() and os.access(xauth, os.R_OK):
+            out["XAUTHORITY"] = str(xauth)
+            break
     return out
 
 
 class TaskPython:
-    """The guest's task-command environment: built once per guest, in its private state dir."""
+    """The guest's task-command environment, decided once per guest.
+
+    ``PATH`` gets the interpreter's own directory first (a venv's ``bin`` has ``python`` and
+    ``python3``; started from there the venv finds its packages), so nothing needs writing in
+    the guest's private state dir: under a judge/player split task commands may run as the
+    desktop user, who can read the read-only venv but not the judge's files.
+    """
 
     def __init__(self, state_dir: Path, env: dict[str, str]):
         python = interpreter(env)
-        self.bin_dir = write_bin_dir(state_dir / "task-python", python) if python else None
-        if self.bin_dir is not None:
+        self.bin_dir: Path | None = None
+        if python is not None and all((python.parent / n).exists() for n in NAMES):
+            self.bin_dir = python.parent
+        elif python is not None:  # a lone interpreter: wrappers named python/python3
+            self.bin_dir = write_bin_dir(state_dir / "task-python", python)
             write_xauthority(self.bin_dir / "Xauthority")
         if python:
             log.info("task commands get python -> %s", python)
