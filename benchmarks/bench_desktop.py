@@ -37,7 +37,7 @@ BENCH_VENV = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "o
 
 
 def pyautogui_python() -> str:
-    """A Python with pyautogui, outside /tmp and /home so the sandbox can see it."""
+    """A Python with pyautogui (bound into the sandbox by ``extra_binds``)."""
     py = BENCH_VENV / "bin" / "python"
     if not py.exists():
         BENCH_VENV.parent.mkdir(parents=True, exist_ok=True)
@@ -71,7 +71,8 @@ def main() -> None:
     rows: list[tuple[str, float, float, str]] = []
 
     t0 = time.perf_counter()
-    provider = LocalProvider()
+    # the sandbox binds an allowlist, not /: bind the pyautogui venv (judge-only below /root)
+    provider = LocalProvider(extra_binds={str(BENCH_VENV): str(BENCH_VENV)})
     client = provider.start()
     startup_ms = 1000 * (time.perf_counter() - t0)
     try:

@@ -21,10 +21,9 @@ APT_PACKAGES=(
   # apps the built-in tasks use; socat forwards Chromium's debugging port for the chrome tasks
   xterm mousepad libreoffice-common libreoffice-calc libreoffice-writer libreoffice-impress
   chromium vlc socat
-  # apps whole OSWorld domains run: GIMP (gimp), Thunderbird (thunderbird), the file manager
-  # (nautilus, which os and multi_apps tasks open folders in), and Ubuntu's PDF viewer
-  # (evince: tasks open PDFs; without it they open in GIMP's import dialog)
-  gimp thunderbird nautilus evince
+  # apps whole OSWorld domains run: GIMP (gimp), Thunderbird (thunderbird), and Ubuntu's PDF
+  # viewer (evince: tasks open PDFs; without it they open in GIMP's import dialog)
+  gimp thunderbird evince
   # command-line tools the tasks' setup steps and checks run
   bash coreutils diffutils findutils grep sed mawk gzip tar procps psmisc debianutils
   git curl openssh-client jq zip unzip ca-certificates
@@ -33,6 +32,11 @@ APT_PACKAGES=(
   # fonts: the docker image's set (image/recipe.py), so pages and dialogs lay out the same on
   # both desktops (oracles click at pixel positions)
   fonts-dejavu-core fonts-dejavu-extra fonts-liberation2 fonts-droid-fallback fonts-noto-mono
+  # the "ubuntu" desktop profile (OSWorld's Ubuntu 22.04 look): top bar and dock, Yaru themes,
+  # GNOME Terminal (Ctrl+Alt+T, OSWorld's /terminal), Nautilus (tasks launch it), dconf for
+  # gsettings. Side effects: x-terminal-emulator becomes gnome-terminal (nothing here uses it;
+  # Ctrl+Alt+T is bound explicitly) and folders open in Nautilus; text stays in mousepad.
+  tint2 yaru-theme-gtk yaru-theme-icon gnome-terminal nautilus dconf-cli libglib2.0-bin
   # tasks' own `python3 -c ...` steps, and bootstrapping uv where it is missing; tkinter for
   # the task python's pyautogui (its mouseinfo import fails without it; see below)
   python3 python3-venv python3-tk

@@ -76,6 +76,10 @@ def _docx(seed: str) -> bytes:
 
     doc = Document()
     doc.add_paragraph(f"Stand-in document {' '.join(map(str, _numbers(seed)))}")
+    if seed.startswith("gold "):  # gold files differ in structure too: structure-only metrics
+        table = doc.add_table(rows=2, cols=2)  # (compare_docx_tables) score an input 0
+        for i, cell in enumerate(table._cells):
+            cell.text = str(_numbers(seed)[i])
     buf = io.BytesIO()
     doc.save(buf)
     return buf.getvalue()

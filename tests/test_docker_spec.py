@@ -61,6 +61,18 @@ def test_our_desktop_container_has_no_network_no_ports_and_our_labels():
     assert spec["nano_cpus"] == 2_000_000_000 and spec["mem_limit"] == "3g"
 
 
+def test_ubuntu_profile_is_passed_to_the_guest_and_its_packages_are_in_the_full_image():
+    spec = desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080), profile="ubuntu")
+    assert spec["command"] == ["--screen", "1920x1080x24", "--wm", "ubuntu"]
+    assert desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080))["command"] == [
+        "--screen", "1920x1080x24"]  # openbox, the guest's default
+    from osworld_gym.guest.profiles import UBUNTU_PROGRAMS, UBUNTU_THEMES
+
+    assert set(UBUNTU_PROGRAMS.values()) | set(UBUNTU_THEMES.values()) <= set(APPS["full"])
+    with pytest.raises(ValueError, match="unknown desktop profile 'kde'"):
+        DockerProvider(profile="kde", docker_client=object())
+
+
 def test_osworld_container_is_started_the_way_osworld_starts_it():
     spec = osworld_container_spec(OSWORLD_IMAGE, "/vm/Ubuntu.qcow2", kvm=True)
     assert spec["environment"] == {"DISK_SIZE": "32G", "RAM_SIZE": "4G", "CPU_CORES": "4"}

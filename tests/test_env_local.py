@@ -79,8 +79,10 @@ def test_reset_restores_home_and_kills_task_apps_quickly(local_env):
     local_env.step("pyautogui.write('touch ~/leftover.txt\\n')")
     home = provider.state_dir / "home"
     assert (home / "leftover.txt").exists()
-    before = {p for p in descendants(provider.pid) if "xterm" in Path(f"/proc/{p}/cmdline").read_text()}
-    assert before, "the xterm the agent opened should be running"
+    terminals = ("xterm", "gnome-terminal-server")  # Ctrl+Alt+T's on openbox / ubuntu profiles
+    before = {p for p in descendants(provider.pid)
+              if any(t in Path(f"/proc/{p}/cmdline").read_text() for t in terminals)}
+    assert before, "the terminal the agent opened should be running"
     t0 = time.monotonic()
     provider.reset_state()
     elapsed = time.monotonic() - t0

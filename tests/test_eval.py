@@ -20,13 +20,13 @@ from osworld_gym.tasks import builtin_tasks
 
 from arpo_eval.agents import AgentSpec, FailAgent, NoopAgent
 from arpo_eval.cli import main
-from arpo_eval.compare import compare_runs
+from arpo_eval.compare import compare_runs, format_comparison
 from arpo_eval.export import export_dataset
 from arpo_eval.layout import RunLayoutError, RunManifest, read_run
 from arpo_eval.protocol import Protocol
 from arpo_eval.run import RunConfig, run
 from arpo_eval.runner import evaluate_agent
-from arpo_eval.tables import summarize
+from arpo_eval.tables import format_summary, summarize
 from arpo_eval.tasks import TaskSpecError, resolve_task_spec
 
 FAKE = {"provider": "fake", "settle": None}
@@ -164,6 +164,9 @@ def test_agent_backend_failures_are_infra_errors_not_zeros(tmp_path):
     table = summarize(records)
     assert table["overall"]["infra_errors"] == 2 and table["overall"]["mean_at_k"] is None
     assert table["overall"]["unscored_tasks"] == 2
+    # a policy whose episodes all end in infra errors shows it: a 100 % infra rate
+    assert table["overall"]["infra_rate"] == 1.0 and table["domains"]["os"]["infra_rate"] == 1.0
+    assert "100.0%" in format_summary(table)
 
 
 class DeadDesktop(FakeProvider):
@@ -224,6 +227,8 @@ def test_compare_gives_seeded_per_domain_deltas(tmp_path):
     lo, hi = a["overall"]["ci"]
     assert 0 <= lo < a["overall"]["delta"] < hi
     assert set(a["domains"]) == {"os", "terminal"}
+    assert a["a"]["infra_rate"] == 0.0 and a["b"]["infra_rate"] == 0.0
+    assert "infra rate 0.0%" in format_comparison(a)
     assert {t["task_id"] for t in a["tasks"] if t["delta"] == 1.0} == {
         t.id for t in resolve_task_spec(FAKE_DOMAINS) if t.is_infeasible}
 

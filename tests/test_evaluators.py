@@ -46,6 +46,13 @@ class FakeGuest:
         self.calls.append(("get_file", path))
         return self.files.get(path)
 
+    def download_file(self, path: str, dest, max_bytes=None) -> int | None:
+        data = self.get_file(path)
+        if data is not None:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        return None if data is None else len(data)
+
     def execute(self, command, shell=False, timeout=120.0, setup=False):
         self.calls.append(("execute", command))
         key = tuple(command) if isinstance(command, list) else command
@@ -116,8 +123,17 @@ def test_value_metrics(fn, result, rules, score):
         ("not json at all", {"expected": {"a": 1}}, 0.0),
         (None, {"expected": {"a": 1}}, 0.0),
         ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3]}}, 0.0),
-        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3]}, "ignore_list_order": True}, 1.0),
-        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3], "ignore_list_order": True}}, 1.0),
+        # OSWorld ignores a rules-level ignore_list_order, and inside `expected` the flag is
+        # itself compared as a key (sorting `true` fails: 0): parity, see the docstring
+        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3]}, "ignore_list_order": True}, 0.0),
+        ({"l": [3, 1, 2]}, {"expected": {"l": [1, 2, 3], "ignore_list_order": True}}, 0.0),
+        ({"a": 1}, {"expected": {"a": 1, "b": None}}, 1.0),  # a missing key reads as null
+        ("[1, 2]", {"expected": {"a": 1}}, 0.0),  # JSON, but not an object
+        # expect_in_result with an expected list: items must equal a string value
+        ({"c": "x, y"}, {"expected": {"c": ["x", "y"]}, "expect_in_result": True}, 0.0),
+        ({"c": "y"}, {"expected": {"c": ["x", "y"]}, "expect_in_result": True}, 1.0),
+        ({"n": 3}, {"expected": {"n": 3}, "expect_in_result": True}, 0.0),  # neither str nor list
+        ({"t": ["a", "b"]}, {"expected": {"t": "b"}, "expect_in_result": True}, 1.0),  # str in list
         (
             {"name": "Dr. Alice Smith"},
             {"expected": {"name": "Alice"}, "expect_in_result": True},
@@ -273,7 +289,7 @@ def test_missing_result_file_scores_zero_not_error(tmp_path):
     t = task_with(
         {
             "func": "compare_text_file",
-            "result": {"type": "vm_file", "path": "/nope", "dest": "nope"},
+            "result": {"type": "vm_file", "path": "/home/user/nope", "dest": "nope"},
             "expected": {"type": "cache_file", "path": "gold.txt"},
         }
     )
@@ -308,11 +324,11 @@ def test_missing_gold_file_is_an_evaluator_error(tmp_path):
 
 
 def test_unreachable_gold_download_is_an_evaluator_error(tmp_path):
-    guest = FakeGuest(files={"/x": b"x"})
+    guest = FakeGuest(files={"/home/user/x": b"x"})
     t = task_with(
         {
             "func": "compare_text_file",
-            "result": {"type": "vm_file", "path": "/x", "dest": "x"},
+            "result": {"type": "vm_file", "path": "/home/user/x", "dest": "x"},
             "expected": {"type": "cloud_file", "path": "ftp://nowhere/gold", "dest": "g"},
         }
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import zipfile
 from pathlib import Path
 
 import docx
@@ -23,17 +22,14 @@ def write_docx(path: Path, paragraphs: list[str]) -> str:
 
 
 def write_odt(path: Path, paragraphs: list[str]) -> str:
-    """A minimal OpenDocument text file (what compare_docx_files reads: content.xml)."""
-    body = "".join(f"<text:p>{p}</text:p>" for p in paragraphs)
-    content = (
-        '<?xml version="1.0" encoding="UTF-8"?>'
-        '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
-        f"<office:body><office:text>{body}</office:text></office:body></office:document-content>"
-    )
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
-        z.writestr("content.xml", content)
+    """An OpenDocument text file with one ``text:p`` per entry (odfpy writes the package)."""
+    from odf.opendocument import OpenDocumentText
+    from odf.text import P
+
+    doc = OpenDocumentText()
+    for text in paragraphs:
+        doc.text.addElement(P(text=text))
+    doc.save(str(path))
     return str(path)
 
 
@@ -179,3 +175,31 @@ def test_libreoffice_exports(tmp_path):
     )
     assert compare_docx_files(str(out / "letter.odt"), gold_odt) == 1.0
     assert compare_docx_files(str(out / "other.odt"), gold_odt) == 0.0
+
+
+# -- parity: .odt text as OSWorld's odfpy reader sees it ------------------------------------------
+
+
+def test_odt_text_drops_tabs_spaces_links_and_nested_spans_like_osworld(tmp_path):
+    from odf.opendocument import OpenDocumentText
+    from odf.text import A, P, S, Span, Tab
+
+    doc = OpenDocumentText()
+    p = P(text="Total")
+    p.addElement(Tab())
+    p.addText("42")
+    doc.text.addElement(p)
+    q = P(text="See ")
+    q.addElement(A(href="https://example.org", text="the site"))
+    q.addElement(S(c=3))
+    outer = Span(text="now")
+    outer.addElement(Span(text=" nested"))
+    q.addElement(outer)
+    doc.text.addElement(q)
+    doc.save(str(tmp_path / "r.odt"))
+    # what OSWorld reads: "Total42" and "See now"
+    assert compare_docx_files(str(tmp_path / "r.odt"), write_odt(tmp_path / "g.odt", ["Total42", "See now"]),
+                              ignore_blanks=False) == 1.0
+    assert compare_docx_files(str(tmp_path / "r.odt"),
+                              write_odt(tmp_path / "g2.odt", ["Total\t42", "See the site    now nested"]),
+                              ignore_blanks=False) == 0.0

@@ -85,17 +85,42 @@ def test_sheet_indices_int_ri_and_ei(tmp_path):
         )
 
 
-def test_sheet_data_precision_case_blank_rows_and_int_float(tmp_path):
-    gold = xlsx(tmp_path / "gold.xlsx", {"S": [["Name", "Score"], ["ann", 1.0], ["bob", 2]]})
-    close = xlsx(
-        tmp_path / "close.xlsx", {"S": [["NAME", "Score"], [], ["Ann", 1.000001], ["Bob", 2.0]]}
-    )
-    far = xlsx(tmp_path / "far.xlsx", {"S": [["Name", "Score"], ["ann", 1.01], ["bob", 2]]})
+def test_sheet_data_rounds_to_precision_like_osworld(tmp_path):
+    gold = xlsx(tmp_path / "gold.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], ["bob", 2.25]]})
+    close = xlsx(tmp_path / "close.xlsx", {"S": [["Name", "Score"], ["ann", 1.500001], ["bob", 2.25]]})
+    far = xlsx(tmp_path / "far.xlsx", {"S": [["Name", "Score"], ["ann", 1.51], ["bob", 2.25]]})
     rule = {"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}
-    assert compare_table(close, gold, rules=[{**rule, "ignore_case": True}]) == 1.0
-    assert compare_table(close, gold, rules=[rule]) == 0.0  # case differs
-    assert compare_table(far, gold, rules=[{**rule, "ignore_case": True}]) == 0.0
+    assert compare_table(close, gold, rules=[rule]) == 1.0
+    assert compare_table(far, gold, rules=[rule]) == 0.0
     assert compare_table(far, gold, rules=[{**rule, "precision": 1}]) == 1.0
+
+
+def test_sheet_data_quirks_follow_osworld_pandas_reading(tmp_path):
+    """OSWorld reads sheet_data with pandas: these near misses all score 0 there."""
+    rule = {"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}
+    gold = xlsx(tmp_path / "gold.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], ["bob", 2.5]]})
+    # ignore_case is not read by OSWorld's sheet_data
+    cased = xlsx(tmp_path / "cased.xlsx", {"S": [["Name", "Score"], ["Ann", 1.5], ["Bob", 2.5]]})
+    assert compare_table(cased, gold, rules=[{**rule, "ignore_case": True}]) == 0.0
+    # a blank row inside the data is a row of NaN, not skipped
+    blank = xlsx(tmp_path / "blank.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], [], ["bob", 2.5]]})
+    assert compare_table(blank, gold, rules=[rule]) == 0.0
+    # trailing blank rows are not part of the data
+    tail = xlsx(tmp_path / "tail.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], ["bob", 2.5], []]})
+    assert compare_table(tail, gold, rules=[rule]) == 1.0
+    # a column of ints is not a column of floats (DataFrame.equals compares dtypes)
+    ints = xlsx(tmp_path / "ints.xlsx", {"S": [["Name", "Score"], ["ann", 1], ["bob", 2]]})
+    floats = xlsx(tmp_path / "floats.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], ["bob", 2]]})
+    assert compare_table(ints, floats, rules=[{**rule, "precision": 0}]) == 0.0
+    # numbers inside a text column are not rounded
+    text_gold = xlsx(tmp_path / "tg.xlsx", {"S": [["Code"], ["x"], [3.25]]})
+    text_near = xlsx(tmp_path / "tn.xlsx", {"S": [["Code"], ["x"], [3.2500001]]})
+    num_gold = xlsx(tmp_path / "ng.xlsx", {"S": [["Code"], [1], [3.25]]})
+    num_near = xlsx(tmp_path / "nn.xlsx", {"S": [["Code"], [1], [3.2500001]]})
+    assert compare_table(text_near, text_gold, rules=[rule]) == 0.0
+    assert compare_table(num_near, num_gold, rules=[rule]) == 1.0
+    # a missing sheet fails the rule
+    assert compare_table(gold, gold, rules=[{**rule, "sheet_idx0": "RNnope"}]) == 0.0
 
 
 def test_sheet_name(tmp_path):

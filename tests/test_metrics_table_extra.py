@@ -550,7 +550,9 @@ def test_sheet_print_exports_with_libreoffice_when_no_csv_was_fetched(tmp_path):
     bare = xlsx(tmp_path / "bare.xlsx", [["ID", "Share"], [1234, "25%"], [42, "5%"]])
     assert score(good, gold, type="sheet_print") == 1.0
     assert score(bare, gold, type="sheet_print") == 0.0
-    assert score(good, gold, type="sheet_data") == 0.0  # the values differ
+    # OSWorld's sheet_data reads with pandas, which turns the numeric text "0001234" into
+    # 1234: the values compare equal there, so only sheet_print can tell them apart
+    assert score(good, gold, type="sheet_data") == 1.0
 
 
 def test_sheet_print_without_libreoffice_or_csv_is_an_error_not_a_zero(tmp_path, monkeypatch):

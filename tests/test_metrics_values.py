@@ -47,12 +47,9 @@ def test_check_list(tmp_path):
     assert check_list(str(tmp_path / "missing.txt"), {"expect": []}) == 0.0
 
 
-def test_check_json_settings(tmp_path):
+def test_check_json_settings_reads_strict_json_like_osworld(tmp_path):
     f = tmp_path / "settings.json"
-    f.write_text(
-        '{\n  // VS Code writes comments\n  "editor.fontSize": 14,\n'
-        '  "url": "http://x//y", /* block */\n  "files.exclude": {"**/.git": true},\n}\n'
-    )
+    f.write_text('{"editor.fontSize": 14, "url": "http://x//y", "files.exclude": {"**/.git": true}}')
     assert (
         check_json_settings(str(f), {"expected": {"editor.fontSize": 14, "url": "http://x//y"}})
         == 1.0
@@ -64,3 +61,17 @@ def test_check_json_settings(tmp_path):
     bad.write_text("{oops")
     assert check_json_settings(str(bad), {"expected": {}}) == 0.0
     assert check_json_settings(None, {"expected": {}}) == 0.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{\n  // VS Code writes comments\n  "editor.fontSize": 14\n}',
+        '{"editor.fontSize": 14,}',
+        '{"editor.fontSize": 14 /* block */}',
+    ],
+)
+def test_check_json_settings_scores_jsonc_zero_as_osworld_json_load_does(tmp_path, text):
+    f = tmp_path / "settings.json"
+    f.write_text(text)
+    assert check_json_settings(str(f), {"expected": {"editor.fontSize": 14}}) == 0.0

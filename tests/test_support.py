@@ -442,9 +442,9 @@ def test_string_booleans_are_accepted():
                 "func": "compare_pptx_files",
                 "result": {"type": "vm_file", "path": "/a.pptx", "dest": "a.pptx"},
                 "expected": {"type": "cloud_file", "path": f"{HF}/b.pptx", "dest": "b.pptx"},
-                "options": {"examine_shape": False, "examine_title_bottom_position": True},
+                "options": {"examine_shape": False, "examine_sparkles": True},
             },
-            "unsupported metric option: compare_pptx_files(examine_title_bottom_position)",
+            "unsupported metric option: compare_pptx_files(examine_sparkles)",
         ),
         (
             {

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+from osworld_gym.tasks.validation import HostAccess
 from osworld_gym.errors import GuestError, SetupError, TaskError
 from osworld_gym.tasks import SetupRunner
 
@@ -49,7 +51,8 @@ class RecordingGuest:
     def close_window(self, window_name, strict=False, by_class=False):
         self._record("close_window", window_name, strict=strict, by_class=by_class)
 
-    def upload(self, path: str, data: bytes) -> None:
+    def upload(self, path: str, data) -> None:  # bytes, or a local file (streamed by GuestClient)
+        data = data.read_bytes() if isinstance(data, Path) else data
         self._record("upload", path, len(data))
         self.files[path] = data
 
@@ -76,7 +79,8 @@ def test_each_step_type_reaches_the_matching_client_call(tmp_path, sleeps):
     local = tmp_path / "local.bin"
     local.write_bytes(b"12345")
     guest = RecordingGuest()
-    runner = make_runner(guest, tmp_path, sleeps)
+    # upload_file reads only from allowed host roots (the cache, plus what HostAccess names)
+    runner = make_runner(guest, tmp_path, sleeps, host_access=HostAccess(file_roots=(tmp_path,)))
     runner.run(
         [
             step("execute", command=["touch", "a"]),
@@ -229,7 +233,8 @@ def test_download_uses_osworld_cache_naming_and_uploads(tmp_path, sleeps):
 def test_download_of_uncached_file_offline_names_the_cache_path(tmp_path, sleeps):
     url = "http://127.0.0.1:9/never/there.xlsx"  # discard port: connection refused
     runner = make_runner(
-        RecordingGuest(), tmp_path, sleeps, download_timeout_s=2, download_attempts=1
+        RecordingGuest(), tmp_path, sleeps, download_timeout_s=2, download_attempts=1,
+        host_access=HostAccess(allow_private_urls=True),  # loopback needs the opt-in
     )
     expected = runner.task_cache_dir / f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_there.xlsx"
     with pytest.raises(SetupError, match=f"place that file at {expected}"):
@@ -237,7 +242,8 @@ def test_download_of_uncached_file_offline_names_the_cache_path(tmp_path, sleeps
 
 
 def test_upload_of_missing_local_file_is_a_setup_error(tmp_path, sleeps):
-    runner = make_runner(RecordingGuest(), tmp_path, sleeps)
+    runner = make_runner(RecordingGuest(), tmp_path, sleeps,
+                         host_access=HostAccess(file_roots=(tmp_path,)))
     with pytest.raises(SetupError, match=r"step 0 \(upload_file\) failed"):
         runner.run([step("upload_file", files=[{"local_path": str(tmp_path / "no"), "path": "x"}])])
 

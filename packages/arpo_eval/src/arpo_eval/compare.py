@@ -9,6 +9,10 @@ and report the central ``confidence`` percentile interval; per domain, the tasks
 are resampled. The seed makes the interval reproducible. ``p_le_0`` is the share of resamples
 whose mean delta is <= 0 (a one-sided bootstrap p-value for "B is better").
 
+Each run's ``infra_rate`` (infrastructure errors per episode run) is reported beside the
+deltas: unscored episodes are left out of both means, so a policy that provokes them would
+otherwise look better than it is.
+
 >>> deltas = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0]
 >>> lo, hi, _ = paired_bootstrap(deltas, seed=0, samples=2000)
 >>> lo < 0.5 < hi
@@ -47,6 +51,12 @@ def _scores(run: str | Path) -> tuple[str, dict[str, dict[str, Any]]]:
     manifest, records = read_run(Path(run))
     rows = task_rows(records, manifest.tasks or None, manifest.trials)
     return f"{manifest.model} ({manifest.protocol})", {r["task_id"]: r for r in rows}
+
+
+def _infra_rate(rows: dict[str, dict[str, Any]]) -> float | None:
+    infra = sum(r["infra_errors"] for r in rows.values())
+    ran = infra + sum(r["scored_trials"] for r in rows.values())
+    return infra / ran if ran else None
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0, samples: int = 10000,
@@ -92,7 +102,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0, samples
     for r in paired:
         by_domain[r["domain"]].append(r)
     return {
-        "a": {"dir": str(run_a), "name": name_a}, "b": {"dir": str(run_b), "name": name_b},
+        "a": {"dir": str(run_a), "name": name_a, "infra_rate": _infra_rate(a)},
+        "b": {"dir": str(run_b), "name": name_b, "infra_rate": _infra_rate(b)},
         "seed": seed, "samples": samples, "confidence": confidence,
         "overall": group(paired, 0),
         "domains": {d: group(rows, i + 1) for i, (d, rows) in enumerate(sorted(by_domain.items()))},
@@ -107,8 +118,12 @@ def format_comparison(result: dict[str, Any]) -> str:
     conf = f"{100 * result['confidence']:.0f}% CI"
     head = (f"{'domain':<22} {'tasks':>5} {'A':>7} {'B':>7} {'B-A':>7}  {conf:<17} "
             f"{'wins':>4} {'losses':>6}")
-    lines = [f"A = {result['a']['name']}  ({result['a']['dir']})",
-             f"B = {result['b']['name']}  ({result['b']['dir']})",
+    def rate(side: str) -> str:
+        r = result[side].get("infra_rate")
+        return "-" if r is None else f"{100 * r:.1f}%"
+
+    lines = [f"A = {result['a']['name']}  ({result['a']['dir']}), infra rate {rate('a')}",
+             f"B = {result['b']['name']}  ({result['b']['dir']}), infra rate {rate('b')}",
              f"paired bootstrap over tasks: {result['samples']} resamples, seed {result['seed']}",
              "", head, "-" * len(head)]
 

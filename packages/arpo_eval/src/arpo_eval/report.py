@@ -183,7 +183,9 @@ def render_report(out: str | Path, *, output: str | Path | None = None,
     o = summary["overall"]
     cards = [(_pct(o["mean_at_k"]), f"mean@{k}"), (_pct(o["pass_at_k"]), f"pass@{k}"),
              (f"{o['scored_tasks']}/{o['tasks']}", "tasks scored"),
-             (str(o["infra_errors"]), "infra errors (not scored)"), (str(o["not_run"]), "episodes not run")]
+             (str(o["infra_errors"]), "infra errors (not scored)"),
+             (_pct(o.get("infra_rate")), "infra rate of episodes run"),
+             (str(o["not_run"]), "episodes not run")]
     meta = esc(f"agent {run['agent']} · tasks {run['tasks_spec']} · provider {run['provider']} · "
                f"{k} trial(s) · at most {run['max_steps']} steps · action space "
                f"{run['action_space']}")

@@ -11,8 +11,10 @@ Definitions (``k`` = trials of the run; scores are the evaluators', fractional o
   trials than ``k`` (infrastructure errors) gets pass@(its scored trials), which the
   ``scored_episodes`` count shows;
 * **infrastructure errors** (``infra_errors``: episodes without a score) and ``unscored_tasks``
-  (no scored trial at all) are counted apart and never enter a mean as 0; ``not_run`` counts
-  episodes of the manifest's tasks that have no directory yet.
+  (no scored trial at all) are counted apart and never enter a mean as 0; ``infra_rate`` is
+  their share of the episodes run, per domain and overall, so an agent that provokes them
+  (excluded episodes flatter a mean) is visible; ``not_run`` counts episodes of the manifest's
+  tasks that have no directory yet.
 
 >>> from arpo_eval.layout import EpisodeRecord as E
 >>> recs = [E("a", "os", 0, 1.0), E("a", "os", 1, 0.0), E("b", "os", 0, 0.5),
@@ -21,6 +23,8 @@ Definitions (``k`` = trials of the run; scores are the evaluators', fractional o
 >>> t = summarize(recs, trials=2)
 >>> t["overall"]["mean_at_k"], t["overall"]["pass_at_k"], t["overall"]["infra_errors"]
 (0.3333333333333333, 0.5, 1)
+>>> t["overall"]["infra_rate"], t["domains"]["os"]["infra_rate"], t["domains"]["vlc"]["infra_rate"]
+(0.16666666666666666, 0.25, 0.0)
 >>> t["domains"]["os"]["pass_at_k"], [p["overall"]["score"] for p in t["per_trial"]]
 (0.75, [0.5, 0.0])
 """
@@ -86,6 +90,8 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "unscored_tasks": len(rows) - len(scored),
         "scored_episodes": sum(r["scored_trials"] for r in rows),
         "infra_errors": sum(r["infra_errors"] for r in rows),
+        "infra_rate": _rate(sum(r["infra_errors"] for r in rows),
+                            sum(r["scored_trials"] + r["infra_errors"] for r in rows)),
         "not_run": sum(r["not_run"] for r in rows),
         "mean_at_k": _mean([r["mean"] for r in scored]),
         "pass_at_k": _mean([r["best"] for r in scored]),
@@ -147,6 +153,11 @@ def summarize(records: Iterable[EpisodeRecord], *, trials: int = 1,
     return out
 
 
+def _rate(part: int, whole: int) -> float | None:
+    """``part / whole``; None when nothing ran."""
+    return part / whole if whole else None
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
@@ -155,13 +166,13 @@ def format_summary(summary: dict[str, Any]) -> str:
     """Plain-text tables: per domain, overall, splits, per trial."""
     k = summary["trials"]
     head = (f"{'domain':<22} {'tasks':>5} {'scored':>6} {f'mean@{k}':>8} {f'pass@{k}':>8} "
-            f"{'solved':>6} {'infra':>5} {'not run':>7}")
+            f"{'solved':>6} {'infra':>5} {'infra %':>7} {'not run':>7}")
     lines = [head, "-" * len(head)]
 
     def line(name: str, g: dict[str, Any]) -> str:
         return (f"{name:<22} {g['tasks']:>5} {g['scored_tasks']:>6} {_pct(g['mean_at_k']):>8} "
                 f"{_pct(g['pass_at_k']):>8} {g['solved_tasks']:>6} {g['infra_errors']:>5} "
-                f"{g['not_run']:>7}")
+                f"{_pct(g['infra_rate']):>7} {g['not_run']:>7}")
 
     for d, g in summary["domains"].items():
         lines.append(line(d, g))

@@ -4,6 +4,8 @@ Usage::
 
     arpo-train --config configs/demo.yaml [--key value ...]          # train
     arpo-train select-tasks --config configs/demo.yaml --k 16 --selection_output tasks.json
+    arpo-train --config configs/arpo_uitars_osworld.yaml --dry_run \
+        --accelerate_config configs/accelerate_zero3_8gpu.yaml   # print and check the plan
 
 Every field of :class:`~arpo_trainer.config.ARPOConfig` (TRL's GRPOConfig + ARPO's),
 :class:`~arpo_trainer.modeling.ModelArguments` and, for ``select-tasks``,
@@ -52,6 +54,50 @@ class SelectArguments:
         metadata={"help": "Keep only tasks with 0 < success rate < 1 (drop always-solved ones)."},
     )
     desktops: int = field(default=4, metadata={"help": "Desktops running in parallel."})
+
+
+@dataclass
+class RunArguments:
+    """How ``arpo-train`` runs (not part of the training config)."""
+
+    dry_run: bool = field(
+        default=False,
+        metadata={
+            "help": "Print the resolved plan (processes, memory per GPU, desktops, tasks) and check it; "
+            "start nothing. Exit status 2 when a problem is found."
+        },
+    )
+    accelerate_config: str | None = field(
+        default=None,
+        metadata={"help": "The accelerate config the run is launched with (--dry_run reads its "
+                  "num_processes and ZeRO stage)."},
+    )
+    num_processes: int | None = field(
+        default=None, metadata={"help": "Processes of the run, for --dry_run (overrides the above)."}
+    )
+    gpu_memory_gb: float = field(
+        default=80.0, metadata={"help": "Memory of one GPU, for --dry_run's estimate."}
+    )
+
+
+def dry_run(args: ARPOConfig, margs: ModelArguments, rargs: RunArguments) -> int:
+    """Print the resolved plan; 0 when no problem was found, 2 otherwise (see :mod:`arpo_trainer.plan`)."""
+    from arpo_trainer.plan import build_plan, launch_settings
+
+    try:
+        launch = launch_settings(rargs.accelerate_config, rargs.num_processes)
+    except FileNotFoundError as e:
+        print(f"dry run: {e}", file=sys.stderr)
+        return 2
+    lines, problems = build_plan(args, margs, launch, gpu_memory_gb=rargs.gpu_memory_gb)
+    print("\n".join(lines))
+    if problems:
+        print(f"== {len(problems)} problem(s)", file=sys.stderr)
+        for p in problems:
+            print(f"  - {p}", file=sys.stderr)
+        return 2
+    print("== no problem found")
+    return 0
 
 
 def build_policy(margs: ModelArguments, args: ARPOConfig, tasks: Any):
@@ -112,7 +158,7 @@ def train(args: ARPOConfig, margs: ModelArguments) -> int:
     from arpo_trainer.trainer import ARPOTrainer
 
     _setup_logging(args)
-    tasks = resolve_tasks(args.tasks, args.task_ids)
+    tasks = resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
     model, processor = build_policy(margs, args, tasks)
     peft = None
     if margs.use_lora:
@@ -183,7 +229,7 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
 
     _setup_logging(args)
     set_seed(args.seed)
-    tasks = resolve_tasks(args.tasks, args.task_ids)
+    tasks = resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
     model, processor = build_policy(margs, args, tasks)
     device = "cpu" if args.use_cpu else args.device
     model.to(device)
@@ -245,6 +291,12 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
     return 0
 
 
+def _has_accelerator() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -259,8 +311,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         args, margs, sargs = parser.parse_args_and_config(argv[1:])
         return select_tasks(args, margs, sargs)
-    parser = TrlParser((ARPOConfig, ModelArguments), prog="arpo-train")
-    args, margs = parser.parse_args_and_config(argv)
+    parser = TrlParser((ARPOConfig, ModelArguments, RunArguments), prog="arpo-train")
+    if "--dry_run" in argv and not _has_accelerator():
+        # planning a GPU run on a machine without one: transformers refuses bf16 without use_cpu
+        argv = [*argv, "--use_cpu", "true"]
+    args, margs, rargs = parser.parse_args_and_config(argv)
+    if rargs.dry_run:
+        return dry_run(args, margs, rargs)
     return train(args, margs)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trl import GRPOConfig
@@ -43,6 +44,20 @@ class ARPOConfig(GRPOConfig):
         metadata={
             "help": "TRL loss variant: grpo (per-trajectory token mean, as ARPO), dapo, dr_grpo, bnpo, "
             "cispo, sapo, luspo, vespo."
+        },
+    )
+    # Multi-turn trajectories are long (up to 15 turns x thousands of tokens). A sequence-level
+    # ratio is exp(sum of per-token log-ratios): small vLLM/trainer mismatches add up over
+    # thousands of tokens, so TRL's default `sequence_mask` (cap 3) zeroes whole trajectories, and
+    # `sequence_truncate` would cap them all at the same weight. Per-token ratios do not compound
+    # with length; truncating (TIS) rather than masking keeps every token's gradient, only
+    # bounding the weight of a token vLLM sampled with a different probability.
+    vllm_importance_sampling_mode: str = field(
+        default="token_truncate",
+        metadata={
+            "help": "vLLM/trainer mismatch correction: token_truncate (default here: per-token ratios "
+            "clipped at vllm_importance_sampling_clip_max, which do not compound over long "
+            "multi-turn trajectories), token_mask, sequence_truncate, sequence_mask (TRL's default)."
         },
     )
     remove_unused_columns: bool | None = field(
@@ -150,6 +165,15 @@ class ARPOConfig(GRPOConfig):
         },
     )
 
+    prompt_template_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Read `prompt_template` from this file: run the exact prompt your model was trained "
+            "with (e.g. UI-TARS-1.5's computer-use prompt from its own repository; the project ships "
+            "no third-party prompt text). `{instruction}` is replaced by the task; any other "
+            "placeholder must be filled in the file."
+        },
+    )
     # -- reward -------------------------------------------------------------------------------------
     format_penalty: float = field(
         default=-1.0,
@@ -208,6 +232,18 @@ class ARPOConfig(GRPOConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.prompt_template_file:
+            if self.prompt_template is not None:
+                raise ValueError("set prompt_template or prompt_template_file, not both")
+            path = Path(self.prompt_template_file).expanduser()
+            if not path.is_file():
+                raise FileNotFoundError(
+                    f"prompt_template_file {path} does not exist: save the prompt your model was "
+                    "trained with there (with an `{instruction}` slot for the task)"
+                )
+            self.prompt_template = path.read_text()
+            if not self.prompt_template.strip():
+                raise ValueError(f"prompt_template_file {path} is empty")
         self.action_set_kwargs = _as_dict(self.action_set_kwargs, "action_set_kwargs")
         self.env_kwargs = _as_dict(self.env_kwargs, "env_kwargs")
         if self.vector_env not in VECTOR_BACKENDS:

@@ -23,6 +23,7 @@ from PIL import Image
 from transformers import GenerationConfig
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder, batch_image_inputs
+from arpo_trainer.vllm_rollout import VISION_TOKENS, collapse_image_runs
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +49,7 @@ class Policy(Protocol):
 def special_token_suppression(encoder: TurnEncoder) -> list[int]:
     """Token ids a policy must never sample: image/video placeholders and vision delimiters."""
     tok = encoder.tokenizer
-    ids = [
-        tok.convert_tokens_to_ids(t)
-        for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
-    ]
+    ids = [tok.convert_tokens_to_ids(t) for t in VISION_TOKENS]
     return sorted({int(i) for i in ids if i is not None and i != tok.unk_token_id})
 
 
@@ -178,7 +176,13 @@ class ScriptedPolicy:
 
 class TRLGenerationPolicy:
     """Samples turns through a GRPOTrainer's ``_generate_single_turn`` (the vLLM path with TRL's
-    weight sync; token ids in, token ids and processed log-probs out)."""
+    weight sync; token ids in, token ids and processed log-probs out).
+
+    In colocate mode each screenshot's run of ``<|image_pad|>`` is collapsed to one token, since
+    vLLM expands it itself (see :mod:`arpo_trainer.vllm_rollout`); the server path locates the
+    expanded runs. Stop and suppression tokens come from
+    :func:`~arpo_trainer.vllm_rollout.configure_vllm_generation`.
+    """
 
     def __init__(self, trainer, encoder: TurnEncoder):
         self.trainer = trainer
@@ -188,8 +192,11 @@ class TRLGenerationPolicy:
         if not contexts:
             return []
         images = [[Image.open(io.BytesIO(png)).convert("RGB") for png in c.pngs] for c in contexts]
+        prompts = [c.input_ids for c in contexts]
+        if self.trainer.vllm_generation.mode == "colocate":
+            prompts = [collapse_image_runs(p, self.encoder.image_token_id) for p in prompts]
         ids, logps = self.trainer._generate_single_turn(
-            [c.input_ids for c in contexts], images, {}, num_generations=1
+            prompts, [im or None for im in images], {}, num_generations=1
         )
         out = []
         for k, sampled in enumerate(ids):

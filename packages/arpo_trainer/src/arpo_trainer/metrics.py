@@ -2,7 +2,8 @@
 
 Metrics (averaged over logging steps by TRL): ``episode/success_rate`` (mean evaluator score of
 the policy's own rollouts; replayed ones excluded), ``episode/solved_frac``,
-``episode/infra_errors`` (rollouts left out because the desktop failed),
+``episode/infra_errors`` (rollouts left out because the desktop failed) and
+``episode/infra_rate`` (their share of the step's own rollouts: a policy that provokes them shows),
 ``episode/format_error_frac``, ``episode/turns_mean``, ``episode/done_frac``,
 ``replay/injected_frac``, ``replay/all_fail_groups``, ``replay/buffer_size``, ``replay/stored``,
 ``replay/age_mean`` (steps since the injected successes were stored), ``rollout/*`` timings and
@@ -38,8 +39,8 @@ def rollout_metrics(
     >>> from arpo_trainer.rollout import Trajectory
     >>> m = rollout_metrics([Trajectory("t", "", score=1.0), Trajectory("t", "", infra_error="x")],
     ...                     [], InjectionStats(), 0, 0, RolloutStats(), success_threshold=0.1)
-    >>> m["episode/success_rate"], m["episode/infra_errors"]
-    (1.0, 1.0)
+    >>> m["episode/success_rate"], m["episode/infra_errors"], m["episode/infra_rate"]
+    (1.0, 1.0, 0.5)
     """
     valid = [t for t in fresh if t.valid]
     n = max(1, len(valid))
@@ -49,6 +50,7 @@ def rollout_metrics(
         "episode/success_rate": sum(scores) / n if valid else nan,
         "episode/solved_frac": sum(s > success_threshold for s in scores) / n if valid else nan,
         "episode/infra_errors": float(len(fresh) - len(valid)),
+        "episode/infra_rate": (len(fresh) - len(valid)) / len(fresh) if fresh else nan,
         "episode/format_error_frac": sum(t.format_errors > 0 for t in valid) / n,
         "episode/turns_mean": sum(len(t.turns) for t in valid) / n,
         "episode/done_frac": sum(t.end == "DONE" for t in valid) / n,

@@ -67,6 +67,16 @@ class InjectionStats:
         """Mean age in trainer steps of the injected samples (NaN if none)."""
         return sum(self.ages) / len(self.ages) if self.ages else float("nan")
 
+    @classmethod
+    def merged(cls, per_rank: list[InjectionStats]) -> InjectionStats:
+        """The injections of all ranks in one step (counts add up, ages are pooled)."""
+        return cls(
+            groups=sum(s.groups for s in per_rank),
+            all_fail_groups=sum(s.all_fail_groups for s in per_rank),
+            injected=sum(s.injected for s in per_rank),
+            ages=tuple(a for s in per_rank for a in s.ages),
+        )
+
 
 def group_scores_fail(scores: list[float], *, fail_std: float, fail_mean: float) -> bool:
     """ARPO's all-failure test on a group's evaluator scores (unbiased std; one score has std 0).

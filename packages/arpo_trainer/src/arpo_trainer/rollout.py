@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
 from osworld_gym.actions import ActionSet, ParsedAction
 from osworld_gym.errors import ActionError
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder
 from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.generation import Policy
+from arpo_trainer.ranks import RankGroup
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,13 @@ class Trajectory:
             [t.action_logps for t in self.turns],
         )
 
+    def without_screenshots(self) -> Trajectory:
+        """A copy without the PNG bytes and log-probs (what ranks exchange for metrics and logs)."""
+        turns = [
+            Turn(b"", t.action_ids, [], t.action_text, t.action_error) for t in self.turns
+        ]
+        return replace(self, turns=turns)
+
     def summary(self) -> dict[str, Any]:
         """A JSON-able record without screenshots or token ids (for logs)."""
         d = asdict(self)
@@ -101,6 +110,20 @@ class RolloutStats:
     env_seconds: float = 0.0
     env_steps: int = 0
     turns: int = 0
+    padded_turns: int = 0  # throw-away generations while other ranks still had live episodes
+
+    @classmethod
+    def merged(cls, per_rank: list[RolloutStats]) -> RolloutStats:
+        """Stats of one rollout over all ranks: ranks run at once, so times are the slowest rank's
+        and counts add up (``turns / seconds`` is then the whole run's throughput)."""
+        return cls(
+            seconds=max((s.seconds for s in per_rank), default=0.0),
+            generate_seconds=max((s.generate_seconds for s in per_rank), default=0.0),
+            env_seconds=max((s.env_seconds for s in per_rank), default=0.0),
+            env_steps=sum(s.env_steps for s in per_rank),
+            turns=sum(s.turns for s in per_rank),
+            padded_turns=sum(s.padded_turns for s in per_rank),
+        )
 
 
 class Collector:
@@ -112,6 +135,10 @@ class Collector:
         action_set: the policy's action syntax (to detect format errors before the desktop).
         max_turns: actions per episode; the desktops must truncate at the same count.
         end_on_format_error: replace an unparsable turn by DONE, ending the episode (ARPO).
+        ranks: the trainer's processes. A turn is played while *any* rank has a live episode; a rank
+            whose episodes have all ended samples one throw-away turn (its last context again) so
+            that collective generation (ZeRO-3 ``synced_gpus``, TRL's vLLM server/colocate paths)
+            sees every rank in every call. See :mod:`arpo_trainer.ranks`.
     """
 
     def __init__(
@@ -122,8 +149,10 @@ class Collector:
         *,
         max_turns: int,
         end_on_format_error: bool = True,
+        ranks: RankGroup | None = None,
     ):
         self.pool = pool
+        self.ranks = ranks or RankGroup()
         self.encoder = encoder
         self.action_set = action_set
         self.max_turns = max_turns
@@ -153,16 +182,26 @@ class Collector:
             shots.append([self.encoder.screenshot_png(frame)] if traj.valid else [])
             live.append(traj.valid)
 
+        padding: EncodedSequence | None = None
         for _turn in range(self.max_turns):
             idx = [i for i, alive in enumerate(live) if alive]
-            if not idx:
+            if not self.ranks.any(bool(idx)):
                 break
+            if not idx:  # only other ranks are still playing: join their generate call
+                if padding is None:
+                    padding = self._padding_context(trajs)
+                t0 = time.monotonic()
+                policy.sample([padding], [-1])
+                stats.generate_seconds += time.monotonic() - t0
+                stats.padded_turns += 1
+                continue
             contexts = [
                 self.encoder.encode(
                     trajs[i].instruction, shots[i], [t.action_ids for t in trajs[i].turns]
                 )
                 for i in idx
             ]
+            padding = contexts[0]
             t0 = time.monotonic()
             samples = policy.sample(contexts, idx)
             stats.generate_seconds += time.monotonic() - t0
@@ -228,6 +267,14 @@ class Collector:
         stats.seconds = time.monotonic() - t_start
         self.last_stats = stats
         return trajs
+
+    def _padding_context(self, trajs: list[Trajectory]) -> EncodedSequence:
+        """A context to generate a throw-away turn from when this rank never encoded one (every
+        desktop failed at reset): the first instruction over a black screenshot. It holds an image,
+        so the vision tower runs as on the other ranks (ZeRO-3 gathers its parameters too)."""
+        blank = self.encoder.screenshot_png(np.zeros((64, 64, 3), np.uint8))
+        instruction = trajs[0].instruction if trajs else ""
+        return self.encoder.encode(instruction, [blank], [])
 
     def _parse_error(self, text: str) -> str | None:
         try:

@@ -27,22 +27,30 @@ log = logging.getLogger(__name__)
 TASK_LIST_KIND = "arpo-task-list"
 
 
-def resolve_tasks(spec: Any, task_ids: Iterable[str] | None = None) -> TaskSet:
-    """Load a task set (see the module docstring), keeping only ``task_ids`` when given (in that order)."""
+def resolve_tasks(
+    spec: Any, task_ids: Iterable[str] | None = None, *, provider: str = "local"
+) -> TaskSet:
+    """Load a task set (see the module docstring), keeping only ``task_ids`` when given (in that order).
+
+    Tasks that ``provider``'s desktops cannot run (an app that is not installed, a metric not
+    implemented, a live website...) are skipped with a logged reason instead of aborting the load:
+    a training set is whatever of the official suite runs (``arpo-train --dry_run`` counts them)."""
     if isinstance(spec, TaskSet):
         tasks = spec
     elif spec == "builtin":
         tasks = builtin_tasks()
     elif isinstance(spec, (str, Path)) and _is_task_list(Path(spec)):
         doc = json.loads(Path(spec).read_text())
-        tasks = resolve_tasks(doc["source"], doc["task_ids"])
+        tasks = resolve_tasks(doc["source"], doc["task_ids"], provider=provider)
     else:
-        tasks = load_tasks(spec)
+        tasks = load_tasks(spec, skip_unsupported=True, provider=provider)
     if task_ids is not None:
         ids = list(task_ids)
         missing = [t for t in ids if t not in tasks]
         if missing:
-            raise KeyError(f"tasks not found in {spec!r}: {', '.join(missing)}")
+            raise KeyError(
+                f"tasks not found (or unsupported on {provider!r}) in {spec!r}: {', '.join(missing)}"
+            )
         tasks = TaskSet([tasks[t] for t in ids])
     if len(tasks) == 0:
         raise ValueError(f"no tasks in {spec!r}")

@@ -14,6 +14,11 @@ batch (rows = tasks, repeated ``num_generations`` times in contiguous groups):
    observation tokens masked out of the loss (``tool_mask``), ``mm_token_type_ids`` for mRoPE.
 
 The replay buffer is saved in every checkpoint (``arpo_replay.zip``) and restored on resume.
+
+Across processes (``accelerate launch``) the turn count is agreed every turn, the fresh successes
+of every rank enter every rank's buffer, and the logged episode/replay metrics and completion
+rows cover every rank (:mod:`arpo_trainer.ranks`). The buffer is written once, by the main
+process, and on resume the main process reads it and broadcasts it to the others.
 """
 
 from __future__ import annotations
@@ -42,10 +47,12 @@ from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
 from arpo_trainer.generation import TransformersPolicy, TRLGenerationPolicy, turn_generation_config
 from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
+from arpo_trainer.ranks import RankGroup
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
 from arpo_trainer.rollout import Collector, RolloutStats, Trajectory
 from arpo_trainer.tasks import resolve_tasks, task_dataset
+from arpo_trainer.vllm_rollout import configure_vllm_generation
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +91,11 @@ class ARPOTrainer(GRPOTrainer):
     ):
         if not isinstance(args, ARPOConfig):
             raise TypeError(f"ARPOTrainer needs an ARPOConfig, got {type(args).__name__}")
-        self.tasks = tasks if tasks is not None else resolve_tasks(args.tasks, args.task_ids)
+        self.tasks = (
+            tasks
+            if tasks is not None
+            else resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
+        )
         if train_dataset is None:
             train_dataset = task_dataset(self.tasks, args.task_ids)
         if reward_funcs is None:
@@ -101,10 +112,24 @@ class ARPOTrainer(GRPOTrainer):
             callbacks=callbacks,
             optimizers=optimizers,
         )
+        groups_per_batch = (
+            args.per_device_train_batch_size
+            * args.steps_per_generation
+            * self.accelerator.num_processes
+            // args.num_generations
+        )
+        if len(self.train_dataset) < groups_per_batch:
+            # TRL's sampler would silently yield no batch at all: training would end at step 0
+            raise ValueError(
+                f"{len(self.train_dataset)} task rows, but one generation batch over "
+                f"{self.accelerator.num_processes} process(es) needs {groups_per_batch} groups "
+                "of num_generations: add tasks or lower per_device_train_batch_size"
+            )
         if not self._is_vlm:
             raise ValueError(
                 "ARPOTrainer needs a vision-language model and its processor (ProcessorMixin)"
             )
+        self.ranks = RankGroup.from_accelerator(self.accelerator)
         self.encoder = make_encoder(args, self.processing_class)
         self.action_set = make_policy_action_set(args, self.encoder)
         self.replay_buffer = replay_buffer or ReplayBuffer(
@@ -112,10 +137,13 @@ class ARPOTrainer(GRPOTrainer):
             success_threshold=args.replay_success_threshold,
             fail_std=args.replay_fail_std,
             fail_mean=args.replay_fail_mean,
-            seed=args.seed,
+            # ranks inject into different groups: independent draws (a restored buffer brings its state)
+            seed=args.seed + self.ranks.process_index,
         )
         if self.use_vllm:
-            self.vllm_generation.max_completion_length = args.max_turn_tokens
+            configure_vllm_generation(
+                self.vllm_generation, self.encoder, max_turn_tokens=args.max_turn_tokens
+            )
         else:
             self.turn_generation_config = turn_generation_config(
                 self.encoder,
@@ -148,6 +176,7 @@ class ARPOTrainer(GRPOTrainer):
                 self.action_set,
                 max_turns=self.args.max_turns,
                 end_on_format_error=self.args.end_on_format_error,
+                ranks=self.ranks,
             )
         assert self._collector is not None
         return self._collector
@@ -162,6 +191,9 @@ class ARPOTrainer(GRPOTrainer):
             repeats=repeats,
             step=self.state.global_step,
         )
+        # every rank played the demonstrations (its collector joins the others' turns); all keep the
+        # main rank's, so the buffers stay identical
+        demos = self.ranks.broadcast(demos)
         stored = sum(self.replay_buffer.add(d, step=self.state.global_step) for d in demos)
         failed = sorted({d.task_id for d in demos} - set(self.replay_buffer.task_ids()))
         if failed:
@@ -211,27 +243,48 @@ class ARPOTrainer(GRPOTrainer):
             fresh = collector.run(tasks, policy, step=step)
         rstats = collector.last_stats
 
-        # 2. replay
+        # 2. replay: inject into this rank's groups, then every rank stores every rank's successes
         groups = [fresh[i : i + G] for i in range(0, len(fresh), G)]
         inj = InjectionStats(groups=len(groups))
-        stored = 0
-        if self.args.replay and mode == "train":
+        replay_on = self.args.replay and mode == "train"
+        if replay_on:
             groups, inj = self.replay_buffer.inject(groups, step)
-            stored = self.replay_buffer.update(fresh, step)
         trajs = [t for g in groups for t in g]
-        if self.args.rollout_log and self.accelerator.is_main_process:
-            path = Path(self.args.rollout_log)
-            append_rollout_log(
-                path if path.is_absolute() else Path(self.args.output_dir) / path, trajs, step
-            )
-
-        # 3. rewards
-        seqs = [training_sequence(t, self.encoder) for t in trajs]
         prompts = [row["prompt"] for row in inputs]
         completions = [
             [{"role": "assistant", "content": "\n".join(u.action_text for u in t.turns)}]
             for t in trajs
         ]
+        # one exchange per step: new successes whole, everything else without screenshots
+        shared = self.ranks.gather(
+            [
+                {
+                    "successes": [
+                        t for t in fresh if replay_on and t.source == "policy"
+                        and self.replay_buffer.is_success(t)
+                    ],
+                    "fresh": [t.without_screenshots() for t in fresh],
+                    "batch": [t.without_screenshots() for t in trajs],
+                    "inj": inj,
+                    "rstats": rstats,
+                    "prompts": prompts,
+                    "completions": completions,
+                }
+            ]
+        )
+        stored = 0
+        if replay_on:
+            stored = self.replay_buffer.update([t for r in shared for t in r["successes"]], step)
+        if self.args.rollout_log and self.accelerator.is_main_process:
+            path = Path(self.args.rollout_log)
+            append_rollout_log(
+                path if path.is_absolute() else Path(self.args.output_dir) / path,
+                [t for r in shared for t in r["batch"]],
+                step,
+            )
+
+        # 3. rewards
+        seqs = [training_sequence(t, self.encoder) for t in trajs]
         reward_rows = [
             {
                 **row,
@@ -289,17 +342,17 @@ class ARPOTrainer(GRPOTrainer):
         # 5. metrics
         self._record_metrics(
             mode,
-            fresh,
-            trajs,
+            [t for r in shared for t in r["fresh"]],
+            [t for r in shared for t in r["batch"]],
             rewards_per_func,
             rewards,
             std,
-            inj,
+            InjectionStats.merged([r["inj"] for r in shared]),
             stored,
-            rstats,
+            RolloutStats.merged([r["rstats"] for r in shared]),
             all_advantages,
-            prompts,
-            completions,
+            [p for r in shared for p in r["prompts"]],
+            [c for r in shared for c in r["completions"]],
         )
         return output
 
@@ -397,7 +450,9 @@ class ARPOTrainer(GRPOTrainer):
         prompts: list[Any],
         completions: list[Any],
     ) -> None:
-        """TRL's reward metrics and completion logs, plus ours (:mod:`arpo_trainer.metrics`)."""
+        """TRL's reward metrics and completion logs, plus ours (:mod:`arpo_trainer.metrics`).
+
+        Every argument is global (all ranks, in rank order), like TRL's gathered rewards."""
         m = self._metrics[mode]
         for i, name in enumerate(self.reward_func_names):
             m[f"rewards/{name}/mean"].append(torch.nanmean(rewards_per_func[:, i]).item())
@@ -447,10 +502,15 @@ class ARPOTrainer(GRPOTrainer):
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
-        if checkpoint is not None and os.path.exists(os.path.join(checkpoint, REPLAY_FILE)):
-            self.replay_buffer.load_state_from(
-                ReplayBuffer.load(os.path.join(checkpoint, REPLAY_FILE))
-            )
+        if checkpoint is None:
+            return
+        # the main process reads the one saved copy and hands it to every rank (no shared disk needed)
+        loaded = None
+        if self.accelerator.is_main_process and os.path.exists(os.path.join(checkpoint, REPLAY_FILE)):
+            loaded = ReplayBuffer.load(os.path.join(checkpoint, REPLAY_FILE))
+        loaded = self.ranks.broadcast(loaded)
+        if loaded is not None:
+            self.replay_buffer.load_state_from(loaded)
             log.info(
                 "restored the replay buffer from %s: %d trajectories",
                 checkpoint,

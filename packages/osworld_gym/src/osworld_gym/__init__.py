@@ -19,17 +19,23 @@ from osworld_gym.errors import (
     OSWorldGymError,
     SetupError,
     TaskError,
+    TaskValidationError,
+    UnusableResultFile,
 )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ActionError", "EvaluatorError", "GuestError", "InfraError", "MissingDependencyError",
-    "OSWorldGymError", "SetupError", "TaskError", "testing", "__version__",
+    "OSWorldGymError", "SetupError", "TaskError", "TaskValidationError", "UnusableResultFile",
+    "testing", "__version__",
 ]
 
 register(
     id="OSWorld-v0",
-    entry_point="osworld_gym.env:OSWorldEnv",
+    # gymnasium's own checker breaks on the first step after a failed first reset; this entry
+    # point wraps the env in a checker that does not (osworld_gym.checker)
+    entry_point="osworld_gym.checker:make_env",
+    disable_env_checker=True,
     nondeterministic=True,
 )

@@ -17,20 +17,27 @@ Example (needs a running guest)::
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Sequence
-from typing import Any, Self
+from pathlib import Path
+from typing import Any, BinaryIO, Self
 
 import httpx
 import numpy as np
 
 from osworld_gym.actions.primitives import Primitive, Wait, to_dict
-from osworld_gym.errors import GuestError
+from osworld_gym.errors import GuestError, UnusableResultFile
 
 log = logging.getLogger(__name__)
 
 _RETRY_STATUSES = {502, 503}
 _BACKOFF_S = 0.2
+#: Largest file :meth:`GuestClient.get_file` / :meth:`~GuestClient.download_file` accept by
+#: default. Task result files are documents, sheets and slides of a few MB; a larger one at a
+#: result path is the agent's doing (``truncate -s 2G``) and is scored 0, never buffered.
+MAX_FILE_BYTES = 256 << 20
 
 
 class GuestClient:
@@ -201,8 +208,16 @@ class GuestClient:
         body = {"command": command if isinstance(command, str) else list(command), "shell": shell}
         self._request("POST", "/setup/launch", json=body)
 
-    def upload(self, path: str, data: bytes) -> None:
-        """Write ``data`` to ``path`` in the guest (parents created)."""
+    def upload(self, path: str, data: bytes | Path) -> None:
+        """Write ``data`` -- bytes, or a local file streamed from disk -- to ``path`` in the
+        guest (parents created)."""
+        if isinstance(data, Path):
+            with open(data, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                self._request("POST", "/setup/upload", data={"file_path": path},
+                              files={"file_data": ("file", f, "application/octet-stream")},
+                              timeout=max(self.timeout, 30 + size / 20e6))
+            return
         self._request("POST", "/setup/upload", data={"file_path": path},
                       files={"file_data": ("file", data, "application/octet-stream")},
                       timeout=max(self.timeout, 30 + len(data) / 20e6))
@@ -222,11 +237,79 @@ class GuestClient:
         self._request("POST", "/setup/close_window",
                       json={"window_name": window_name, "strict": strict, "by_class": by_class})
 
-    def get_file(self, path: str) -> bytes | None:
-        """The file's bytes, or None if it does not exist."""
-        resp = self._request("POST", "/file", data={"file_path": path}, ok_404=True,
-                             timeout=max(self.timeout, 120))
-        return None if resp is None else resp.content
+    def get_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
+        """The file's bytes (at most ``max_bytes``), or None if it does not exist.
+
+        Raises:
+            UnusableResultFile: something is there but not a readable regular file, or it is
+                larger than ``max_bytes``.
+        """
+        import io
+
+        buf = io.BytesIO()
+        return buf.getvalue() if self._fetch_file(path, buf, max_bytes) is not None else None
+
+    def download_file(self, path: str, dest: Path, max_bytes: int = MAX_FILE_BYTES) -> int | None:
+        """Stream the guest file ``path`` into the local file ``dest``; its size, or None if it
+        does not exist. Never holds more than one chunk in memory, never writes more than
+        ``max_bytes``; ``dest`` appears whole (renamed into place) or not at all.
+
+        Raises:
+            UnusableResultFile: something is there but not a readable regular file, or it is
+                larger than ``max_bytes``.
+        """
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                size = self._fetch_file(path, out, max_bytes)
+            if size is None:
+                os.unlink(tmp)
+                return None
+            os.replace(tmp, dest)
+            return size
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def _fetch_file(self, path: str, out: BinaryIO, max_bytes: int) -> int | None:
+        endpoint = "/file"
+        for attempt in range(1 + max(0, self.retries)):
+            if attempt:
+                time.sleep(_BACKOFF_S * 2 ** (attempt - 1))
+            try:
+                with self._http.stream("POST", endpoint, data={"file_path": path},
+                                       timeout=max(self.timeout, 120)) as resp:
+                    if resp.status_code == 404:
+                        return None
+                    if resp.status_code in (413, 422):
+                        resp.read()
+                        raise UnusableResultFile(_message(resp))  # it names the path
+                    if not resp.is_success:
+                        resp.read()
+                        raise GuestError(f"POST {endpoint} -> {resp.status_code}: "
+                                         f"{_message(resp)}", status=resp.status_code,
+                                         endpoint=endpoint)
+                    declared = resp.headers.get("Content-Length")
+                    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+                        raise UnusableResultFile(f"{path} is {declared} bytes, over the "
+                                                 f"{max_bytes} byte limit for result files")
+                    out.seek(0)
+                    out.truncate()
+                    size = 0
+                    for chunk in resp.iter_bytes(1 << 20):
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise UnusableResultFile(f"{path} is over the {max_bytes} byte "
+                                                     "limit for result files")
+                        out.write(chunk)
+                    return size
+            except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+                last = GuestError(f"cannot connect to the guest: {e}", endpoint=endpoint)
+            except httpx.TransportError as e:
+                last = GuestError(f"POST {endpoint} failed: {type(e).__name__}: {e}",
+                                  endpoint=endpoint)
+        raise last
 
     def list_directory(self, path: str) -> dict:
         return self._json("POST", "/list_directory", json={"path": path})["directory_tree"]

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from osworld_gym.guest.profiles import UBUNTU_PROGRAMS, UBUNTU_THEMES
 from osworld_gym.tasks.programs import opened_suffixes, task_programs
 
 #: PATH inside the desktop (the sandbox's, less our shims directory).
@@ -48,6 +49,9 @@ DESKTOP_PROGRAMS: tuple[str, ...] = (
     "bwrap", "Xvfb", "openbox", "dbus-daemon", "wmctrl", "setpriv", "xdg-open", "xdg-mime",
     "file", "mimetype", "xterm", "ffmpeg",
 )
+
+#: What the ``ubuntu`` desktop profile runs on top of the desktop's own programs.
+PROFILE_PROGRAMS: tuple[str, ...] = tuple(UBUNTU_PROGRAMS)
 
 #: Our shims (``guest/shims``) stand in for programs Debian does not ship; each needs another.
 SHIMS: dict[str, str] = {"google-chrome": "chromium", "google-chrome-stable": "chromium",
@@ -78,6 +82,8 @@ PACKAGES: dict[str, str] = {
     "tr": "coreutils", "uniq": "coreutils", "wc": "coreutils", "timeout": "coreutils",
     "env": "coreutils", "unzip": "unzip", "zip": "zip", "jq": "jq", "which": "debianutils",
     "killall": "psmisc",
+    # the "ubuntu" desktop profile
+    **UBUNTU_PROGRAMS,
 }
 
 @dataclass
@@ -157,6 +163,7 @@ def builtin_task_json() -> list[dict]:
 def required_programs(tasks: Iterable[dict] | None = None) -> dict[str, set[str]]:
     """``{program: {who needs it}}``: the desktop's own programs and every task's."""
     need: dict[str, set[str]] = {p: {"desktop"} for p in DESKTOP_PROGRAMS}
+    need.update({p: {"ubuntu profile"} for p in PROFILE_PROGRAMS})
     for raw in builtin_task_json() if tasks is None else tasks:
         for program in task_programs(raw):
             need.setdefault(program_requirement(program), set()).add(str(raw.get("id", "?")))
@@ -255,6 +262,12 @@ def check_task_python(probe: _Probe) -> Check:
                  else None)
 
 
+def check_themes(probe: _Probe) -> list[Check]:
+    """The ``ubuntu`` profile's themes are installed (directories under /usr/share)."""
+    return [Check(f"theme {d}", probe.host_path(f"/usr/share/{d}").is_dir(),
+                  f"/usr/share/{d}", package) for d, package in UBUNTU_THEMES.items()]
+
+
 def diagnose(root: str | os.PathLike[str] | None = None,
              tasks: Iterable[dict] | None = None) -> Report:
     """Run every check on this machine (or the root file system at ``root``)."""
@@ -262,6 +275,7 @@ def diagnose(root: str | os.PathLike[str] | None = None,
     task_list = list(tasks) if tasks is not None else builtin_task_json()
     report = Report()
     report.checks += check_programs(probe, required_programs(task_list))
+    report.checks += check_themes(probe)
     report.checks += check_default_apps(probe, opened_file_types(task_list))
     if root is None:  # the task python comes from install.sh's Python part, not --system-only
         report.checks.append(check_task_python(probe))

@@ -16,10 +16,28 @@ step (when it says DONE/FAIL, or when ``max_steps`` truncates the episode, as OS
 
 ``info`` always carries ``task_id``, ``domain``, ``step``, ``variation`` (the instance's seed,
 -1 for a default instance), ``action_error`` (the parser's message
-when the action was rejected: nothing was executed), ``infra_error`` (set when the desktop, the
-task app (it crashed: :class:`~osworld_gym.errors.AppCrashed`) or the evaluator failed: the
-reward is then **not** a score and the episode is truncated) and
-``timings`` in milliseconds.
+when the action was rejected: nothing was executed), ``infra_error`` (set when the judge's side
+failed, see below: the reward is then **not** a score and the episode is truncated),
+``app_exits`` (task apps that died of a signal during the episode, e.g. ``"libreoffice (pid
+52) died of SIGKILL"``), ``eval_note`` (on the final step, why the evaluator scored 0 without
+comparing, e.g. ``"result unusable: ... is a directory"``) and ``timings`` in milliseconds.
+
+What counts as an infrastructure error (``info["infra_error"]``, episode excluded) is only what
+the *judge* side does: the guest server or X server not answering, setup steps failing (a
+``postconfig`` step the guest refuses on the desktop the agent left, e.g. a window it closed,
+is skipped as OSWorld skips it), an evaluator bug (a getter or metric raising, gold data
+missing), host resources (a step or reset timeout) and the transport. Everything the *player* side -- the agent's apps
+and whatever it runs in the desktop -- can cause is scored: an unusable result file (a
+directory, ``chmod 000``, a fifo, a symlink out of the desktop, a file over the size cap) scores
+0 with the reason in ``eval_note``; a task app killed mid-episode (Linux does not say who sent
+the signal, and the agent can ``kill -9`` its own apps) is scored normally on the state left
+and listed in ``app_exits``; an evaluator failing *after* such an app exit is scored 0 (the
+getter needed the app the agent's desktop lost). Unsafe task JSON is a
+:class:`~osworld_gym.errors.TaskValidationError` from ``reset`` before anything runs. After a
+failed ``reset``, ``step`` returns a truncated transition with ``infra_error`` set (a blank
+screen) instead of raising, so wrappers and the passive env checker see a well-formed tuple.
+Actions that are neither ``str`` nor (``computer_13``) a plain JSON ``dict`` are rejected by
+type with an ``action_error`` before anything of the object runs (no ``repr``, no ``__eq__``).
 """
 
 from __future__ import annotations
@@ -38,12 +56,15 @@ from gymnasium import spaces
 
 from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
 from osworld_gym.actions.primitives import Wait
-from osworld_gym.errors import ActionError, AppCrashed, InfraError, TaskError
+from osworld_gym.actions.typecheck import action_type_error
+from osworld_gym.errors import ActionError, EvaluatorError, InfraError, TaskError
 from osworld_gym.evaluators import EvalContext, evaluate
+from osworld_gym.evaluators.evaluate import EvalResult
 from osworld_gym.providers import Provider, make_provider
 from osworld_gym.settle import SettleConfig, wait_until_settled
 from osworld_gym.spaces import MAX_A11Y_CHARS, MAX_INSTRUCTION_CHARS, UnicodeText
 from osworld_gym.tasks import SetupRunner, Task, TaskSet, load_tasks
+from osworld_gym.tasks.validation import HostAccess, check_host_access, validate_task
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +96,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         provider_kwargs: extra arguments for the provider named by ``provider``.
         action_set_kwargs: extra arguments for the action set named by ``action_set``.
         render_mode: ``"rgb_array"`` returns the latest screenshot from :meth:`render`.
+        host_access: what of the host task setup may read or reach
+            (:class:`~osworld_gym.tasks.validation.HostAccess`: ``file://`` and ``upload_file``
+            roots besides the cache, ``allow_private_urls`` for loopback/private downloads).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
@@ -95,6 +119,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         provider_kwargs: dict[str, Any] | None = None,
         action_set_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
+        host_access: HostAccess | None = None,
     ):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -113,6 +138,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self.setup_retries = setup_retries
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         self.render_mode = render_mode
+        self.host_access = host_access or HostAccess()
 
         w, h = self.screen_size
         obs_spaces: dict[str, spaces.Space[Any]] = {
@@ -130,6 +156,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self._done = False
         self._needs_restart = False
         self._crash_baseline: int | None = None
+        self._app_exits: list[str] = []
+        self._reset_error: str | None = None
         self._last_action: str | None = None
         self._client: Any = None
         self._work_root: Path | None = None
@@ -150,12 +178,21 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         """
         super().reset(seed=seed)
         self._task = None
-        options = options or {}
+        self._reset_error = "the last reset() failed"
+        try:
+            return self._reset(seed, options or {})
+        except BaseException as e:
+            self._reset_error = f"{type(e).__name__}: {e}"
+            raise
+
+    def _reset(self, seed: int | None, options: dict[str, Any]) -> tuple[ObsType, dict[str, Any]]:
         task = self._pick_task(seed, options.get("task"))
         variation = options.get("variation", seed)
         if variation is None and options.get("task") is None:
             variation = int(self.np_random.integers(2**31))
         task = task.instantiate(variation)
+        validate_task(task)  # also tasks built with validate=False: nothing unsafe runs
+        check_host_access(task, self.host_access)
         timings: dict[str, float] = {}
         t0 = time.monotonic()
         for attempt in range(self.setup_retries + 1):
@@ -180,9 +217,13 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self._task, self._frame, self._steps, self._done = task, frame, 0, False
         self._client = client
         self._last_action = None
+        self._app_exits = []
+        self._reset_error = None
         return self._obs(client), self._info(timings=timings)
 
     def step(self, action: Any) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
+        if self._task is None and self._reset_error is not None:
+            return self._failed_reset_step()
         if self._task is None:
             raise gym.error.ResetNeeded("call reset() before step()")
         if self._done:
@@ -195,13 +236,18 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         reward = 0.0
         client = self._client
 
+        eval_note = None
         t0 = time.monotonic()
-        try:
-            parsed: ParsedAction | None = self.action_set.parse(action)
-        except ActionError as e:
-            parsed, action_error = None, str(e)
+        parsed: ParsedAction | None = None
+        action_error = action_type_error(action)  # before anything of the object runs
+        if action_error is None:
+            try:
+                parsed = self.action_set.parse(action)
+            except ActionError as e:
+                action_error = str(e)
         timings["parse_ms"] = 1000 * (time.monotonic() - t0)
-        self._last_action = action if isinstance(action, str) else repr(action)
+        self._last_action = (action if type(action) is str
+                             else repr(action) if action_error is None else "<rejected action>")
 
         try:
             if parsed is not None:
@@ -213,24 +259,22 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             # after input the screen may still be changing; after a pure wait it has had its time
             acted = parsed is not None and any(not isinstance(p, Wait) for p in parsed.primitives)
             self._frame = self._observe_frame(client, timings, previous=self._frame, settle=bool(acted))
-            self._check_crashes(client)
+            self._note_app_exits(client)
             truncated = not terminated and self._steps >= self.max_steps
             if terminated or truncated:
-                self._check_crashes(client, refresh=True)
+                self._note_app_exits(client, refresh=True)
                 t1 = time.monotonic()
-                reward = self._score(client)
+                reward, eval_note = self._score(client)
                 timings["eval_ms"] = 1000 * (time.monotonic() - t1)
         except InfraError as e:
             infra_error = f"{type(e).__name__}: {e}"
             log.warning("infrastructure error in task %s step %d: %s", self._task.id, self._steps, e)
-            # a crashed app is cleared by the next desktop reset; anything else may have broken
-            # the desktop itself
-            self._needs_restart = not isinstance(e, AppCrashed)
+            self._needs_restart = True  # the desktop itself may be broken
             reward, terminated, truncated = 0.0, False, True
 
         self._done = terminated or truncated
         info = self._info(timings=timings, action_error=action_error, infra_error=infra_error,
-                          special=special)
+                          special=special, eval_note=eval_note)
         obs = self._obs(client) if infra_error is None else self._obs(None)
         return obs, float(reward), terminated, truncated, info
 
@@ -277,7 +321,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
     def _runner(self, client, task: Task) -> SetupRunner:
         return SetupRunner(client, cache_dir=self.cache_dir, task_id=task.id,
                            client_password=self.provider.client_password, screen_size=self.screen_size,
-                           work_dir=self._work_dir(task))
+                           work_dir=self._work_dir(task), host_access=self.host_access)
 
     def _work_dir(self, task: Task) -> Path:
         """This env's own directory for the task's fetched and generated files (see EvalContext)."""
@@ -295,12 +339,15 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         timings["exec_ms"] = 1000 * (time.monotonic() - t0)
         timings["guest_exec_ms"] = guest_ms
 
-    def _check_crashes(self, client, *, refresh: bool = False) -> None:
-        """Raise :class:`AppCrashed` if the guest counted a task-app crash since the reset.
+    def _note_app_exits(self, client, *, refresh: bool = False) -> None:
+        """Record task apps the guest saw die of a signal since the reset, in ``app_exits``.
 
-        The count rides on every screenshot and action answer; ``refresh`` asks the guest
-        directly (it reaps first), for the last look before scoring. Guests that do not count
-        crashes (OSWorld's own server) are not checked.
+        A task app runs on the player's side: the agent can ``kill -9`` it from a terminal and
+        nothing on Linux tells the guest who sent a signal, so such a death is the episode's
+        outcome, scored like any other state (never an infrastructure error, or a policy could
+        turn any failing episode into an excluded one). The count rides on every screenshot
+        and action answer; ``refresh`` asks the guest directly (it reaps first), for the last
+        look before scoring. Guests that do not count crashes (OSWorld's own server) report none.
         """
         baseline = self._crash_baseline
         if baseline is None or getattr(client, "crash_count", None) is None:
@@ -309,9 +356,10 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             client.health()
         if client.crash_count > baseline:
             crashes = client.crashes_after(baseline)
-            what = "; ".join(c.get("describe", "?") for c in crashes) or "a task app crashed"
-            raise AppCrashed(f"{what} during the episode (not the agent's doing unless it "
-                             "SIGKILLed the app itself); the next reset starts it again")
+            self._app_exits.extend(str(c.get("describe", "a task app died")) for c in crashes)
+            if not crashes:
+                self._app_exits.append("a task app died")
+            self._crash_baseline = client.crash_count
 
     def _observe_frame(self, client, timings: dict[str, float], previous: np.ndarray | None,
                        settle: bool = True) -> np.ndarray:
@@ -330,14 +378,33 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                              f"was made for {w}x{h}; pass screen_size=({frame.shape[1]}, {frame.shape[0]})")
         return frame
 
-    def _score(self, client) -> float:
+    def _score(self, client) -> tuple[float, str | None]:
+        """``(score, note)``: the evaluator's score and, for a 0, why (when it says)."""
         assert self._task is not None
         ctx = EvalContext(client=client, cache_dir=self.cache_dir / self._task.id, task_id=self._task.id,
                           last_action=self._last_action, screen_size=self.screen_size,
                           client_password=self.provider.client_password,
                           work_dir=self._work_dir(self._task))
-        result = evaluate(self._task, ctx, self._runner(client, self._task))
-        return float(result.score)
+        try:
+            result = evaluate(self._task, ctx, self._runner(client, self._task))
+        except EvaluatorError as e:
+            if not self._app_exits:
+                raise
+            # the getter needed an app the agent's desktop lost (e.g. CDP of a killed browser)
+            return 0.0, (f"evaluation failed after task apps died during the episode "
+                         f"({'; '.join(self._app_exits)}): {e}")
+        return float(result.score), _zero_note(result)
+
+    def _failed_reset_step(self) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
+        """The transition of a step after a failed reset: blank screen, truncated, infra_error
+        (so gymnasium's checker and vector wrappers get a well-formed tuple, not an exception)."""
+        w, h = self.screen_size
+        obs: ObsType = {"screenshot": np.zeros((h, w, 3), np.uint8), "instruction": ""}
+        if self.a11y_tree:
+            obs["accessibility_tree"] = ""
+        info = self._info(timings={}, infra_error=f"ResetFailed: {self._reset_error}; call "
+                                                  "reset() again")
+        return obs, 0.0, False, True, info
 
     def _obs(self, client) -> ObsType:
         assert self._task is not None and self._frame is not None
@@ -355,7 +422,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         return obs
 
     def _info(self, *, timings: dict[str, float], action_error: str | None = None,
-              infra_error: str | None = None, special: str | None = None) -> dict[str, Any]:
+              infra_error: str | None = None, special: str | None = None,
+              eval_note: str | None = None) -> dict[str, Any]:
         task = self._task
         return {
             "task_id": task.id if task else None,
@@ -364,9 +432,21 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             "action_error": action_error,
             "infra_error": infra_error,
             "special": special,
+            "app_exits": list(self._app_exits),
+            "eval_note": eval_note,
             "variation": _variation_seed(task),
             "timings": timings,
         }
+
+
+def _zero_note(result: EvalResult) -> str | None:
+    """Why the evaluator scored 0 without comparing (a missing or unusable result), if so."""
+    if result.score != 0.0:
+        return None
+    notes = [m["note"] for m in result.details.get("metrics", []) if m.get("note")]
+    if result.details.get("note"):
+        notes.insert(0, result.details["note"])
+    return "; ".join(notes) or None
 
 
 def _variation_seed(task: Task | None) -> int:

@@ -35,7 +35,10 @@ class GuestError(InfraError):
 
 class AppCrashed(InfraError):
     """A task app died mid-episode of a crash signal (segfault, abort, SIGKILL from the OOM
-    killer or from outside the desktop). The desktop itself is fine; the next reset recovers."""
+    killer or from outside the desktop). The desktop itself is fine; the next reset recovers.
+
+    No longer raised by :class:`~osworld_gym.env.OSWorldEnv`: the agent can signal its own
+    apps, so their deaths are scored and listed in ``info["app_exits"]`` instead."""
 
 
 class SetupError(InfraError):
@@ -48,6 +51,20 @@ class EvaluatorError(InfraError):
 
 class TaskError(OSWorldGymError, ValueError):
     """A task definition is malformed or names something unknown."""
+
+
+class TaskValidationError(TaskError):
+    """A task asks for something unsafe: an id or destination escaping its directory, a URL to
+    a private address or a ``file://`` outside the allowed roots, a non-finite number, ...
+    Raised before any episode step runs."""
+
+
+class UnusableResultFile(OSWorldGymError):
+    """What the agent left at a result path is not a readable regular file within the limits
+    (a directory, a fifo, ``chmod 000``, a symlink out of the desktop, a file over the cap).
+
+    Not an :class:`InfraError`: the desktop is the agent's, so the evaluator scores this 0 and
+    says why."""
 
 
 class MissingDependencyError(OSWorldGymError, RuntimeError):

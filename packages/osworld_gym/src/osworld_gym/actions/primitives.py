@@ -218,6 +218,10 @@ def validate(p: Primitive) -> Primitive:
                 raise ActionError(f"text is {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
             if any(ord(c) < 32 and c not in "\n\t" for c in text):
                 raise ActionError("text may contain \\n and \\t but no other control characters")
+            if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+                raise ActionError("text contains a lone surrogate (a '\\ud83d\\ude00'-style "
+                                  "escape of UTF-16 halves); write the character itself, e.g. "
+                                  "'\\U0001f600'")
             return p
         case Wait(seconds):
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):

@@ -67,14 +67,20 @@ class EvalContext:
 
 
 def is_fail_action(action: Any) -> bool:
-    """True for ``"FAIL"`` (any case, surrounding blanks) or an action dict of type ``FAIL``.
+    """True for exactly ``"FAIL"`` or an action dict whose ``action_type`` is exactly ``"FAIL"``.
 
-    >>> is_fail_action(" fail "), is_fail_action({"action_type": "FAIL"}), is_fail_action("DONE")
+    OSWorld's ``DesktopEnv.evaluate`` compares the last action with ``== "FAIL"``: ``"fail"``,
+    ``" FAIL "`` or ``{"action_type": "fail"}`` are not the infeasible answer there, so they are
+    not here either (parity). The env itself records a parsed FAIL as the exact string ``"FAIL"``,
+    so an agent whose action set accepts other spellings is unaffected.
+
+    >>> is_fail_action("FAIL"), is_fail_action({"action_type": "FAIL"}), is_fail_action("DONE")
     (True, True, False)
+    >>> is_fail_action(" FAIL "), is_fail_action("fail"), is_fail_action({"action_type": "fail"})
+    (False, False, False)
     """
     if isinstance(action, str):
-        return action.strip().upper() == "FAIL"
+        return action == "FAIL"
     if isinstance(action, dict):
-        kind = action.get("action_type")
-        return isinstance(kind, str) and kind.strip().upper() == "FAIL"
+        return action.get("action_type") == "FAIL"
     return False

@@ -8,7 +8,11 @@
    ``"or"`` returns 1 at the first 1, else the maximum.
 
 What the agent could have caused scores 0: a result file that does not exist (``None`` from a
-getter, or ``FileNotFoundError`` from a *result* getter, as in OSWorld). Everything else that
+getter, or ``FileNotFoundError`` from a *result* getter, as in OSWorld), and a file the agent
+left unusable (:class:`~osworld_gym.errors.UnusableResultFile`: a directory, a fifo, ``chmod
+000``, a symlink out of the desktop, a file over the size cap) or a result command that timed
+out in a guest that still answers (504: it hung on what the agent left, e.g. reading a fifo),
+with the reason in the metric's ``note``. Everything else that
 goes wrong (a getter or metric raising, gold data missing, the desktop not answering) raises
 :class:`~osworld_gym.errors.EvaluatorError` or another
 :class:`~osworld_gym.errors.InfraError`: such an episode has no trustworthy score and must never
@@ -22,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.errors import EvaluatorError
+from osworld_gym.errors import EvaluatorError, GuestError, UnusableResultFile
 from osworld_gym.evaluators import registry
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.evaluators.metrics.general import infeasible
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _REPR_CHARS = 300
+#: the guest's answer when a command it ran timed out (it is alive; the command hung)
+_COMMAND_TIMED_OUT = 504
 
 
 @dataclass
@@ -84,6 +90,8 @@ def evaluate(task: Task, ctx: EvalContext, runner: SetupRunner | None = None) ->
                 home=ctx.home,
             )
         runner.run(p.postconfig, phase="postconfig")
+        if runner.skipped:  # refused on the desktop the agent left (a window it closed, ...)
+            details["postconfig_skipped"] = list(runner.skipped)
 
     if p.infeasible:
         return EvalResult(infeasible(ctx.last_action), details)
@@ -122,6 +130,17 @@ def _score_metric(
     except FileNotFoundError as exc:
         logger.info("%s: result not found: %s", label, exc)
         return 0.0, {**info, "score": 0.0, "result": None, "note": f"result not found: {exc}"}
+    except UnusableResultFile as exc:
+        logger.info("%s: result unusable: %s", label, exc)
+        return 0.0, {**info, "score": 0.0, "result": None, "note": f"result unusable: {exc}"}
+    except GuestError as exc:
+        if exc.status != _COMMAND_TIMED_OUT:
+            raise EvaluatorError(f"{label}: result getter {spec.result['type']!r} raised "
+                                 f"GuestError: {exc}") from exc
+        # the guest answered: its command hung on what the agent left (``cat`` of a fifo)
+        logger.info("%s: result command timed out: %s", label, exc)
+        return 0.0, {**info, "score": 0.0, "result": None,
+                     "note": f"result command timed out on the desktop the agent left: {exc}"}
     except Exception as exc:
         raise EvaluatorError(
             f"{label}: result getter {spec.result['type']!r} raised {type(exc).__name__}: {exc}"
@@ -134,6 +153,8 @@ def _score_metric(
     if spec.expected:
         try:
             expected = _get(spec.expected, ctx, values)
+        except UnusableResultFile as exc:  # a desktop file the agent could reach
+            return 0.0, {**info, "score": 0.0, "note": f"expected file unusable: {exc}"}
         except Exception as exc:
             raise EvaluatorError(
                 f"{label}: expected getter {spec.expected['type']!r} raised "

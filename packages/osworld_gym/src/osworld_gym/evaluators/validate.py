@@ -40,6 +40,9 @@ GETTER_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "rule_relativeTime": ("rules",),
     "vlc_config": ("dest",),
     "vlc_playing_info": ("dest",),
+    "gimp_config_file": ("file_name", "dest"),
+    "audio_in_slide": ("ppt_file_path", "slide_index", "dest"),
+    "background_image_in_slide": ("ppt_file_path", "slide_index", "dest"),
 }
 
 

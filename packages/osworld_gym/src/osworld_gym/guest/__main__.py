@@ -26,6 +26,7 @@ from osworld_gym.errors import OSWorldGymError
 from osworld_gym.guest import extension_api, osworld_api
 from osworld_gym.guest.app import GuestApp, GuestConfig
 from osworld_gym.guest.processes import become_subreaper, exit_with_parent
+from osworld_gym.guest.profiles import PROFILES
 from osworld_gym.guest.server import Router, make_server
 from osworld_gym.guest.screen import keep_frame_buffers
 
@@ -46,7 +47,9 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     p.add_argument("--screen", default="1920x1080x24", help="Xvfb screen WxHxDEPTH")
     p.add_argument("--start-x", action="store_true",
                    help="start Xvfb, a session D-Bus and the window manager as children")
-    p.add_argument("--wm", choices=("openbox", "none"), default="openbox")
+    p.add_argument("--wm", choices=(*PROFILES, "none"), default="openbox",
+                   help="desktop profile: openbox (bare, fastest), ubuntu (OSWorld's Ubuntu "
+                   "22.04 look: top bar, dock, Yaru, GNOME Terminal, dconf), none")
     p.add_argument("--home", default="/home/user", help="the desktop user's home directory")
     p.add_argument("--home-template", help="directory copied into --home (default: the "
                    "packaged skeleton)")
@@ -57,19 +60,36 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     p.add_argument("--state-dir", help="private directory for logs, bus socket, recordings")
     p.add_argument("--exit-with-parent", action="store_true",
                    help="exit when the parent process dies")
+    ident = p.add_argument_group("judge and player (the guest must run as namespace root)")
+    ident.add_argument("--player-uid", type=int, help="run apps and everything the agent can "
+                       "start as this uid (the guest, X and evaluation stay the judge's)")
+    ident.add_argument("--player-gid", type=int, help="the player's gid (default: its uid)")
+    ident.add_argument("--runtime-dir", help="the player's XDG_RUNTIME_DIR (session bus)")
+    ident.add_argument("--player-cgroup", action="append", default=[], metavar="PROCS",
+                       help="cgroup.procs file every player process joins (repeatable)")
+    ident.add_argument("--player-max-memory", type=int, metavar="BYTES",
+                       help="RLIMIT_AS of player processes (where there is no cgroup)")
+    ident.add_argument("--player-max-procs", type=int, metavar="N",
+                       help="RLIMIT_NPROC of the player uid (where there is no cgroup)")
     p.add_argument("--log-level", default=os.environ.get("OSWORLD_GYM_LOG_LEVEL", "INFO"))
     a = p.parse_args(argv)
     if (a.uds is None) == (a.host is None):
         p.error("give exactly one of --uds PATH or --host 127.0.0.1 --port N")
     if a.host is not None and a.port is None:
         p.error("--host needs --port")
+    if a.player_uid is None and (a.player_gid is not None or a.player_cgroup):
+        p.error("--player-gid and --player-cgroup need --player-uid")
     logging.basicConfig(level=a.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return GuestConfig(uds=a.uds, host=a.host, port=a.port, token_file=a.token_file,
                        display=a.display, screen=a.screen, start_x=a.start_x, wm=a.wm,
                        home=a.home, home_template=a.home_template, tmp_dir=a.tmp_dir,
                        clean_tmp=a.clean_tmp, state_dir=a.state_dir,
-                       exit_with_parent=a.exit_with_parent)
+                       exit_with_parent=a.exit_with_parent, player_uid=a.player_uid,
+                       player_gid=a.player_gid, runtime_dir=a.runtime_dir,
+                       player_cgroups=tuple(a.player_cgroup),
+                       player_max_memory=a.player_max_memory,
+                       player_max_procs=a.player_max_procs)
 
 
 def read_token(cfg: GuestConfig) -> str:

@@ -18,10 +18,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from osworld_gym.errors import GuestError
 from osworld_gym.guest import homedir
 from osworld_gym.guest.a11y import Accessibility
 from osworld_gym.guest.desktop import Desktop, parse_screen
-from osworld_gym.guest.processes import ProcessRegistry
+from osworld_gym.guest.processes import PlayerIdentity, ProcessRegistry
 from osworld_gym.guest.recording import Recorder
 from osworld_gym.guest.screen import Screen
 from osworld_gym.guest.windows import Windows
@@ -60,10 +61,47 @@ class GuestConfig:
     state_dir: str | None = None
     #: Exit when the parent process dies (tests, launchers without a sandbox).
     exit_with_parent: bool = False
+    #: The player's uid/gid: the guest (namespace root) drops to them for every app and
+    #: everything the agent can start. ``None``: one identity (no judge/player separation).
+    player_uid: int | None = None
+    player_gid: int | None = None
+    #: The player's ``$XDG_RUNTIME_DIR`` (bus socket); default: a dir in ``state_dir``.
+    runtime_dir: str | None = None
+    #: ``cgroup.procs`` files a player process joins before it drops privileges.
+    player_cgroups: tuple[str, ...] = ()
+    #: Per-process fallbacks where there is no cgroup: RLIMIT_AS bytes, RLIMIT_NPROC.
+    player_max_memory: int | None = None
+    player_max_procs: int | None = None
 
     @property
     def template(self) -> Path:
         return Path(self.home_template) if self.home_template else homedir.SKEL
+
+    def player(self) -> PlayerIdentity | None:
+        if self.player_uid is None:
+            return None
+        prefix: list[str] = []
+        if not self.player_cgroups and (self.player_max_memory or self.player_max_procs):
+            prefix = ["prlimit"]
+            if self.player_max_memory:
+                prefix.append(f"--as={self.player_max_memory}")
+            if self.player_max_procs:
+                prefix.append(f"--nproc={self.player_max_procs}")
+            prefix.append("--")
+        gid = self.player_gid if self.player_gid is not None else self.player_uid
+        return PlayerIdentity(self.player_uid, gid, tuple(self.player_cgroups), tuple(prefix))
+
+
+#: ``$PATH`` of evaluation and setup commands when the guest has none.
+COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Variables a command environment keeps from the guest's (none of them the player's doing).
+_KEPT = ("DISPLAY", "LANG", "LC_ALL", "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE",
+         "QT_ACCESSIBILITY", "GTK_A11Y", "TMPDIR",
+         # the desktop profile's session (guest/profiles): gsettings in a task's command must
+         # read the same dconf database and schemas as the desktop's apps
+         "XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "XDG_CURRENT_DESKTOP", "XDG_SESSION_DESKTOP",
+         "DESKTOP_SESSION", "GNOME_SHELL_SESSION_MODE", "GSETTINGS_SCHEMA_DIR",
+         "GSETTINGS_BACKEND", "DCONF_PROFILE")
 
 
 @dataclass
@@ -77,6 +115,7 @@ class GuestApp:
     recorder: Recorder = field(init=False)
     a11y: Accessibility = field(init=False)
     env: dict[str, str] = field(init=False)
+    player: PlayerIdentity | None = field(init=False, default=None)
     home: Path = field(init=False)
     state_dir: Path = field(init=False)
     _reset_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -86,23 +125,36 @@ class GuestApp:
     def start(self) -> None:
         """Prepare home, start (or attach to) the desktop and open the X connections."""
         cfg = self.config
+        self.player = cfg.player()
+        if self.player is not None and os.geteuid() != 0:
+            raise GuestError(f"--player-uid needs a guest running as (namespace) root, not uid "
+                             f"{os.geteuid()}")
         self.home = Path(os.path.abspath(cfg.home))
         homedir.prepare_home(self.home, cfg.template)
+        self._hand_home_over()
         self._own_state_dir = cfg.state_dir is None
         self.state_dir = Path(cfg.state_dir or tempfile.mkdtemp(prefix="osworld-guest-"))
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        runtime = self.state_dir / "runtime"
-        runtime.mkdir(mode=0o700, exist_ok=True)
+        judge_runtime = self.state_dir / "runtime"
+        judge_runtime.mkdir(mode=0o700, exist_ok=True)
+        runtime = Path(cfg.runtime_dir) if cfg.runtime_dir else judge_runtime
+        runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
         env = dict(os.environ)
         env.update(DISPLAY=cfg.display, HOME=str(self.home), PWD=str(self.home),
                    XDG_RUNTIME_DIR=str(runtime), XDG_CONFIG_HOME=str(self.home / ".config"),
                    QT_ACCESSIBILITY="1", GTK_A11Y="atspi")
         env.pop("NO_AT_BRIDGE", None)
+        if self.player is not None:  # the player's runtime dir and (empty) X authority file
+            os.chown(runtime, self.player.uid, self.player.gid)
+            xauth = runtime / "Xauthority"
+            xauth.touch()
+            os.chown(xauth, self.player.uid, self.player.gid)
+            env["XAUTHORITY"] = str(xauth)
         if cfg.tmp_dir:
             Path(cfg.tmp_dir).mkdir(parents=True, exist_ok=True)
             env["TMPDIR"] = os.path.abspath(cfg.tmp_dir)
         self.env = env
-        self.registry = ProcessRegistry(env=env, cwd=str(self.home))
+        self.registry = ProcessRegistry(env=env, cwd=str(self.home), player=self.player)
         self.registry.start_reaper()
         self.desktop = Desktop(cfg.display, parse_screen(cfg.screen), cfg.wm, self.home,
                                self.state_dir, self.registry)
@@ -146,6 +198,46 @@ class GuestApp:
         if self._own_state_dir:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
+    # ---- identities -------------------------------------------------------------------------
+    def _hand_home_over(self) -> None:
+        """Make the home the player's (the judge populated it)."""
+        if self.player is not None:
+            homedir.chown_tree(self.home, self.player.uid, self.player.gid)
+
+    def give_to_player(self, path: Path) -> None:
+        """Hand a file the judge wrote for the desktop (an upload) and its new parents in the
+        home over to the player."""
+        if self.player is None:
+            return
+        p = Path(os.path.abspath(path))
+        os.lchown(p, self.player.uid, self.player.gid)
+        p = p.parent
+        while p == self.home or self.home in p.parents:
+            try:
+                st = os.lstat(p)
+            except FileNotFoundError:
+                break
+            if st.st_uid == self.player.uid:
+                break
+            os.lchown(p, self.player.uid, self.player.gid)
+            p = p.parent
+
+    def command_env(self) -> dict[str, str]:
+        """The environment of a setup or evaluation command: the guest's own ``PATH`` (set by
+        whoever started the guest, never by the player: with shims first), home as ``HOME``,
+        no ``PYTHON*`` variable of anyone's but ours: no user site, no cwd on ``sys.path``
+        (``python3 -I`` semantics also for Pythons inside shell commands), and the desktop
+        user's runtime dir and X authority (commands run as the desktop user)."""
+        base = self.env
+        env = {k: base[k] for k in _KEPT if k in base}
+        env.update(PATH=base.get("PATH") or COMMAND_PATH, HOME=str(self.home),
+                   USER=base.get("USER", "user"), LOGNAME=base.get("LOGNAME", "user"),
+                   SHELL=base.get("SHELL", "/bin/bash"), PYTHONNOUSERSITE="1", PYTHONSAFEPATH="1",
+                   PYTHONDONTWRITEBYTECODE="1", XDG_RUNTIME_DIR=base["XDG_RUNTIME_DIR"])
+        if base.get("XAUTHORITY"):
+            env["XAUTHORITY"] = base["XAUTHORITY"]
+        return env
+
     # ---- operations -------------------------------------------------------------------------
     def resolve(self, path: str) -> Path:
         """A guest path with ``~`` and ``$VARS`` expanded; relative to the home directory."""
@@ -170,6 +262,7 @@ class GuestApp:
             t_kill = time.perf_counter()
             if restore_home:
                 homedir.restore_home(self.home, self.config.template, self.protected_paths())
+                self._hand_home_over()
             t_home = time.perf_counter()
             if self.config.clean_tmp:
                 homedir.clean_tmp(Path(self.config.tmp_dir or tempfile.gettempdir()),

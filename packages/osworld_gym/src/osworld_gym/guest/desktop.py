@@ -1,5 +1,8 @@
 """The desktop the guest supervises: Xvfb, the window manager and a session D-Bus.
 
+The window manager is openbox; the ``ubuntu`` profile adds a top bar, a dock, themes and GNOME
+settings around it (:mod:`osworld_gym.guest.profiles`).
+
 With ``--start-x`` the guest starts all three as its own children; without it, it attaches to
 an existing display and only watches it. The readiness checks poll the real condition (the
 display accepts a connection, the WM owns ``WM_S0``, the bus socket accepts a connection); there
@@ -22,6 +25,7 @@ from Xlib import error as xerror
 
 from osworld_gym.errors import GuestError, MissingDependencyError
 from osworld_gym.guest.processes import ProcessRegistry, descendants
+from osworld_gym.guest.profiles import PROFILES, UbuntuSession
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +118,8 @@ class Desktop:
     Attributes:
         display: X display name such as ``":0"``.
         screen: requested (width, height, depth); the real size is read from the server.
-        wm: ``"openbox"`` or ``"none"``.
+        wm: the desktop profile, ``"openbox"`` or ``"ubuntu"`` (openbox with Ubuntu's top bar,
+            dock, themes and settings), or ``"none"``.
         home: the desktop user's home (the WM reads its config from there).
         state_dir: private directory for logs and the bus socket.
         registry: spawns and reaps every child.
@@ -130,6 +135,7 @@ class Desktop:
     wm_proc: subprocess.Popen | None = field(default=None, init=False)
     bus: subprocess.Popen | None = field(default=None, init=False)
     bus_address: str | None = field(default=None, init=False)
+    session: UbuntuSession | None = field(default=None, init=False)
 
     # ---- X server ---------------------------------------------------------------------------
     def start_x(self, timeout: float = 15.0) -> None:
@@ -145,7 +151,9 @@ class Desktop:
                 "-nolisten", "tcp", "-noreset", "-br", "+extension", "XTEST", "+extension", "XFIXES",
                 "-dpi", "96"]
         with open(log_path, "wb") as out:
-            self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            # the judge's: the player must not be able to kill the display it is scored on
+            self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                            judge=True)
         log.info("started Xvfb %s (pid %d)", self.display, self.xvfb.pid)
         _wait_for(lambda: can_connect(self.display), timeout, f"Xvfb {self.display}", self.xvfb,
                   log_path)
@@ -161,7 +169,9 @@ class Desktop:
         if shutil.which("dbus-daemon") is None:
             log.warning("dbus-daemon is not installed: no session bus, /accessibility will be 501")
             return None
-        path = self.state_dir / "bus"
+        # in the apps' runtime dir: the bus runs as the player (dbus-daemon admits its own uid
+        # and root), which cannot enter the judge's state dir
+        path = Path(env.get("XDG_RUNTIME_DIR") or self.state_dir) / "bus"
         path.unlink(missing_ok=True)
         address = f"unix:path={path}"
         log_path = self.state_dir / "dbus.log"
@@ -188,12 +198,22 @@ class Desktop:
         """Start the window manager and wait until it manages the screen (owns ``WM_S0``)."""
         if self.wm == "none":
             return
-        if self.wm != "openbox":
-            raise ValueError(f"unknown window manager {self.wm!r}; use openbox or none")
+        if self.wm not in PROFILES:
+            raise ValueError(f"unknown desktop profile {self.wm!r}; use {', '.join(PROFILES)} "
+                             "or none")
         if shutil.which("openbox") is None:
             raise MissingDependencyError("openbox is not installed; install the 'openbox' package")
         argv = ["openbox", "--sm-disable"]
         rc = self.home / ".config" / "openbox" / "rc.xml"
+        if self.wm == "ubuntu":
+            if self.session is None:  # once: adds the profile's variables to the apps' env
+                # with judge separation the apps cannot read the judge's state dir: the
+                # profile's files go to a directory of the sandbox's own /run they may read
+                public = Path("/run/osworld-profile") if self.registry.player is not None else None
+                self.session = UbuntuSession(self.display, self.screen[:2], self.state_dir,
+                                             self.registry, public_dir=public)
+                self.session.prepare(env)
+            rc = self.session.openbox_config
         if rc.is_file():
             argv += ["--config-file", str(rc)]
         log_path = self.state_dir / "wm.log"
@@ -202,6 +222,11 @@ class Desktop:
                                                stderr=subprocess.STDOUT)
         log.info("started %s (pid %d)", self.wm, self.wm_proc.pid)
         _wait_for(self.wm_running, timeout, self.wm, self.wm_proc, log_path)
+        if self.session is not None:
+            if self.session.panels:
+                self.session.ensure(env)
+            else:
+                self.session.start(env, timeout)
 
     def wm_running(self) -> bool:
         """True if some window manager owns the ``WM_S0`` selection."""
@@ -228,7 +253,7 @@ class Desktop:
         if self.wm == "none" or self.xvfb is None and self.wm_proc is None:
             return False
         if self.wm_proc is not None and self.wm_proc.poll() is None:
-            return False
+            return self.session.ensure(env) if self.session is not None else False
         log.warning("window manager is not running; restarting it")
         self.start_wm(env)
         return True
@@ -238,15 +263,26 @@ class Desktop:
         with their private bus (children of the WM are *not* included)."""
         pids = {p.pid for p in (self.xvfb, self.wm_proc, self.bus)
                 if p is not None and p.poll() is None}
+        if self.session is not None:
+            pids |= self.session.pids()
         procs = descendants(os.getpid())
         for info in procs:
             if info.pid not in pids and _program(info.pid) in SESSION_SERVICES:
                 pids.add(info.pid)
                 pids.update(p.pid for p in descendants(info.pid, procs))
+            # dbus-daemon's activation babysitter (a fork of the bus, alive while a service it
+            # starts has not claimed its name yet) shares the bus's signal pipe: a SIGTERM to
+            # it stops the bus itself. Spare it; the service under it is killed, and then the
+            # babysitter reports the failed activation and exits on its own.
+            elif (self.bus is not None and info.ppid == self.bus.pid
+                  and _program(info.pid) == "dbus-daemon"):
+                pids.add(info.pid)
         return pids
 
     def stop(self) -> None:
-        """Stop WM, bus and X server (in that order); reaps them."""
+        """Stop the profile's panels, WM, bus and X server (in that order); reaps them."""
+        if self.session is not None:
+            self.session.stop()
         for proc in (self.wm_proc, self.bus, self.xvfb):
             self.registry.terminate(proc, timeout=3.0)
         n = display_number(self.display)

@@ -115,6 +115,37 @@ def clean_tmp(tmp: Path, protect: Iterable[Path | str | None] = ()) -> None:
     _clear(tmp, keep)
 
 
+def chown_tree(root: Path, uid: int, gid: int) -> int:
+    """Give ``root`` and everything below it to ``uid:gid`` (symlinks themselves, never their
+    targets; other mounts below ``root`` are not entered). Returns how many entries changed.
+
+    The judge (namespace root) populates and restores the home; the player must own it.
+    """
+    changed = 0
+    dev = os.lstat(root).st_dev
+    stack = [str(root)]
+    if os.lstat(root).st_uid != uid:
+        os.lchown(root, uid, gid)
+        changed += 1
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if st.st_uid != uid or st.st_gid != gid:
+                    os.lchown(entry.path, uid, gid)
+                    changed += 1
+                if entry.is_dir(follow_symlinks=False) and st.st_dev == dev:
+                    stack.append(entry.path)
+            except FileNotFoundError:
+                continue
+    return changed
+
+
 def mount_points() -> list[str]:
     """Mount points visible to this process (from /proc/self/mountinfo)."""
     try:

@@ -2,15 +2,28 @@
 
 Where OSWorld answers plain text on success (``/setup/launch``, ``/setup/upload``, window
 operations) we do too; every error is JSON ``{"status": "error", "message": ...}``.
+Who runs a command: every command runs as the desktop user, as in OSWorld's VM (``ssh``,
+``git`` and ``~`` depend on it). ``/execute`` and ``/execute_with_verification`` are how
+evaluators read the desktop (``vm_command_line`` and friends): they run in the judge's cgroup
+while the player's loose processes are held (:mod:`~osworld_gym.guest.judging`), so nothing the
+agent left running can signal, trace or answer for them. ``/setup/execute`` and
+``/setup/launch`` prepare the desktop the agent will use: what they start and create is the
+player's, in the player's cgroup. Both kinds get
+:meth:`~osworld_gym.guest.app.GuestApp.command_env`: the guest's fixed ``PATH``, cwd = the home
+(as in OSWorld), no ``PYTHON*`` variables but ``PYTHONNOUSERSITE``/``PYTHONSAFEPATH``, and
+``-I`` after a Python interpreter named as the program (:func:`isolate_python`).
+
 Not implemented: ``/window_size``, ``/wallpaper``, ``/setup/change_wallpaper``,
 ``/setup/download_file`` (the host downloads and uploads), ``/run_python``, ``/run_bash_script``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -20,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
-from osworld_gym.guest import opener
+from osworld_gym.guest import files, opener
 from osworld_gym.guest.app import GuestApp
+from osworld_gym.guest.judging import player_held
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
 from osworld_gym.guest.task_python import TaskPython
@@ -54,6 +68,27 @@ def _timeout(body: dict[str, Any], default: float, limit: float) -> float:
     return _number(body, "timeout", default, limit)
 
 
+_PYTHON = re.compile(r"python(3(\.\d+)?)?")
+
+
+def isolate_python(argv: list[str] | str) -> list[str] | str:
+    """``python3 -c ...`` → ``python3 -I -c ...``: no user site, no ``PYTHON*`` variables, no
+    script dir or cwd on ``sys.path`` (a ``usercustomize.py`` or ``json.py`` the player left in
+    the home is not imported). Shell strings are left alone (their Pythons get the same through
+    the environment).
+
+    >>> isolate_python(["python3", "-c", "print(1)"])
+    ['python3', '-I', '-c', 'print(1)']
+    >>> isolate_python(["/usr/bin/python", "-I", "x.py"]), isolate_python(["ls"])
+    (['/usr/bin/python', '-I', 'x.py'], ['ls'])
+    """
+    if isinstance(argv, str) or not argv or not _PYTHON.fullmatch(os.path.basename(argv[0])):
+        return argv
+    if "-I" in argv[1:2]:
+        return argv
+    return [argv[0], "-I", *argv[1:]]
+
+
 def command_from(app: GuestApp, body: dict[str, Any]) -> tuple[list[str] | str, bool]:
     """OSWorld's command rules: a string is shlex-split unless ``shell``; a list with ``shell``
     is joined; ``~`` / ``~/...`` arguments are expanded to the guest home."""
@@ -84,12 +119,11 @@ def register(router: Router, app: GuestApp) -> None:
         frame = app.screen.capture(cursor=True)
         return Response(200, encode_png(frame.image), "image/png")
 
-    def run_command(body: dict[str, Any]) -> dict[str, Any]:
+    def run_command(body: dict[str, Any], judge: bool) -> dict[str, Any]:
         argv, shell = command_from(app, body)
         timeout = _timeout(body, EXECUTE_TIMEOUT_S, MAX_EXECUTE_TIMEOUT_S)
         try:
-            res = app.registry.run(argv, shell=shell, timeout=timeout,
-                                   env=task_python.env(app.env))
+            res = run_as_user(isolate_python(argv), shell, timeout, judge)
         except subprocess.TimeoutExpired:
             raise HTTPError(504, f"command timed out after {timeout:g} s and was killed") from None
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
@@ -98,17 +132,33 @@ def register(router: Router, app: GuestApp) -> None:
                 "error": res.stderr.decode("utf-8", errors="replace"),
                 "returncode": res.returncode}
 
-    def execute(req: Request) -> Response:
-        return json_response(run_command(req.json()))
+    def run_as_user(argv: list[str] | str, shell: bool, timeout: float,
+                    judge: bool) -> subprocess.CompletedProcess:
+        """Run as the desktop user; for the judge: in its cgroup, the player held still."""
+        # task-author commands find the task python first on PATH (guest/task_python.py)
+        env, cwd = task_python.env(app.command_env()), str(app.home)
+        if app.player is None or not judge:
+            return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
+                                    judge=False)
+        evaluator = dataclasses.replace(app.player, cgroup_procs=(), rlimit_prefix=())
+        with player_held(app.player.uid, app.desktop.infrastructure_pids()):
+            return app.registry.run(evaluator.wrap(argv, shell), timeout=timeout, env=env,
+                                    cwd=cwd, judge=True)
 
-    def execute_with_verification(req: Request) -> Response:
+    def execute(req: Request) -> Response:
+        return json_response(run_command(req.json(), judge=True))
+
+    def setup_execute(req: Request) -> Response:
+        return json_response(run_command(req.json(), judge=False))
+
+    def execute_with_verification(req: Request, judge: bool = True) -> Response:
         body = req.json()
         verification = body.get("verification") or {}
         if not isinstance(verification, dict):
             raise HTTPError(400, "verification must be an object")
         max_wait = _number(body, "max_wait_time", 10, MAX_EXECUTE_TIMEOUT_S)
         interval = _number(body, "check_interval", 1, 60)
-        result = run_command(body)
+        result = run_command(body, judge)
         t0 = time.monotonic()
         while True:
             ok = True
@@ -116,7 +166,7 @@ def register(router: Router, app: GuestApp) -> None:
                 ok = any(str(title) in w.title for w in app.windows.list())
             if ok and (check := verification.get("command_success")) is not None:
                 try:
-                    ok = app.registry.run(str(check), shell=True, timeout=10).returncode == 0
+                    ok = run_as_user(str(check), True, 10, judge).returncode == 0
                 except subprocess.TimeoutExpired:
                     ok = False
             waited = time.monotonic() - t0
@@ -150,13 +200,12 @@ def register(router: Router, app: GuestApp) -> None:
             raise HTTPError(400, "missing form field 'file_path'")
         if data is None:
             raise HTTPError(400, "missing file field 'file_data'")
-        path = app.resolve(path_field.text)
-        if path.is_dir():
-            raise HTTPError(400, f"{path} is a directory")
+        path = files.upload_target(path_field.text, app.home)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.upload-{threading.get_ident()}")
         tmp.write_bytes(data.data)
         os.replace(tmp, path)
+        app.give_to_player(path)
         return text_response(f"File Uploaded: {len(data.data)} bytes")
 
     def open_file(req: Request) -> Response:
@@ -217,12 +266,10 @@ def register(router: Router, app: GuestApp) -> None:
         return text_response("Window closed successfully")
 
     def get_file(req: Request) -> Response:
-        path = app.resolve(req.field("file_path"))
-        if path.is_dir():
-            raise HTTPError(400, f"{path} is a directory")
-        if not path.is_file():
-            raise HTTPError(404, f"file not found: {path}")
-        return Response(200, content_type="application/octet-stream", file=path,
+        path = files.requested_path(req.field("file_path"), app.home)
+        stream, size = files.open_for_reading(path, app.home)  # before any status is sent
+        return Response(200, content_type="application/octet-stream", stream=stream,
+                        stream_size=size,
                         headers={"Content-Disposition": f'attachment; filename="{path.name}"'})
 
     def list_directory(req: Request) -> Response:
@@ -299,9 +346,11 @@ def register(router: Router, app: GuestApp) -> None:
                         {"Content-Disposition": 'attachment; filename="recording.mp4"'})
 
     router.add("GET", "/screenshot", screenshot)
-    for prefix in ("", "/setup"):
-        router.add("POST", f"{prefix}/execute", execute)
-        router.add("POST", f"{prefix}/execute_with_verification", execute_with_verification)
+    router.add("POST", "/execute", execute)
+    router.add("POST", "/execute_with_verification", execute_with_verification)
+    router.add("POST", "/setup/execute", setup_execute)
+    router.add("POST", "/setup/execute_with_verification",
+               lambda req: execute_with_verification(req, judge=False))
     router.add("POST", "/setup/launch", launch)
     router.add("POST", "/setup/upload", upload)
     router.add("POST", "/setup/open_file", open_file)

@@ -11,6 +11,16 @@ Reaping with ``waitpid(-1)`` would steal the exit status of processes that a req
 waiting for (``subprocess`` then silently reports 0). The registry therefore spawns every child
 itself under a lock and reaps only zombies whose pid it did not spawn.
 
+**Identities.** In a two-identity sandbox (see :mod:`osworld_gym.providers.sandbox`) the guest
+is the *judge* (namespace root) and the desktop's apps are the *player* (uid 1000). Every child
+is the player's unless spawned with ``judge=True``: :meth:`ProcessRegistry.popen` starts a
+player process through ``setpriv`` (new uid/gid, no groups, no capabilities, no bounding set,
+``no_new_privs``), after the still-privileged wrapper has moved itself into the player's
+cgroup (:attr:`PlayerIdentity.cgroup_procs`), so everything the player forks is under the
+player's memory and pids limits. Defaulting to the player means a forgotten call site runs
+unprivileged, never the other way round. :meth:`ProcessRegistry.run` (the guest's own short
+helper commands: wmctrl, the a11y helper, evaluation commands) defaults to the judge.
+
 Reaping is also how the guest notices a *crash*: a task app (started with ``app=True``) or an
 adopted orphan that died of a signal no well-behaved exit ends with (SIGSEGV, SIGABRT, SIGKILL
 from the OOM killer, ...) and that the registry did not send itself. Crashes are counted so a
@@ -162,6 +172,34 @@ def _argv_name(argv: Sequence[str] | str) -> str:
     return os.path.basename(first) or "?"
 
 
+@dataclass(frozen=True)
+class PlayerIdentity:
+    """Who the player's processes run as, and the limits they start under.
+
+    Attributes:
+        uid, gid: the desktop user's ids (1000) in the sandbox's user namespace.
+        cgroup_procs: ``cgroup.procs`` files of the player's cgroup (one per hierarchy),
+            joined before dropping privileges (a process may move itself while still root).
+        rlimit_prefix: argv prefix (``prlimit --as=N --nproc=M --``) where there is no cgroup.
+    """
+
+    uid: int
+    gid: int
+    cgroup_procs: tuple[str, ...] = ()
+    rlimit_prefix: tuple[str, ...] = ()
+
+    def wrap(self, argv: Sequence[str] | str, shell: bool) -> list[str]:
+        """``argv`` (or the shell command ``argv``) as a player process."""
+        inner = ["/bin/sh", "-c", argv] if shell else list(argv)
+        drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
+                *self.rlimit_prefix]
+        if not self.cgroup_procs:
+            return [*drop, *inner]
+        joins = " && ".join(f"echo $$ > '{p}'" for p in self.cgroup_procs)
+        return ["/bin/sh", "-c", f'{joins} && exec "$@"', "sh", *drop, *inner]
+
+
 def is_alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie."""
     info = read_proc(pid)
@@ -180,6 +218,8 @@ class ProcessRegistry:
 
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     cwd: str | None = None
+    #: The player's identity; ``None``: one identity (everything runs as the guest does).
+    player: PlayerIdentity | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _tracked: dict[int, subprocess.Popen] = field(default_factory=dict, init=False, repr=False)
     #: pid -> name of tracked children started as task apps (their crashes are counted).
@@ -197,30 +237,35 @@ class ProcessRegistry:
     # ---- spawning ---------------------------------------------------------------------------
     def popen(self, argv: Sequence[str] | str, *, shell: bool = False, new_session: bool = True,
               env: dict[str, str] | None = None, cwd: str | None = None, app: bool = False,
-              **kwargs: Any) -> subprocess.Popen:
+              judge: bool = False, **kwargs: Any) -> subprocess.Popen:
         """Start a child (not waited for) and track it. ``new_session`` gives it its own group.
 
         ``app`` marks a task app: if it dies of a crash signal, that is recorded as a
-        :class:`Crash`.
+        :class:`Crash`. ``judge`` keeps the guest's identity; otherwise the child runs as
+        :attr:`player` (when set).
         """
         kwargs.setdefault("stdin", subprocess.DEVNULL)
+        name = _argv_name(argv)
+        if self.player is not None and not judge:
+            argv, shell = self.player.wrap(argv, shell), False
         with self._lock:
             proc = subprocess.Popen(argv, shell=shell, start_new_session=new_session,
                                     env=env if env is not None else self.env,
                                     cwd=cwd if cwd is not None else self.cwd, **kwargs)
             self._tracked[proc.pid] = proc
             if app:
-                self._apps[proc.pid] = _argv_name(argv)
+                self._apps[proc.pid] = name
         return proc
 
     def run(self, argv: Sequence[str] | str, *, timeout: float, shell: bool = False,
             input: bytes | None = None, env: dict[str, str] | None = None,
-            cwd: str | None = None) -> subprocess.CompletedProcess:
+            cwd: str | None = None, judge: bool = True) -> subprocess.CompletedProcess:
         """Run to completion with a hard timeout; on timeout the child's whole group is killed.
 
-        Raises :class:`subprocess.TimeoutExpired` after killing.
+        Runs as the judge unless ``judge=False``. Raises :class:`subprocess.TimeoutExpired`
+        after killing.
         """
-        proc = self.popen(argv, shell=shell, env=env, cwd=cwd, stdout=subprocess.PIPE,
+        proc = self.popen(argv, shell=shell, env=env, cwd=cwd, judge=judge, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE,
                           stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
         try:

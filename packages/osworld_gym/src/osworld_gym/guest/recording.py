@@ -68,7 +68,8 @@ class Recorder:
                     "-movflags", "+faststart", str(path)]
             log_path = self._dir / "ffmpeg.log"
             with open(log_path, "wb") as out:
-                proc = self._registry.popen(argv, stdout=out, stderr=subprocess.STDOUT)
+                proc = self._registry.popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                            judge=True)  # writes into the judge's state dir
             # x11grab fails within a few ms if it cannot open the display.
             time.sleep(0.05)
             if proc.poll() is not None:

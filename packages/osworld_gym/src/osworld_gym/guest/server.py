@@ -4,6 +4,13 @@ bearer-token auth, routing, and JSON errors.
 Every answer that is not a success is JSON ``{"status": "error", "message": ...}``; a handler
 that raises never takes the server down (it becomes a 500). Handlers are plain functions
 ``(Request) -> Response``.
+
+Whoever can reach the socket gets bounded resources, not a thread forever: at most
+:data:`MAX_CONNECTIONS` connections at once (more are answered 503 and closed), the request
+line and headers must arrive within :data:`HEADER_TIMEOUT_S` of the first byte, a body within
+:data:`BODY_TIMEOUT_S` plus one second per :data:`BODY_MIN_RATE` bytes (a watchdog thread shuts
+the socket of a request past its deadline), and a body -- ``Content-Length`` or chunked, whose
+chunk sizes must be plain hex -- is at most :data:`MAX_BODY` bytes.
 """
 
 from __future__ import annotations
@@ -12,18 +19,21 @@ import hmac
 import json
 import logging
 import os
-import shutil
+import re
 import socket
 import socketserver
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import parse_qs, urlsplit
 
 from osworld_gym.errors import ActionError, GuestError, MissingDependencyError
+from osworld_gym.guest.files import FileRefused
 from osworld_gym.guest.multipart import Field, FormError, parse_form
 
 log = logging.getLogger(__name__)
@@ -32,6 +42,14 @@ log = logging.getLogger(__name__)
 MAX_BODY = 1 << 30
 #: Seconds an idle keep-alive connection may wait for its next request.
 IDLE_TIMEOUT_S = 300
+#: Seconds from a request's first byte until its request line and headers must be complete.
+HEADER_TIMEOUT_S = 30.0
+#: Seconds a request body may take, plus one second per BODY_MIN_RATE bytes of it.
+BODY_TIMEOUT_S = 30.0
+BODY_MIN_RATE = 1 << 20
+#: Connections served at once; more are answered 503 and closed.
+MAX_CONNECTIONS = 64
+_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 TOKEN_HEADERS = ("X-OSWorld-Token",)
 
@@ -90,8 +108,11 @@ class Response:
     body: bytes = b""
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
-    #: Stream this file instead of ``body``.
+    #: Stream this file instead of ``body`` (opened before the status line is sent).
     file: Path | None = None
+    #: Or stream this already opened (and checked) file of ``stream_size`` bytes; closed after.
+    stream: BinaryIO | None = None
+    stream_size: int = 0
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -154,6 +175,8 @@ class Router:
             raise HTTPError(501, str(e)) from None
         except GuestError as e:
             raise HTTPError(e.status or 500, str(e)) from None
+        except FileRefused as e:
+            raise HTTPError(e.status, e.message) from None
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -161,8 +184,25 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server_version = "osworld-gym-guest/1"
     timeout = IDLE_TIMEOUT_S
     router: Router  # set on the subclass made per server
+    watchdog: _Watchdog  # likewise
+
+    def handle_one_request(self) -> None:
+        """Wait (idle timeout) for a request's first byte, then give its headers a deadline."""
+        try:
+            if not self.rfile.peek(1):
+                self.close_connection = True
+                return
+        except (OSError, ValueError):
+            self.close_connection = True
+            return
+        self.watchdog.arm(self.connection, HEADER_TIMEOUT_S)
+        try:
+            super().handle_one_request()
+        finally:
+            self.watchdog.disarm(self.connection)
 
     def do_GET(self) -> None:
+        self.watchdog.disarm(self.connection)  # headers are in; the body has its own deadline
         self._handle()
 
     do_POST = do_PUT = do_DELETE = do_HEAD = do_GET
@@ -179,6 +219,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._send(resp)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        finally:
+            if resp.stream is not None:
+                resp.stream.close()
 
     def _dispatch(self) -> Response:
         url = urlsplit(self.path)
@@ -191,6 +234,19 @@ class _RequestHandler(BaseHTTPRequestHandler):
                                             body))
 
     def _read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        budget = BODY_TIMEOUT_S + (int(length) / BODY_MIN_RATE
+                                   if length and length.isdigit() and len(length) < 19 else 0)
+        self.watchdog.arm(self.connection, min(budget, BODY_TIMEOUT_S + MAX_BODY / BODY_MIN_RATE))
+        try:
+            return self._read_body_unguarded()
+        except (OSError, ValueError):
+            self.close_connection = True
+            raise HTTPError(400, "request body not received in time") from None
+        finally:
+            self.watchdog.disarm(self.connection)
+
+    def _read_body_unguarded(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
             return self._read_chunked()
         length = self.headers.get("Content-Length")
@@ -214,11 +270,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         parts, total = [], 0
         while True:
             line = self.rfile.readline(1024)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
+            text = line.split(b";", 1)[0].strip()
+            if not _CHUNK_SIZE.fullmatch(text):  # int(..., 16) would take "-1", "+1", "0x1_0"
                 self.close_connection = True
-                raise HTTPError(400, "malformed chunked body") from None
+                raise HTTPError(400, f"malformed chunk size {text[:40]!r} in a chunked body")
+            size = int(text, 16)
             if size == 0:
                 while self.rfile.readline(1024).strip():  # trailers
                     pass
@@ -227,11 +283,21 @@ class _RequestHandler(BaseHTTPRequestHandler):
             if total > MAX_BODY:
                 self.close_connection = True
                 raise HTTPError(413, f"request body is over the {MAX_BODY} byte limit")
-            parts.append(self.rfile.read(size))
-            self.rfile.readline(8)
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.readline(8) not in (b"\r\n", b"\n"):
+                self.close_connection = True
+                raise HTTPError(400, "chunked body truncated or malformed")
+            parts.append(chunk)
 
     def _send(self, resp: Response) -> None:
-        size = resp.file.stat().st_size if resp.file is not None else len(resp.body)
+        if resp.file is not None and resp.stream is None:
+            try:  # open first: a 200 must come with a file
+                resp.stream = open(resp.file, "rb")
+                resp.stream_size = os.fstat(resp.stream.fileno()).st_size
+            except OSError as e:
+                resp = error_response(404 if isinstance(e, FileNotFoundError) else 422,
+                                      f"cannot read {resp.file}: {e.strerror}")
+        size = resp.stream_size if resp.stream is not None else len(resp.body)
         self.send_response(resp.status)
         self.send_header("Content-Type", resp.content_type)
         self.send_header("Content-Length", str(size))
@@ -242,9 +308,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return
-        if resp.file is not None:
-            with open(resp.file, "rb") as f:
-                shutil.copyfileobj(f, self.wfile, 1 << 20)
+        if resp.stream is not None and not _copy_exactly(resp.stream, self.wfile, size):
+            self.close_connection = True  # a short body: end it, or the client waits forever
         else:
             self.wfile.write(resp.body)
 
@@ -258,14 +323,101 @@ class _RequestHandler(BaseHTTPRequestHandler):
         log.debug("%s %s -> %s", self.command, self.path, code)
 
 
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-    block_on_close = False
+def _copy_exactly(src: BinaryIO, dst: Any, size: int) -> bool:
+    """Send at most ``size`` bytes, the promised Content-Length, even if the file grew
+    meanwhile; False if it shrank and fewer were sent."""
+    left = size
+    while left > 0:
+        block = src.read(min(left, 1 << 20))
+        if not block:
+            return False
+        dst.write(block)
+        left -= len(block)
+    return True
 
 
-class _TCPHTTPServer(ThreadingHTTPServer):
+class _Watchdog:
+    """One thread that shuts down the sockets of requests past their deadline."""
+
+    def __init__(self) -> None:
+        self._deadlines: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, sock: socket.socket, seconds: float) -> None:
+        with self._lock:
+            self._deadlines[sock] = time.monotonic() + seconds
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="guest-deadlines",
+                                                daemon=True)
+                self._thread.start()
+
+    def disarm(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._deadlines.pop(sock, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(0.5)
+            now = time.monotonic()
+            with self._lock:
+                late = [s for s, t in self._deadlines.items() if t <= now]
+                for s in late:
+                    del self._deadlines[s]
+            for s in late:
+                log.info("closing a connection that missed its request deadline")
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+class _Bounded:
+    """Mixin: at most MAX_CONNECTIONS connection threads; the rest get 503 and are closed."""
+
     daemon_threads = True
     block_on_close = False
+    max_connections = MAX_CONNECTIONS
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            log.warning("over %d connections: refusing one", self.max_connections)
+            try:
+                request.settimeout(1.0)
+                body = b'{"status": "error", "message": "too many connections"}'
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+                                b"Content-Type: application/json\r\nContent-Length: "
+                                + str(len(body)).encode() + b"\r\n\r\n" + body)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)  # type: ignore[misc]
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[misc]
+        finally:
+            self._slots.release()
+
+    @property
+    def _slots(self) -> threading.BoundedSemaphore:
+        sem = self.__dict__.get("_sem")
+        if sem is None:
+            sem = self.__dict__["_sem"] = threading.BoundedSemaphore(self.max_connections)
+        return sem
+
+
+class _UnixHTTPServer(_Bounded, socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    pass
+
+
+class _TCPHTTPServer(_Bounded, ThreadingHTTPServer):
+    pass
 
 
 class _TCP6HTTPServer(_TCPHTTPServer):
@@ -275,7 +427,8 @@ class _TCP6HTTPServer(_TCPHTTPServer):
 def make_server(router: Router, *, uds: str | None = None, host: str | None = None,
                 port: int | None = None) -> socketserver.BaseServer:
     """A threading HTTP server on a unix socket (mode 0600) or on a loopback TCP port."""
-    handler = type("GuestRequestHandler", (_RequestHandler,), {"router": router})
+    handler = type("GuestRequestHandler", (_RequestHandler,),
+                   {"router": router, "watchdog": _Watchdog()})
     if uds is not None:
         path = Path(uds)
         if path.is_socket():

@@ -12,6 +12,14 @@
 # 3. The watchdog blocks on owner.lock. When the owner dies, however it dies, the kernel drops
 #    its lock; the watchdog wakes and stops the guest, and Docker removes the exited container.
 # 4. SIGTERM/SIGINT/SIGHUP (docker stop) are forwarded to the guest, which shuts down cleanly.
+#
+# Not yet here (issue 17; the local provider has it, see providers/sandbox.py): judge/player
+# separation. In this image the guest, Xvfb and the apps are all `user`, who also has a real
+# sudo with a known password, so an agent in a docker desktop can signal the guest, read
+# /run/osworld/token and forge answers. Doing it needs: the guest started as root with
+# `--player-uid 1000 --runtime-dir /run/user/1000`, `user` removed from sudo (the sudo shim of
+# guest/shims instead), /run/osworld root-owned 0700 with the host connecting as root, and a
+# cgroup/`--memory`/`--pids-limit` for the container (docker's own flags cover the limits).
 set -eu
 run=/run/osworld
 [ -d "$run" ] && [ -f "$run/token" ] || { echo "no $run/token: the host must mount its run dir" >&2; exit 2; }

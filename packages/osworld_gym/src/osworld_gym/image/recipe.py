@@ -67,7 +67,11 @@ APPS: dict[str, tuple[str, ...]] = {
     "full": ("xterm", "mousepad", "libreoffice-common", "libreoffice-calc", "libreoffice-writer",
              "libreoffice-impress",
              "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi",
-             "gimp", "thunderbird", "nautilus", "evince"),
+             # the "ubuntu" desktop profile (``--wm ubuntu``): panels, themes, GNOME apps, dconf
+             "tint2", "yaru-theme-gtk", "yaru-theme-icon", "gnome-terminal", "nautilus",
+             "dconf-cli", "libglib2.0-bin",
+             # whole OSWorld domains (GIMP, Thunderbird) and Ubuntu's PDF viewer
+             "gimp", "thunderbird", "evince"),
 }
 
 

@@ -61,11 +61,13 @@ def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int
                            depth: int = 24, network: str = "none", shm_size: str = "1g",
                            cpus: float | None = None, mem_limit: str | None = None,
                            extra_binds: dict[str, str] | None = None,
-                           home_template: str | None = None,
+                           home_template: str | None = None, profile: str = "openbox",
                            labels: dict[str, str] | None = None) -> dict[str, Any]:
     """``containers.run`` arguments for a desktop of our image."""
     w, h = screen_size
     command = ["--screen", f"{w}x{h}x{depth}"]
+    if profile != "openbox":  # the guest's default; the "ubuntu" profile needs the "full" apps
+        command += ["--wm", profile]
     volumes: dict[str, dict[str, str]] = {run_dir: {"bind": RUN_MOUNT, "mode": "rw"}}
     if home_template is not None:
         volumes[str(Path(home_template).resolve())] = {"bind": HOME_TEMPLATE_MOUNT, "mode": "ro"}
@@ -135,6 +137,8 @@ class DockerProvider(Provider):
         shm_size, cpus, mem_limit: container resources (``/dev/shm`` for Chromium, CPU, memory).
         extra_binds: ``{host_path: container_path}`` read-only binds (e.g. a task file cache).
         home_template: host directory copied into ``/home/user`` on every reset.
+        profile: desktop profile of our image, ``"openbox"`` or ``"ubuntu"`` (needs an image
+            built with ``--apps full``); as :class:`~osworld_gym.providers.local.LocalProvider`.
         owner_watchdog: stop the container when this process dies, even by SIGKILL.
         ram_size, cpu_cores, disk_size: OSWorld's VM resources (its env variables).
         kvm: give OSWorld's VM ``/dev/kvm`` (default: when present; without it QEMU emulates,
@@ -162,6 +166,7 @@ class DockerProvider(Provider):
         mem_limit: str | None = None,
         extra_binds: dict[str, str] | None = None,
         home_template: str | os.PathLike[str] | None = None,
+        profile: str = "openbox",
         owner_watchdog: bool = True,
         ram_size: str = "4G",
         cpu_cores: int = 4,
@@ -185,6 +190,9 @@ class DockerProvider(Provider):
         self.extra_binds = dict(extra_binds or {})
         self.home_template = str(home_template) if home_template else None
         self.owner_watchdog = owner_watchdog
+        if profile not in ("openbox", "ubuntu"):
+            raise ValueError(f"unknown desktop profile {profile!r}; use openbox or ubuntu")
+        self.profile = profile
         self.ram_size, self.cpu_cores, self.disk_size = ram_size, cpu_cores, disk_size
         self.kvm = kvm
         self.host_ip = host_ip
@@ -337,7 +345,8 @@ class DockerProvider(Provider):
         return desktop_container_spec(
             self.image, str(self._dir), self.screen_size, depth=self.depth, network=self.network,
             shm_size=self.shm_size, cpus=self.cpus, mem_limit=self.mem_limit,
-            extra_binds=self.extra_binds, home_template=self.home_template, labels=labels)
+            extra_binds=self.extra_binds, home_template=self.home_template,
+            profile=self.profile, labels=labels)
 
     def _osworld_spec(self) -> dict[str, Any]:
         assert self.vm_path is not None

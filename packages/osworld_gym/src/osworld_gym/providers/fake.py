@@ -9,6 +9,7 @@ tests, never instead of them: nothing here proves a task works on a desktop.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -84,13 +85,21 @@ class FakeClient:
     def launch(self, command: Any, shell: bool = False) -> None:
         self._check()
 
-    def upload(self, path: str, data: bytes) -> None:
+    def upload(self, path: str, data: bytes | Path) -> None:
         self._check()
-        self.files[path] = data
+        self.files[path] = data.read_bytes() if isinstance(data, Path) else data
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         self._check()
         return self.files.get(path)
+
+    def download_file(self, path: str, dest: Any, max_bytes: int | None = None) -> int | None:
+        data = self.get_file(path)
+        if data is None:
+            return None
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+        return len(data)
 
     def open_file(self, path: str, timeout: float = 60.0) -> None:
         self._check()

@@ -4,10 +4,18 @@ Each :class:`LocalProvider` runs our guest server as the supervisor of its own d
 ``:0``, openbox, the task's apps) inside ``bwrap`` with
 
 * its own user namespace, where the desktop user is ``user`` (uid 1000) and the home directory is
-  ``/home/user`` (OSWorld tasks hard-code both), backed by a private host directory;
+  ``/home/user`` (OSWorld tasks hard-code both), backed by a private, size-limited host tmpfs;
+* two identities (judge and player, see :mod:`~osworld_gym.providers.sandbox`): the guest,
+  Xvfb and evaluation commands run as namespace root, the agent's apps as uid 1000 mapped to an
+  unprivileged host uid; the player cannot signal, trace or impersonate the judge, nor reach
+  its socket, token or state;
+* an allowlist of host directories (``/usr``, ``/etc`` minus secrets, ...) instead of ``/``:
+  the task cache, gold files, task JSON and this package's checkout are not there for the player;
+* a cgroup with memory and pids limits (:mod:`~osworld_gym.providers.limits`);
 * its own network namespace (loopback only), so Chromium's 9222/1337, VLC's 8080 and X's ``:0``
   never clash between envs and nothing inside reaches the network;
-* its own PID, IPC and UTS namespaces and a private ``/tmp``; the host file system is read-only;
+* its own PID, IPC and UTS namespaces and a private ``/tmp``; what it sees of the host is
+  read-only;
 * ``--die-with-parent``: if the Python process dies, however it dies, the whole desktop dies.
 
 The host reaches the guest only through a unix socket in a private run directory, with a
@@ -24,6 +32,7 @@ import atexit
 import logging
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -37,7 +46,17 @@ from pathlib import Path
 
 from osworld_gym.client import GuestClient
 from osworld_gym.errors import InfraError, MissingDependencyError
+from osworld_gym.providers import sandbox as sbx
 from osworld_gym.providers.base import Provider
+from osworld_gym.providers.limits import (
+    DesktopCgroup,
+    DesktopLimits,
+    mount_home_tmpfs,
+    parse_size,
+    sweep_stale,
+    unmount,
+    write_owner,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +65,9 @@ SYSTEM_PROGRAMS: dict[str, str] = {"Xvfb": "xvfb", "openbox": "openbox", "wmctrl
 SANDBOX_PROGRAMS: dict[str, str] = {"bwrap": "bubblewrap"}
 
 _SHIMS = Path(__file__).resolve().parent.parent / "guest" / "shims"
+_python_paths = sbx.judge_python_paths  # kept for callers and tests of the old name
+#: Where the shims appear inside the sandbox (the package checkout itself is judge-only).
+SANDBOX_SHIMS = "/opt/osworld-gym/shims"
 _LIVE: weakref.WeakSet[LocalProvider] = weakref.WeakSet()
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="osworld-gym-spawner")
 
@@ -60,10 +82,19 @@ os.register_at_fork(after_in_child=_fresh_spawner_after_fork)
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def check_system(sandbox: bool = True) -> None:
+#: Desktop profiles (see osworld_gym.guest.profiles); the env var picks one when none is given.
+PROFILES = ("openbox", "ubuntu")
+PROFILE_ENV = "OSWORLD_GYM_PROFILE"
+
+
+def check_system(sandbox: bool = True, profile: str = "openbox") -> None:
     """Raise one :class:`MissingDependencyError` naming every missing program and the apt command."""
     needed = {**SYSTEM_PROGRAMS, **(SANDBOX_PROGRAMS if sandbox else {})}
     missing = {prog: pkg for prog, pkg in needed.items() if shutil.which(prog) is None}
+    if profile == "ubuntu":
+        from osworld_gym.guest.profiles import missing_programs
+
+        missing.update(missing_programs())
     if missing:
         pkgs = " ".join(sorted(set(missing.values())))
         raise MissingDependencyError(
@@ -85,7 +116,21 @@ class LocalProvider(Provider):
         root_dir: where per-desktop state directories go (default: the system temp dir).
         start_timeout: seconds to wait for the guest server to answer.
         home_template: directory copied into ``/home/user`` on every reset (default: ours).
-        extra_binds: ``{host_path: sandbox_path}`` read-only binds, e.g. a task file cache.
+        profile: the desktop's look: ``"openbox"`` (bare, fastest) or ``"ubuntu"`` (OSWorld's
+            Ubuntu 22.04 look: top bar, dock, Yaru, GNOME Terminal, Nautilus, dconf). Default:
+            ``$OSWORLD_GYM_PROFILE``, else ``"openbox"``.
+        extra_binds: ``{host_path: sandbox_path}`` read-only binds. They are visible to the
+            player too: never bind a task cache or gold files.
+        judge_separation: run the guest and evaluation as namespace root and the agent's apps
+            as an unprivileged uid (see :mod:`~osworld_gym.providers.sandbox`). ``None``
+            (default): on where it can be (a root host), else off with a warning. ``True``
+            raises where it cannot be had. ``False``: one identity (not safe for RL).
+        player_host_id: the host uid/gid the desktop user maps to under judge separation.
+        memory_limit: RAM for the whole desktop, bytes or ``"3g"``; ``None``: unlimited.
+        pids_limit: processes + threads for the whole desktop; ``None``: unlimited.
+        home_size: size of the tmpfs backing ``/home/user`` (root hosts; else a plain
+            directory); ``None``: a plain directory.
+        tmp_size: size of the sandbox's ``/tmp`` and ``/dev/shm``; ``None``: tmpfs default.
     """
 
     name = "local"
@@ -100,6 +145,13 @@ class LocalProvider(Provider):
         start_timeout: float = 30.0,
         home_template: str | os.PathLike[str] | None = None,
         extra_binds: dict[str, str] | None = None,
+        profile: str | None = None,
+        judge_separation: bool | None = None,
+        player_host_id: int = sbx.PLAYER_HOST_ID,
+        memory_limit: int | str | None = "3g",
+        pids_limit: int | None = 1024,
+        home_size: int | str | None = "1g",
+        tmp_size: int | str | None = "1g",
     ):
         super().__init__(screen_size)
         self.depth = depth
@@ -108,6 +160,19 @@ class LocalProvider(Provider):
         self.start_timeout = start_timeout
         self.home_template = Path(home_template) if home_template else None
         self.extra_binds = dict(extra_binds or {})
+        self.profile = profile or os.environ.get(PROFILE_ENV) or "openbox"
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown desktop profile {self.profile!r} (from "
+                             f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "
+                             f"{', '.join(PROFILES)}")
+        self.judge_separation = judge_separation
+        self.player_host_id = int(player_host_id)
+        self.limits = DesktopLimits(memory_bytes=parse_size(memory_limit), pids=pids_limit,
+                                    home_bytes=parse_size(home_size),
+                                    tmp_bytes=parse_size(tmp_size))
+        self._cgroup: DesktopCgroup | None = None
+        self._home_mounted = False
+        self.separated = False
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: Path | None = None
         self._client: GuestClient | None = None
@@ -134,12 +199,15 @@ class LocalProvider(Provider):
             if self.running and self._client is not None:
                 return self._client
             self._stop_locked()
-            check_system(self.sandbox)
+            check_system(self.sandbox, self.profile)
             if not self.sandbox:
                 log.warning("LocalProvider(sandbox=False): the desktop shares this machine's network, "
                             "process table and files; use it only where bubblewrap cannot run")
             t0 = time.monotonic()
+            if self.sandbox and os.geteuid() == 0:  # what SIGKILLed owners left mounted
+                sweep_stale(self.root_dir or Path(tempfile.gettempdir()))
             self._dir = Path(tempfile.mkdtemp(prefix="osworld-gym-", dir=self.root_dir))
+            write_owner(self._dir)
             home, run = self._dir / "home", self._dir / "run"
             home.mkdir()
             run.mkdir(mode=0o700)
@@ -147,17 +215,28 @@ class LocalProvider(Provider):
             token_file = run / "token"
             token_file.write_text(token)
             token_file.chmod(0o600)
-            logf = open(run / "guest.log", "wb")  # noqa: SIM115 - owned by the child process
+            userns_fd: int | None = None
             try:
-                # bwrap's --die-with-parent follows the *thread* that forks it; fork from one
-                # long-lived thread so a desktop outlives the thread that happened to start it
-                self._proc = _SPAWNER.submit(
-                    subprocess.Popen, self._command(home, run), stdin=subprocess.DEVNULL,
-                    stdout=logf, stderr=subprocess.STDOUT, start_new_session=True,
-                    env=self._host_env(home),
-                ).result()
+                if self.sandbox:
+                    userns_fd = self._prepare_isolation(home, run)
+                logf = open(run / "guest.log", "wb")  # noqa: SIM115 - owned by the child process
+                try:
+                    # bwrap's --die-with-parent follows the *thread* that forks it; fork from one
+                    # long-lived thread so a desktop outlives the thread that happened to start it
+                    self._proc = _SPAWNER.submit(
+                        subprocess.Popen, self._command(home, run, userns_fd),
+                        stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                        start_new_session=True, env=self._host_env(home),
+                        pass_fds=() if userns_fd is None else (userns_fd,),
+                    ).result()
+                finally:
+                    logf.close()
+            except Exception:
+                self._stop_locked()
+                raise
             finally:
-                logf.close()
+                if userns_fd is not None:
+                    os.close(userns_fd)
             _LIVE.add(self)
             client = GuestClient(uds=str(run / "guest.sock"), token=token)
             try:
@@ -206,6 +285,12 @@ class LocalProvider(Provider):
                 time.sleep(0.01)
             if left:
                 log.error("desktop processes %s survived SIGKILL", left)
+        if self._home_mounted and self._dir is not None:
+            unmount(self._dir / "home")
+            self._home_mounted = False
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -223,11 +308,58 @@ class LocalProvider(Provider):
 
     # -- construction --------------------------------------------------------------------------
 
+    def _prepare_isolation(self, home: Path, run: Path) -> int | None:
+        """Identities, home tmpfs and cgroup for a sandboxed desktop; returns the userns fd
+        (``None``: the one-identity fallback)."""
+        assert self._dir is not None
+        want = self.judge_separation
+        fd: int | None = None
+        if want is None or want:
+            try:
+                fd = sbx.two_identity_userns(self.player_host_id)
+            except sbx.UserNamespaceError as e:
+                if want:
+                    raise InfraError(f"judge separation is unavailable: {e}") from e
+                log.warning("LocalProvider: %s; the desktop user IS the judge (it can forge "
+                            "scores): do not train on this machine", e)
+        else:
+            log.warning("LocalProvider(judge_separation=False): the desktop user is the judge "
+                        "(it can forge scores and, on a root host, read root's files)")
+        self.separated = fd is not None
+        try:
+            self._limit(home, run)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        return fd
+
+    def _limit(self, home: Path, run: Path) -> None:
+        """The size-limited home and the desktop's cgroup."""
+        assert self._dir is not None
+        if os.geteuid() == 0 and self.limits.home_bytes is not None:
+            uid = self.player_host_id if self.separated else 0
+            nr_inodes = max(4096, self.limits.home_bytes // 8192)
+            try:
+                mount_home_tmpfs(home, f"size={self.limits.home_bytes},nr_inodes={nr_inodes},"
+                                       f"mode=0755,uid={uid},gid={uid}")
+            except OSError as e:
+                raise InfraError(str(e)) from e
+            self._home_mounted = True
+        elif self.separated:
+            os.chown(home, self.player_host_id, self.player_host_id)
+        self._cgroup = DesktopCgroup.create(self._dir.name, self.limits)
+        (self._dir / "empty").write_bytes(b"")
+        if self._cgroup is not None:
+            for i, _ in enumerate(self._cgroup.player_procs):
+                (run / f"player-cgroup-{i}.procs").touch()
+
     def _guest_args(self, home: str, run: str, display: str) -> list[str]:
         w, h = self.screen_size
         args = [sys.executable, "-m", "osworld_gym.guest", "--uds", f"{run}/guest.sock",
                 "--token-file", f"{run}/token", "--display", display,
-                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", "openbox", "--home", home]
+                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", self.profile,
+                "--home", home]
         if self.home_template is not None:
             args += ["--home-template", str(self.home_template)]
         if self.sandbox:  # /tmp is the sandbox's own: a reset may empty it
@@ -236,34 +368,60 @@ class LocalProvider(Provider):
             assert self._dir is not None
             (self._dir / "tmp").mkdir(exist_ok=True)
             args += ["--tmp-dir", str(self._dir / "tmp"), "--exit-with-parent"]
+        if self.sandbox and self.separated:
+            args += ["--player-uid", str(sbx.PLAYER_ID), "--player-gid", str(sbx.PLAYER_ID),
+                     "--runtime-dir", f"/run/user/{sbx.PLAYER_ID}"]
+            if self._cgroup is not None:
+                for i, _ in enumerate(self._cgroup.player_procs):
+                    args += ["--player-cgroup", f"{run}/player-cgroup-{i}.procs"]
+            else:
+                if self.limits.player_memory is not None:
+                    args += ["--player-max-memory", str(self.limits.player_memory)]
+                if self.limits.player_pids is not None:
+                    args += ["--player-max-procs", str(self.limits.player_pids)]
         return args
 
-    def _command(self, home: Path, run: Path) -> list[str]:
+    def _command(self, home: Path, run: Path, userns_fd: int | None = None) -> list[str]:
         if not self.sandbox:
             return self._guest_args(str(home), str(run), _free_display())
-        cmd = [
-            "bwrap", "--die-with-parent", "--unshare-all", "--unshare-user",
-            "--uid", "1000", "--gid", "1000", "--hostname", "osworld",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/dev/shm", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run",
-            "--tmpfs", "/home", "--bind", str(home), "/home/user",
-            "--bind", str(run), "/run/osworld", "--dir", "/run/user/1000",
-            "--ro-bind", str(self._etc_file("passwd")), "/etc/passwd",
-            "--ro-bind", str(self._etc_file("group")), "/etc/group",
-        ]
-        for path in _python_paths():  # a venv or checkout under /tmp or /home must stay visible
-            cmd += ["--ro-bind", path, path]
+        assert self._dir is not None
+        if userns_fd is None:  # one identity: the caller's uid maps to the desktop user
+            cmd = ["bwrap", "--die-with-parent", "--unshare-all", "--unshare-user",
+                   "--uid", str(sbx.PLAYER_ID), "--gid", str(sbx.PLAYER_ID)]
+        else:  # two identities; no cgroup namespace, so the guest can still move pids
+            cmd = ["bwrap", "--die-with-parent", "--userns", str(userns_fd), "--unshare-pid",
+                   "--unshare-net", "--unshare-ipc", "--unshare-uts", "--cap-add", "ALL"]
+        empty = self._dir / "empty"
+        if not empty.exists():
+            empty.write_bytes(b"")
+        cmd += ["--hostname", "osworld", *sbx.filesystem_args(
+            home=home, run=run, empty=empty, passwd=self._etc_file("passwd"),
+            group=self._etc_file("group"), shims=_SHIMS, shims_at=SANDBOX_SHIMS,
+            tmp_bytes=self.limits.tmp_bytes)]
+        judge_args, exposed = sbx.judge_mounts(_python_paths())
+        cmd += judge_args
+        if exposed:
+            log.info("the guest's Python paths %s lie in host directories the desktop sees",
+                     exposed)
+        if self._cgroup is not None and userns_fd is not None:
+            for i, procs in enumerate(self._cgroup.player_procs):
+                cmd += ["--bind", str(procs), f"/run/osworld/player-cgroup-{i}.procs"]
         for src, dst in self.extra_binds.items():
             cmd += ["--ro-bind", str(src), dst]
         cmd += ["--clearenv"]
         env = {"HOME": "/home/user", "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
-               "PATH": f"{_SHIMS}:{_PATH}", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-               "XDG_RUNTIME_DIR": "/run/user/1000", "DISPLAY": ":0", "NO_AT_BRIDGE": "0",
-               "XDG_SESSION_TYPE": "x11"}
+               "PATH": f"{SANDBOX_SHIMS}:{_PATH}", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+               "XDG_RUNTIME_DIR": f"/run/user/{sbx.PLAYER_ID}", "DISPLAY": ":0",
+               "NO_AT_BRIDGE": "0", "XDG_SESSION_TYPE": "x11"}
         for k, v in env.items():
             cmd += ["--setenv", k, v]
-        cmd += ["--chdir", "/home/user", "--"]
-        return cmd + self._guest_args("/home/user", "/run/osworld", ":0")
+        cmd += ["--chdir", "/", "--"]
+        cmd += self._guest_args("/home/user", "/run/osworld", ":0")
+        if self._cgroup is not None:  # the sandbox starts in the judge's cgroup
+            joins = " && ".join(f"echo $$ > {shlex.quote(str(p))}"
+                                for p in self._cgroup.judge_procs)
+            cmd = ["sh", "-c", f'{joins} && exec "$@"', "sh", *cmd]
+        return cmd
 
     def _host_env(self, home: Path) -> dict[str, str]:
         env = dict(os.environ)
@@ -292,32 +450,6 @@ class LocalProvider(Provider):
                 raise InfraError(f"no guest socket after {self.start_timeout:.0f} s")
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
-
-
-#: directories the sandbox replaces with its own empty ones
-_MASKED = ("/tmp", "/var/tmp", "/run", "/home", "/dev/shm")
-
-
-def _python_paths() -> list[str]:
-    """Paths the guest's Python needs that the sandbox's private mounts would hide.
-
-    The guest runs with this interpreter and this copy of osworld-gym. When the virtual
-    environment, the interpreter or an editable checkout lives under /tmp or /home (as in a
-    CI clone), bind it back read-only at the same path.
-    """
-    import osworld_gym
-
-    wanted = {sys.prefix, sys.base_prefix, os.path.realpath(sys.executable),
-              str(Path(osworld_gym.__file__).resolve().parent.parent)}
-    out: set[str] = set()
-    for p in wanted:
-        p = os.path.realpath(p)
-        if os.path.isfile(p):
-            p = os.path.dirname(p)
-        if any(p == m or p.startswith(m + "/") for m in _MASKED):
-            out.add(p)
-    # drop paths inside other bound paths
-    return sorted(p for p in out if not any(p != q and p.startswith(q + "/") for q in out))
 
 
 def _descendants(root: int) -> list[int]:

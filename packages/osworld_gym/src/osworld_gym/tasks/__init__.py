@@ -19,10 +19,12 @@ from osworld_gym.tasks.paths import GUEST_HOME, guest_path
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
 from osworld_gym.tasks.setup import SetupRunner, validate_steps
 from osworld_gym.tasks.task import Task
+from osworld_gym.tasks.validation import HostAccess
 
 __all__ = [
     "BUILTIN_DIR",
     "GUEST_HOME",
+    "HostAccess",
     "SetupRunner",
     "Task",
     "TaskSet",

@@ -32,6 +32,7 @@ from urllib.parse import unquote, urlparse
 import httpx
 
 from osworld_gym.errors import SetupError
+from osworld_gym.tasks.validation import HostAccess, check_local_file, check_resolved_host
 
 logger = logging.getLogger(__name__)
 
@@ -61,17 +62,22 @@ def fetch(
     timeout: float = DEFAULT_TIMEOUT_S,
     attempts: int = 3,
     client: httpx.Client | None = None,
+    access: HostAccess | None = None,
 ) -> Path:
     """Return ``dest``, downloading ``url`` into it first unless it already exists.
 
     ``http``/``https`` URLs are downloaded with ``httpx`` (redirects followed, ``timeout`` per
     request, up to ``attempts`` tries on network errors and 5xx answers); ``file://`` URLs are
-    copied. The file is written to a temporary sibling and renamed, so an interrupted download
+    copied. With ``access`` (setup downloads, whose files land in the agent's desktop)
+    ``file://`` reads only from its roots and no request or redirect reaches a private or
+    loopback address unless it allows that; without it (gold files that stay on the host)
+    nothing is restricted. The file is written to a temporary sibling and renamed, so an interrupted download
     never leaves a truncated file that a later run would trust.
 
     Raises:
         SetupError: the file is not cached and cannot be downloaded; the message names the URL
             and the path to place the file at for offline use.
+        TaskValidationError: ``access`` forbids the URL.
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -91,6 +97,8 @@ def fetch(
         return dest
     if parsed.scheme == "file":
         source = Path(unquote(parsed.path))
+        if access is not None:
+            source = check_local_file(str(source), access, "file:// URL")
         try:
             data = source.read_bytes()
         except OSError as exc:
@@ -105,7 +113,10 @@ def fetch(
             f"Place the file at {dest} to use the cache instead."
         )
     own_client = client is None
-    http = client or httpx.Client(timeout=timeout, follow_redirects=True)
+    hooks = {} if access is None else {"request": [_guard(access, timeout)]}
+    http = client or httpx.Client(timeout=timeout, follow_redirects=True, event_hooks=hooks)
+    if client is not None and access is not None:
+        check_resolved_host(parsed.hostname or "", parsed.port, access, timeout)
     last_error = "no attempt made"
     try:
         for attempt in range(1, max(1, attempts) + 1):
@@ -129,6 +140,15 @@ def fetch(
         f"could not download {url} ({last_error}). To run offline, place that file at {dest} "
         "(the cache is looked up before any download)."
     )
+
+
+def _guard(access: HostAccess, timeout: float):
+    """An httpx request hook: every request, redirects included, to an allowed host only."""
+
+    def check(request: httpx.Request) -> None:
+        check_resolved_host(request.url.host, request.url.port, access, timeout)
+
+    return check
 
 
 def _download(http: httpx.Client, url: str, dest: Path, timeout: float) -> None:

@@ -49,6 +49,12 @@ from osworld_gym.errors import GuestError, InfraError, SetupError, TaskError
 from osworld_gym.tasks import setup_browser
 from osworld_gym.tasks.cache import DEFAULT_TIMEOUT_S, download_cache_path, fetch
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
+from osworld_gym.tasks.validation import (
+    HostAccess,
+    check_local_file,
+    guest_destination,
+    safe_child,
+)
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
 
 if TYPE_CHECKING:
@@ -92,6 +98,8 @@ UNSUPPORTED_OSWORLD_STEPS = frozenset(
 )
 
 _UNTIL_KEYS = {"returncode", "stdout", "stderr"}
+#: guest answers meaning "not with the desktop as it is now" (not "the guest is broken")
+_DESKTOP_STATE_REFUSALS = frozenset({400, 404, 409, 422})
 _POLL_INTERVAL_S = 0.3
 _MAX_REQUEST_FAILURES = 5
 
@@ -223,6 +231,9 @@ class SetupRunner:
         download_timeout_s: per-request timeout for ``download`` steps.
         download_attempts: tries per file for ``download`` steps (network errors, 5xx answers).
         sleep: the sleeping function (tests pass a fake).
+        host_access: what of the host ``download`` and ``upload_file`` may read
+            (:class:`~osworld_gym.tasks.validation.HostAccess`); the task's cache directory is
+            always allowed, loopback and private URLs only if it says so.
 
     >>> runner = SetupRunner(None, cache_dir="/tmp/cache", task_id="t1")
     >>> runner.task_cache_dir
@@ -245,6 +256,7 @@ class SetupRunner:
         download_attempts: int = 3,
         sleep: Callable[[float], None] = time.sleep,
         work_dir: str | os.PathLike[str] | None = None,
+        host_access: HostAccess | None = None,
     ):
         self.client = client
         self.cache_dir = Path(cache_dir)
@@ -252,11 +264,14 @@ class SetupRunner:
         self.work_dir = Path(work_dir) if work_dir is not None else None
         self.task_id = task_id
         self.home = home
+        self.host_access = (host_access or HostAccess()).with_root(self.task_cache_dir)
         self.max_sleep_s = max_sleep_s
         self.until_timeout_s = until_timeout_s
         self.download_timeout_s = download_timeout_s
         self.download_attempts = download_attempts
         self._sleep = sleep
+        #: postconfig steps the guest refused on the agent's desktop, by the last :meth:`run`
+        self.skipped: list[str] = []
         self._values = placeholder_values(client_password=client_password, screen_size=screen_size)
         self._handlers: dict[str, Callable[..., None]] = {
             "execute": self._execute,
@@ -282,6 +297,13 @@ class SetupRunner:
     def run(self, steps: Sequence[dict[str, Any]], *, phase: str = "config") -> None:
         """Validate every step, then run them in order.
 
+        In ``postconfig`` (after the agent's last action) a step the guest *refuses* because of
+        the desktop's state -- a window the agent closed, a path it turned into a directory: an
+        answer 400, 404, 409 or 422 -- is skipped with a warning and listed in
+        :attr:`skipped`, as OSWorld's controller ignores failed postconfig requests; the
+        evaluator then scores whatever the agent left. The desktop is the agent's, so this is
+        never an infrastructure error. A guest that does not answer still is.
+
         Raises:
             TaskError: a step is malformed or unsupported (nothing has run).
             SetupError: a step failed on the desktop; ``"<phase> step <i> (<type>) failed: ..."``.
@@ -289,12 +311,22 @@ class SetupRunner:
         steps = list(steps)
         validate_steps(steps, phase=phase, task_id=self.task_id)
         self._phase = phase
+        self.skipped = []
         for i, step in enumerate(steps):
             kind = step["type"]
             params = _normalized(substitute(step.get("parameters", {}), self._values))
             logger.debug("task %s: %s step %d (%s) %r", self.task_id, phase, i, kind, params)
             try:
                 self._handlers[kind](**params)
+            except GuestError as exc:
+                if phase == "postconfig" and exc.status in _DESKTOP_STATE_REFUSALS:
+                    logger.warning("task %s: postconfig step %d (%s) refused on the desktop the "
+                                   "agent left, skipped: %s", self.task_id, i, kind, exc)
+                    self.skipped.append(f"postconfig step {i} ({kind}): {exc}")
+                    continue
+                raise SetupError(
+                    f"task {self.task_id!r}: {phase} step {i} ({kind}) failed: {exc}"
+                ) from exc
             except (InfraError, OSError) as exc:
                 raise SetupError(
                     f"task {self.task_id!r}: {phase} step {i} ({kind}) failed: {exc}"
@@ -422,19 +454,22 @@ class SetupRunner:
 
     def _download(self, files: list[dict[str, str]]) -> None:
         for f in files:
+            target = guest_destination(f["path"], "download path", self.home)
             cached = download_cache_path(self.cache_dir, self.task_id, f["url"], f["path"])
             fetch(
-                f["url"], cached, timeout=self.download_timeout_s, attempts=self.download_attempts
+                f["url"], cached, timeout=self.download_timeout_s, attempts=self.download_attempts,
+                access=self.host_access,
             )
-            self.client.upload(guest_path(f["path"], self.home), cached.read_bytes())
+            self.client.upload(target, cached)  # streamed from disk
 
     def _upload_file(self, files: list[dict[str, str]]) -> None:
         for f in files:
-            data = Path(f["local_path"]).expanduser().read_bytes()
-            self.client.upload(guest_path(f["path"], self.home), data)
+            target = guest_destination(f["path"], "upload_file path", self.home)
+            source = check_local_file(f["local_path"], self.host_access, "upload_file local_path")
+            self.client.upload(target, source)
 
     def _write_cache(self, name: str, text: str) -> None:
-        target = (self.work_dir or self.task_cache_dir) / name
+        target = safe_child(self.work_dir or self.task_cache_dir, name, "stdout/stderr file")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
 

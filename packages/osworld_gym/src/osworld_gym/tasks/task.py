@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from osworld_gym.errors import TaskError
+from osworld_gym.tasks.validation import check_task_id, normalize_booleans, validate_task
 
 #: related_apps / snapshot spellings that differ from OSWorld's domain folder names.
 DOMAIN_ALIASES: dict[str, str] = {"vscode": "vs_code", "multiapps": "multi_apps"}
@@ -134,10 +135,12 @@ class Task:
         instruction = need("instruction", str, "")
         if not instruction.strip():
             raise TaskError(f"{who}: field 'instruction' is missing or empty")
-        config = need("config", list, [])
-        evaluator = d.get("evaluator")
+        config = copy.deepcopy(need("config", list, []))
+        evaluator = copy.deepcopy(d.get("evaluator"))
         if not isinstance(evaluator, dict):
             raise TaskError(f"{who}: field 'evaluator' must be an object, got {evaluator!r}")
+        normalize_booleans(config)  # OSWorld writes "shell": "true"
+        normalize_booleans(evaluator)
         related_apps = need("related_apps", list, [])
         if not all(isinstance(a, str) for a in related_apps):
             raise TaskError(f"{who}: field 'related_apps' must be a list of strings")
@@ -156,8 +159,8 @@ class Task:
             id=task_id,
             instruction=instruction,
             domain=explicit or infer_domain(related_apps, snapshot),
-            config=copy.deepcopy(config),
-            evaluator=copy.deepcopy(evaluator),
+            config=config,
+            evaluator=evaluator,
             related_apps=list(related_apps),
             snapshot=snapshot,
             source=source,
@@ -174,14 +177,18 @@ class Task:
         """Check setup steps and evaluator against what osworld-gym can run.
 
         Raises:
-            TaskError: an unknown or malformed step, getter or metric.
+            TaskError: an unknown or malformed step, getter or metric;
+                :class:`~osworld_gym.errors.TaskValidationError` for an unsafe id, path, URL or
+                number (:mod:`osworld_gym.tasks.validation`).
         """
         from osworld_gym.evaluators.validate import validate_evaluator
         from osworld_gym.tasks.setup import validate_steps
 
         try:
+            check_task_id(self.id)
             validate_steps(self.config, phase="config", task_id=self.id)
             validate_evaluator(self.evaluator, task_id=self.id)
+            validate_task(self)
         except TaskError as exc:
             if origin:
                 raise TaskError(f"{exc} (in {origin})") from None

@@ -4,8 +4,9 @@ Each is ``get_<type>(ctx: EvalContext, config: dict) -> value`` where ``type`` i
 ``result``/``expected`` ``type``. Modules mirror OSWorld's: :mod:`.file`, :mod:`.general`,
 :mod:`.misc`, :mod:`.info` (incl. ``accessibility_tree``), :mod:`.relative_time`
 (``rule_relativeTime``), :mod:`.chrome` (tabs through DevTools, queried inside the desktop by
-:mod:`.cdp_probe`), :mod:`.chrome_profile` (Chrome's profile files), :mod:`.vlc`. They are
-imported lazily through :mod:`..registry`.
+:mod:`.cdp_probe`), :mod:`.chrome_profile` (Chrome's profile files), :mod:`.vlc`, :mod:`.apps` (GIMP's config,
+the default video player, the screen size), :mod:`.slides` (media inside a presentation).
+They are imported lazily through :mod:`..registry`.
 
 Conventions (shared with :func:`osworld_gym.evaluators.evaluate`):
 

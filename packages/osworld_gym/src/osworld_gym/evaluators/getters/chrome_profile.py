@@ -59,3 +59,67 @@ def get_bookmarks(ctx: EvalContext, config: dict[str, Any]) -> dict[str, Any] | 
     """The ``roots`` of Chrome's ``Bookmarks`` file (``bookmark_bar``, ``other``, ``synced``)."""
     bookmarks = read_profile_json(ctx, "Bookmarks")
     return None if bookmarks is None else bookmarks.get("roots", {})
+
+
+def _prefs(ctx: EvalContext) -> dict[str, Any] | None:
+    return read_profile_json(ctx, "Preferences")
+
+
+def get_chrome_font_size(ctx: EvalContext, config: dict[str, Any]) -> dict[str, Any] | None:
+    """Chrome's ``webkit.webprefs`` (font sizes), or Chrome's defaults
+    (``default_fixed_font_size`` 13, ``default_font_size`` 16, ``minimum_font_size`` 13) when
+    never changed, as OSWorld reads it."""
+    prefs = _prefs(ctx)
+    if prefs is None:
+        return None
+    defaults = {"default_fixed_font_size": 13, "default_font_size": 16, "minimum_font_size": 13}
+    return prefs.get("webkit", {}).get("webprefs", defaults)
+
+
+def get_enable_safe_browsing(ctx: EvalContext, config: dict[str, Any]) -> str | None:
+    """``"true"`` if Safe Browsing is on (standard or enhanced), else ``"false"``."""
+    prefs = _prefs(ctx)
+    if prefs is None:
+        return None
+    sb = prefs.get("safebrowsing", {})
+    return "true" if sb.get("enhanced", False) or sb.get("enabled", False) else "false"
+
+
+def get_new_startup_page(ctx: EvalContext, config: dict[str, Any]) -> str | None:
+    """``"true"`` if Chrome opens the New Tab page on startup: OSWorld's reading is "no
+    ``session`` settings at all, or ``session.restore_on_startup`` is 5"."""
+    prefs = _prefs(ctx)
+    if prefs is None:
+        return None
+    if "session" not in prefs:
+        return "true"
+    return "true" if prefs["session"].get("restore_on_startup") == 5 else "false"
+
+
+def _extensions(ctx: EvalContext) -> dict[str, Any] | None:
+    prefs = _prefs(ctx)
+    return None if prefs is None else prefs.get("extensions", {}).get("settings", {})
+
+
+def get_find_unpacked_extension_path(ctx: EvalContext, config: dict[str, Any]) -> list[str] | None:
+    """The ``path`` of every extension in Chrome's settings (unpacked ones are a folder)."""
+    exts = _extensions(ctx)
+    return None if exts is None else [e["path"] for e in exts.values() if "path" in e]
+
+
+def get_find_installed_extension_name(ctx: EvalContext, config: dict[str, Any]) -> list[str] | None:
+    """The manifest ``name`` of every extension in Chrome's settings."""
+    exts = _extensions(ctx)
+    if exts is None:
+        return None
+    return [e["manifest"]["name"] for e in exts.values() if "name" in e.get("manifest", {})]
+
+
+def get_data_delete_automacally(ctx: EvalContext, config: dict[str, Any]) -> str | None:
+    """``"true"`` if the profile has any ``default_content_setting_values`` (OSWorld's test for
+    "delete site data on exit"; the misspelt name is OSWorld's)."""
+    prefs = _prefs(ctx)
+    if prefs is None:
+        return None
+    values = prefs.get("profile", {}).get("default_content_setting_values")
+    return "true" if values is not None else "false"

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.tasks.cache import fetch
 from osworld_gym.tasks.paths import guest_path
+from osworld_gym.tasks.validation import safe_child
 
 logger = logging.getLogger(__name__)
 
@@ -44,22 +45,41 @@ def get_vm_file(ctx: EvalContext, config: dict[str, Any]) -> str | None | list[s
     Config: ``path`` (guest path; relative to the home dir), ``dest`` (file name in the cache
     dir), optional ``multi``/``gives``. A file missing on the desktop gives ``None`` in its
     place (the metric then scores 0).
+
+    The file is streamed to disk, never held whole in memory, and capped at
+    :data:`~osworld_gym.client.MAX_FILE_BYTES`.
+
+    Raises:
+        UnusableResultFile: what is at ``path`` is not a readable regular file within the cap
+            (the agent's doing; :func:`~osworld_gym.evaluators.evaluate` scores it 0).
+        TaskValidationError: ``dest`` would leave the episode's directory.
     """
     paths, dests, gives = _pairs(config)
     out: list[str | None] = []
     for i, (path, dest) in enumerate(zip(paths, dests, strict=True)):
-        data = ctx.client.get_file(guest_path(path, ctx.home))
-        if data is None:
+        local = safe_child(ctx.work_dir, dest, "vm_file dest")
+        size = _download(ctx.client, guest_path(path, ctx.home), local)
+        if size is None:
             logger.info("task %s: %s not found on the desktop", ctx.task_id, path)
             if i in gives:
                 out.append(None)
             continue
-        local = ctx.work_dir / dest
-        local.parent.mkdir(parents=True, exist_ok=True)
-        local.write_bytes(data)
         if i in gives:
             out.append(str(local))
     return _single_or_list(out)
+
+
+def _download(client: Any, path: str, local: Path) -> int | None:
+    """Stream ``path`` to ``local`` (``GuestClient.download_file``: capped, constant memory).
+    In-memory test doubles that only serve ``get_file`` are written out whole."""
+    if hasattr(client, "download_file"):
+        return client.download_file(path, local)
+    data = client.get_file(path)
+    if data is None:
+        return None
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_bytes(data)
+    return len(data)
 
 
 def get_cloud_file(ctx: EvalContext, config: dict[str, Any]) -> str | list[str]:
@@ -73,7 +93,8 @@ def get_cloud_file(ctx: EvalContext, config: dict[str, Any]) -> str | list[str]:
     urls, dests, gives = _pairs(config)
     out: list[str | None] = []
     for i, (url, dest) in enumerate(zip(urls, dests, strict=True)):
-        local = fetch(url, ctx.cache_dir / dest, timeout=ctx.download_timeout_s)
+        local = fetch(url, safe_child(ctx.cache_dir, dest, "cloud_file dest"),
+                      timeout=ctx.download_timeout_s)
         if i in gives:
             out.append(str(local))
     return _single_or_list(out)  # type: ignore[return-value]
@@ -100,9 +121,9 @@ def get_cache_file(ctx: EvalContext, config: dict[str, Any]) -> str:
     if urlparse(path).scheme in ("http", "https", "file"):
         candidate = _cached_url(ctx.cache_dir, path, config.get("dest"))
     else:  # a setup command's output (this episode's) or a file placed in the shared cache
-        candidate = ctx.work_dir / path
+        candidate = safe_child(ctx.work_dir, path, "cache_file path")
         if not candidate.is_file():
-            candidate = ctx.cache_dir / path
+            candidate = safe_child(ctx.cache_dir, path, "cache_file path")
     if candidate is None or not candidate.is_file():
         raise FileNotFoundError(
             f"{path!r} is not in the cache of task {ctx.task_id!r} ({ctx.cache_dir}); "
@@ -113,7 +134,7 @@ def get_cache_file(ctx: EvalContext, config: dict[str, Any]) -> str:
 
 def _cached_url(cache_dir: Path, url: str, dest: str | None) -> Path | None:
     if dest:
-        return cache_dir / dest
+        return safe_child(cache_dir, dest, "cache_file dest")
     prefix = f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_"
     matches = sorted(cache_dir.glob(prefix + "*")) if cache_dir.is_dir() else []
     if matches:

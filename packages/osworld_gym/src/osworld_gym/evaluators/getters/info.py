@@ -31,3 +31,9 @@ def get_accessibility_tree(ctx: EvalContext, config: dict[str, Any]) -> str | No
     """The desktop's accessibility tree as OSWorld's XML (``/accessibility``); ``None`` where the
     desktop cannot produce one."""
     return ctx.client.accessibility()
+
+
+def get_vm_terminal_output(ctx: EvalContext, config: dict[str, Any]) -> str | None:
+    """The text of the desktop's open terminal, read through the accessibility tree (OSWorld's
+    ``/terminal``); ``None`` when no terminal is open (the metric then scores 0)."""
+    return ctx.client.terminal()

@@ -11,9 +11,10 @@ The getters (:mod:`..getters.chrome`) give a URL string or a tab dict ``{"title"
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlparse, urlunparse
 
 
 def _url_of(result: Any) -> str | None:
@@ -38,25 +39,47 @@ def is_expected_url_pattern_match(result: Any, rules: dict[str, Any]) -> float:
     return float(all(re.search(p, url) for p in rules["expected"]))
 
 
-def normalise_url(url: str) -> str:
-    """A URL as OSWorld compares addresses: scheme (default ``http``) and host lower-cased,
-    ``www.`` dropped, a bare ``/`` path dropped; path, query and fragment otherwise kept.
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+\-.]*://")
 
-    >>> normalise_url("HTTPS://www.Example.org/"), normalise_url("example.org/a/?x=1")
-    ('https://example.org', 'http://example.org/a/?x=1')
+
+@functools.cache
+def _extractor() -> Any:
+    """tldextract with its bundled public suffix list only: never a network fetch (OSWorld's
+    default extractor downloads the list when it can; the bundled snapshot splits the same)."""
+    import tldextract
+
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+def normalise_url(url: str, full: bool = True) -> str:
+    """A URL as OSWorld's ``compare_urls`` compares addresses.
+
+    The scheme (default ``http``) is lower-cased; the host is reduced to
+    ``[subdomain.]domain`` by the public suffix list: the suffix is *dropped* (``airbnb.com``
+    and ``airbnb.com.sg`` are the same site, a quirk kept for parity), a port is dropped (so is
+    an explicit default one), and a lone ``www`` subdomain is dropped (``www.a.example.org``
+    keeps its ``www.a``). A bare ``/`` path is dropped; params, query and fragment are kept
+    (dropped with ``full=False``).
+
+    >>> normalise_url("HTTPS://www.Example.org/"), normalise_url("example.org:80/a/?x=1")
+    ('https://example', 'http://example/a/?x=1')
+    >>> normalise_url("https://www.airbnb.com.sg") == normalise_url("https://airbnb.com")
+    True
     """
-    parts = urlsplit(url.strip())
-    if not parts.scheme and not parts.netloc:  # "example.org/a": a host without a scheme
-        parts = urlsplit("http://" + url.strip())
-    scheme = (parts.scheme or "http").lower()
-    host = parts.netloc.lower().replace("www.", "")
+    url = url if _SCHEME.match(url) else f"http://{url}"
+    parts = urlparse(url)
+    ext = _extractor()(parts.netloc.lower())
+    sub = "" if ext.subdomain == "www" else ext.subdomain
+    host = f"{sub}.{ext.domain}" if sub else ext.domain
     path = "" if parts.path == "/" else parts.path
-    return urlunsplit((scheme, host, path, parts.query, parts.fragment))
+    keep = (parts.params, parts.query, parts.fragment) if full else ("", "", "")
+    return urlunparse((parts.scheme.lower(), host, path, *keep))
 
 
 def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:
     """1 if the active tab's URL is ``rules["url"]`` (``rules["type"] == "url"``), compared
-    with :func:`normalise_url`.
+    with :func:`normalise_url` (OSWorld's ``compare_urls``: same site under another public
+    suffix, or with an explicit port, is the same tab).
 
     Raises:
         ValueError: another ``type`` (OSWorld knows only ``url``).
@@ -67,3 +90,58 @@ def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:
     if not url:
         return 0.0
     return float(normalise_url(url) == normalise_url(rules["url"]))
+
+
+def is_expected_active_tab_approximate(result: Any, rules: dict[str, Any]) -> float:
+    """Like :func:`is_expected_active_tab` but comparing the raw URLs with the query string
+    removed (OSWorld: ``urlparse(url)._replace(query="")``; no other normalisation, so
+    ``www.`` and trailing slashes count here).
+
+    >>> is_expected_active_tab_approximate("https://ex.org/a?x=1",
+    ...                                    {"type": "url", "url": "https://ex.org/a?y=2"})
+    1.0
+    """
+    if rules.get("type", "url") != "url":
+        raise ValueError(f"is_expected_active_tab_approximate: unknown rule type {rules.get('type')!r}")
+    url = _url_of(result)
+    if not url:
+        return 0.0
+
+    def strip(u: str) -> str:
+        return urlunparse(urlparse(u)._replace(query=""))
+
+    return float(strip(url) == strip(rules["url"]))
+
+
+def is_expected_tabs(result: Any, rules: dict[str, Any]) -> float:
+    """1 if the open tabs' URLs are ``rules["urls"]`` as a multiset under
+    :func:`normalise_url` (``rules["type"] == "url"``): same count, and every expected URL
+    has an equal one among the open tabs (order ignored; OSWorld's ``are_lists_equal``).
+    ``result`` is the ``open_tabs_info`` list of ``{"title", "url"}``; empty scores 0.
+    """
+    if not result or rules.get("type", "url") != "url":
+        return 0.0
+    open_urls = [normalise_url(t["url"]) for t in result]
+    want = [normalise_url(u) for u in rules["urls"]]
+    if len(open_urls) != len(want):
+        return 0.0
+    return float(all(u in open_urls for u in want))
+
+
+def check_font_size(result: dict[str, Any] | None, rule: dict[str, Any]) -> float:
+    """Chrome's default font size (the ``chrome_font_size`` getter's ``default_font_size``)
+    against ``rule``: ``type: value`` equal to ``value``; ``type: range`` strictly between
+    ``min`` and ``max``. A profile that stores other font settings but not this one has
+    Chrome's default, 16 (OSWorld raises there).
+
+    Raises:
+        ValueError: another rule type.
+    """
+    if not result:
+        return 0.0
+    size = result.get("default_font_size", 16)
+    if rule["type"] == "value":
+        return float(size == rule["value"])
+    if rule["type"] == "range":
+        return float(rule["min"] < size < rule["max"])
+    raise ValueError(f"check_font_size: rule type {rule['type']!r} is not supported")

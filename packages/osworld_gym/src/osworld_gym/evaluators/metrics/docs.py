@@ -1,10 +1,9 @@
-"""Metrics on word-processor documents (``.docx`` through python-docx, ``.odt`` through lxml)."""
+"""Metrics on word-processor documents (``.docx`` through python-docx, ``.odt`` through odfpy)."""
 
 from __future__ import annotations
 
 import logging
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,6 @@ from osworld_gym.evaluators.metrics.options import check_options, honours
 
 logger = logging.getLogger(__name__)
 
-_ODF_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
-_ODF_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 
 
 def docx_paragraphs(path: str) -> list[str]:
@@ -25,31 +22,37 @@ def docx_paragraphs(path: str) -> list[str]:
 
 
 def odt_paragraphs(path: str) -> list[str]:
-    """The text of each ``text:p`` paragraph of an ``.odt`` body, in document order."""
-    from lxml import etree
+    """The text of every ``text:p`` of an ``.odt`` as OSWorld reads it (odfpy).
 
-    with zipfile.ZipFile(path) as z:
-        root = etree.fromstring(z.read("content.xml"))
-    body = root.find(f"{{{_ODF_OFFICE}}}body")
-    if body is None:
-        return []
-    return [_odf_text(p) for p in body.iter(f"{{{_ODF_TEXT}}}p")]
+    OSWorld's reader keeps only a paragraph's own text nodes and those directly inside a
+    ``text:span``; everything else contributes nothing. Quirks kept for parity: a tab
+    (``text:tab``), runs of spaces (``text:s``), line breaks, hyperlink text (``text:a``) and
+    text in a span nested in a span are dropped, so ``"a<tab/>b"`` reads ``"ab"``. Headings
+    (``text:h``) are not paragraphs; paragraphs of headers, footers, tables and lists are.
 
+    >>> import tempfile, pathlib
+    >>> from odf.opendocument import OpenDocumentText
+    >>> from odf.text import P, Span, Tab
+    >>> doc = OpenDocumentText(); p = P(text="a"); p.addElement(Tab()); p.addText("b")
+    >>> s = Span(text="c"); s.addElement(Span(text="nested")); p.addElement(s)
+    >>> doc.text.addElement(p)
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "t.odt"; doc.save(str(f))
+    >>> odt_paragraphs(str(f))
+    ['abc']
+    """
+    from odf.opendocument import load
+    from odf.text import P
 
-def _odf_text(element: Any) -> str:
-    parts: list[str] = [element.text or ""]
-    for child in element:
-        local = child.tag.rsplit("}", 1)[-1] if isinstance(child.tag, str) else ""
-        if local == "s":
-            parts.append(" " * int(child.get(f"{{{_ODF_TEXT}}}c", "1")))
-        elif local == "tab":
-            parts.append("\t")
-        elif local == "line-break":
-            parts.append("\n")
-        elif local not in ("note", "annotation"):
-            parts.append(_odf_text(child))
-        parts.append(child.tail or "")
-    return "".join(parts)
+    out = []
+    for paragraph in load(path).getElementsByType(P):
+        parts = []
+        for node in paragraph.childNodes:
+            if node.nodeType == node.TEXT_NODE:
+                parts.append(node.data)
+            elif node.nodeType == node.ELEMENT_NODE and node.tagName == "text:span":
+                parts += [c.data for c in node.childNodes if c.nodeType == c.TEXT_NODE]
+        out.append("".join(parts))
+    return out
 
 
 def _paragraphs(path: str) -> list[str]:

@@ -53,25 +53,34 @@ def check_include_exclude(result: str | None, rules: dict[str, Any]) -> float:
 
 
 def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
-    """Compare a JSON object with ``rules["expected"]``, key by key.
+    """Compare a JSON object with ``rules["expected"]``, key by key, as OSWorld does.
 
-    ``result`` is a dict, or a string holding one (surrounding blanks stripped, single quotes
-    read as double quotes, as OSWorld does); an unparsable string or ``None`` scores 0.
+    ``result`` is a dict, or a string holding one (surrounding blanks stripped, every ``'``
+    replaced by ``"``). Text that is not JSON is the agent's malformed output: OSWorld raises
+    there, we score 0 (the judge did not fail). ``None`` scores 0.
 
-    Default mode: every key of ``expected`` must be present in ``result`` with an equal value;
-    extra keys in ``result`` are ignored. With ``rules["ignore_list_order"]`` true (OSWorld also
-    accepts that flag *inside* ``expected``), list values are compared as sorted lists.
+    Default mode: for every key of ``expected``, ``result.get(key)`` must equal the expected
+    value (a key missing from ``result`` reads as ``None``, so an expected ``null`` matches it);
+    extra keys in ``result`` are ignored. Quirks kept for parity:
 
-    With ``rules["expect_in_result"]`` true the values are looser: an expected string must be a
-    substring of the result's value, an expected list means "any one of these appears in the
-    result's value" (a list or string), anything else must be equal.
+    * ``ignore_list_order`` is read *inside* ``expected`` only (a rules-level flag is ignored),
+      and there it is itself one of the keys compared: sorting its value ``true`` fails, and
+      OSWorld's catch-all turns that into 0. A task using it can never pass in OSWorld.
+    * anything that raises while comparing (``result`` not a dict, ...) scores 0.
 
-    >>> check_direct_json_object('{"a": 1, "b": [2, 1]}', {"expected": {"b": [1, 2]},
-    ...                                                  "ignore_list_order": True})
+    With ``rules["expect_in_result"]`` true: an expected string must be ``in`` the result's
+    value (a substring of a string, a member of a list); an expected list passes if one of its
+    items *equals* the result's string value or is a member of its list value (a comma-joined
+    string does not contain-match); any other expected type scores 0.
+
+    >>> check_direct_json_object('{"a": 1, "b": [1, 2]}', {"expected": {"b": [1, 2]}})
     1.0
     >>> check_direct_json_object({"name": "Alice Smith"}, {"expected": {"name": "Alice"},
     ...                                                  "expect_in_result": True})
     1.0
+    >>> check_direct_json_object({"c": "x, y"}, {"expected": {"c": ["x", "y"]},
+    ...                                        "expect_in_result": True})
+    0.0
     >>> check_direct_json_object("not json", {"expected": {"a": 1}})
     0.0
     """
@@ -81,41 +90,33 @@ def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
         except json.JSONDecodeError:
             logger.info("check_direct_json_object: result is not JSON: %.200r", result)
             return 0.0
-    if not isinstance(result, dict):
+    if result is None:
         return 0.0
-    expected = dict(rules["expected"])
-    ignore_order = bool(rules.get("ignore_list_order") or expected.pop("ignore_list_order", False))
-    loose = bool(rules.get("expect_in_result", False))
-    for key, want in expected.items():
-        if key not in result:
-            return 0.0
-        got = result[key]
-        if loose:
-            ok = _loosely_contains(got, want)
-        elif ignore_order and isinstance(want, list) and isinstance(got, list):
-            ok = _sorted(want) == _sorted(got)
-        else:
-            ok = want == got
-        if not ok:
-            return 0.0
-    return 1.0
+    expected = rules["expected"]
+    try:
+        if rules.get("expect_in_result", False):
+            return float(all(_loosely_contains(result.get(k), v) for k, v in expected.items()))
+        for key, want in expected.items():
+            if expected.get("ignore_list_order", False):
+                if sorted(want) != sorted(result.get(key)):
+                    return 0.0
+            elif want != result.get(key):
+                return 0.0
+        return 1.0
+    except Exception as exc:  # noqa: BLE001 - OSWorld's catch-all: any comparison error is a 0
+        logger.info("check_direct_json_object: comparison failed (%s): 0", exc)
+        return 0.0
 
 
 def _loosely_contains(got: Any, want: Any) -> bool:
-    if isinstance(want, str):
-        return isinstance(got, str) and want in got
     if isinstance(want, list):
-        if isinstance(got, str):
-            return any(isinstance(w, str) and w in got for w in want)
-        return isinstance(got, list) and any(w in got for w in want)
-    return want == got
-
-
-def _sorted(values: list[Any]) -> list[Any]:
-    try:
-        return sorted(values)
-    except TypeError:  # mixed types: order by their JSON text
-        return sorted(values, key=lambda v: json.dumps(v, sort_keys=True))
+        return any(
+            (isinstance(got, list) and w in got) or (isinstance(got, str) and w == got)
+            for w in want
+        )
+    if isinstance(want, str):
+        return want in got  # TypeError for None/numbers: the caller's catch-all scores 0
+    return False
 
 
 def infeasible(last_action: Any = None) -> float:
@@ -125,3 +126,39 @@ def infeasible(last_action: Any = None) -> float:
     (1.0, 0.0, 0.0)
     """
     return float(is_fail_action(last_action))
+
+
+def is_in_list(result: Any, rules: dict[str, Any]) -> float:
+    """1 if ``rules["expected"]`` is *in* ``result`` (a list member, or a substring of a
+    string): OSWorld's ``expect in result``, the reverse of :func:`match_in_list`. ``None``
+    scores 0.
+
+    >>> is_in_list(["a", "b"], {"expected": "b"}), is_in_list("abc", {"expected": "x"})
+    (1.0, 0.0)
+    """
+    if result is None:
+        return 0.0
+    try:
+        return float(rules["expected"] in result)
+    except TypeError:  # result is not a container (a number): nothing is in it
+        return 0.0
+
+
+def is_utc_0(result: str | None) -> float:
+    """1 if the 4th line of ``timedatectl`` output (the ``Time zone:`` line) ends with
+    ``+0000)``.
+
+    Raises:
+        ValueError: the output has fewer than 4 lines: ``timedatectl`` did not run as the
+            task expects (the judge's command failed, not the agent).
+
+    >>> out = "L\\nU\\nR\\n  Time zone: Etc/UTC (UTC, +0000)\\nx"
+    >>> is_utc_0(out)
+    1.0
+    """
+    if result is None:
+        return 0.0
+    lines = result.split("\n")
+    if len(lines) < 4:
+        raise ValueError(f"is_utc_0: not timedatectl output: {result[:200]!r}")
+    return float(lines[3].endswith("+0000)"))

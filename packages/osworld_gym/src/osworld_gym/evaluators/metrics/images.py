@@ -66,24 +66,44 @@ def _size(path: str) -> tuple[int, int]:
         return im.size
 
 
+_MIN_SIDE = 7  # scikit-image's default SSIM window; OSWorld's ssim call raises below it
+
+
 @honours("reference_base_result")
 def compare_images(result: str | None, expected: str | None, **options: Any) -> float:
-    """SSIM of the two images in grayscale, both resized to the smaller width and height.
+    """SSIM of the two images in grayscale, as OSWorld's ``compare_images`` computes it.
+
+    Both images are resized (Lanczos) to ``min(result.size, expected.size)``, a *tuple*
+    minimum: the size with the smaller width wins whole, height and all (a quirk kept for
+    parity: 100x50 vs 90x200 compares at 90x200).
 
     Option ``reference_base_result`` (OSWorld's): the SSIM an unchanged image gets; the score is
-    then ``(ssim - base) / (1 - base)`` when ``ssim >= base + 0.01``, else 0. Negative
-    similarities score 0. A missing or unreadable result scores 0.
+    then ``(ssim - base) / (1 - base)`` when ``ssim >= base + 0.01``, else 0.
+
+    Where OSWorld's score is not a reward, we decide:
+
+    * a negative SSIM (an inverted image) is returned raw by OSWorld; rewards here are in
+      ``[0, 1]``, so it scores 0;
+    * a compared size under 7 pixels makes OSWorld's SSIM raise: if the *gold* image is that
+      small the task cannot be judged (``ValueError``, an evaluator error); if only the agent's
+      image is, its output is wrong: 0;
+    * a missing or unreadable result scores 0 (agent); an unreadable gold image raises.
     """
     check_options("compare_images", options, compare_images.honoured_options)
     if not result or not expected:
         return 0.0
+    esize = _size(expected)
+    if min(esize) < _MIN_SIDE:
+        raise ValueError(f"compare_images: gold image {expected} is {esize}, too small for SSIM")
     try:
-        rw, rh = _size(result)
+        rsize = _size(result)
     except OSError as exc:
         logger.info("compare_images: cannot read result %s: %s", result, exc)
         return 0.0
-    ew, eh = _size(expected)
-    size = (min(rw, ew), min(rh, eh))
+    size = min(rsize, esize)
+    if min(size) < _MIN_SIDE:
+        logger.info("compare_images: result %s is %s, too small for SSIM: 0", result, rsize)
+        return 0.0
     score = ssim(_gray(result, size), _gray(expected, size))
     base = options.get("reference_base_result")
     if base is not None:

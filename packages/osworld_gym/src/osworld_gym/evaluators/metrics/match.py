@@ -10,7 +10,10 @@
 ``range.XY``            ``ref[0] <X> value <Y> ref[1]``; ``t`` is strict (<), ``e`` is <=
 ``str_list_eq``         ``value`` (a comma list, quotes stripped) split equals ``ref``
 ``str_set_eq``          the same, as sets
-``spreadsheet_range``   ``ref[0]`` cells ⊆ ``value`` cells ⊆ ``ref[1]`` cells (ranges)
+``spreadsheet_range``   ``ref[0]`` ⊆ ``value`` ⊆ ``ref[1]``, range by range: each range of
+                        the smaller must lie inside *one* range of the larger (openpyxl's
+                        ``MultiCellRange`` containment, as OSWorld uses it), so ``A1:A5``
+                        is not inside ``A1:A2 A3:A5``
 ======================  ==========================================================
 
 A comparison that cannot be made (``None < 3``) is simply not a match.
@@ -70,10 +73,21 @@ def match_value(value: Any, rule: dict[str, Any]) -> bool:
                 return set(items) == set(ref)
             return items == list(ref)
         if method == "spreadsheet_range":
-            return range_cells(ref[0]) <= range_cells(value) <= range_cells(ref[1])
+            return _ranges_within(ref[0], value) and _ranges_within(value, ref[1])
     except (TypeError, ValueError, AttributeError):
         return False
     raise ValueError(f"unknown rule method {method!r}")
+
+
+def _ranges_within(inner: Any, outer: Any) -> bool:
+    """Every range of ``inner`` lies inside a single range of ``outer``.
+
+    >>> _ranges_within("A1:A2 A3:A5", "A1:A5"), _ranges_within("A1:A5", "A1:A2 A3:A5")
+    (True, False)
+    """
+    from openpyxl.worksheet.cell_range import MultiCellRange
+
+    return all(r in MultiCellRange(str(outer)) for r in MultiCellRange(str(inner)).ranges)
 
 
 def range_cells(ranges: Any) -> set[tuple[int, int]]:

@@ -12,20 +12,27 @@ Rules (``type`` and its keys):
 
 ================  ====================================================================
 ``sheet_name``    the two workbooks have the same sheet names in the same order
-``sheet_data``    ``sheet_idx0``, ``sheet_idx1``: equal cell values (cached values of
-                  formulas); ``precision`` (decimals numbers are rounded to, default 4),
-                  ``ignore_case``. As with OSWorld's pandas reading, blank rows are skipped
-                  and trailing blank columns ignored; unlike pandas, ``3`` equals ``3.0``.
+``sheet_data``    ``sheet_idx0``, ``sheet_idx1``: the sheets read as OSWorld reads them,
+                  with pandas (``read_excel``: first row the header, cached values of
+                  formulas, blank rows inside the data kept, one dtype per column), rounded
+                  to ``precision`` decimals (default 4; only numeric columns round: a number
+                  in a text column is compared unrounded) and compared with
+                  ``DataFrame.equals`` (an int column differs from a float one).
+                  ``ignore_case`` is *not* honoured, as in OSWorld.
 ``sheet_fuzzy``   ``sheet_idx0``, ``sheet_idx1``, ``rules: [{range: [..], type:
                   exact_match|includes|included_by|fuzzy_match, threshold (0-100, default
                   85), ignore_case, ignore_chars, trim_leadings, trim_trailings,
                   normalization: [[old, new], ..]}]``; cells compared as ``str(value)``
-                  (an empty cell is ``"None"``, as in OSWorld)
+                  of the XML value (:mod:`.table_cells`: ``3`` is ``"3.0"``, an empty or
+                  boolean cell ``"None"``, as in OSWorld)
 ``check_cell``    ``sheet_idx``, ``coordinate``, ``props: {prop: {method, ref}}`` where prop
-                  is ``value`` or a style property (below); see :func:`.match.match_value`
+                  is ``value`` (read from the XML as OSWorld does: numbers are floats,
+                  booleans ``None``) or a style property (below); see
+                  :func:`.match.match_value`
 ``style``         ``sheet_idx0``, ``sheet_idx1``, ``props: [...]``: every cell's style props
                   equal (conditional formatting is not applied)
-``freeze``        ``sheet_idx0``, ``sheet_idx1``: same frozen panes
+``freeze``        ``sheet_idx0``, ``sheet_idx1``: same frozen panes (frozen rows/columns;
+                  a split pane is not a frozen one); see :func:`.table_props.freeze_key`
 ``zoom``          ``sheet_idx``, ``method``, ``ref``: the zoom (default 100) matches
 ``data_validation``  ``sheet_idx``, ``dv_props: [{attr: {method, ref}}]``: at least as many
                   validations as entries, each validation matching one entry
@@ -61,7 +68,6 @@ OSWorld.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable
 from functools import cached_property
@@ -73,6 +79,7 @@ from osworld_gym.evaluators.metrics import table_print as printing
 from osworld_gym.evaluators.metrics import table_props as props
 from osworld_gym.evaluators.metrics.match import fuzzy_ratio, match_value, range_cells
 from osworld_gym.evaluators.metrics.options import check_options, honours
+from osworld_gym.evaluators.metrics.table_cells import read_cell_value
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +122,21 @@ class Workbook:
         import openpyxl
 
         return openpyxl.load_workbook(self.path, data_only=False)
+
+    @cached_property
+    def _excel(self) -> Any:
+        import pandas as pd
+
+        return pd.ExcelFile(self.path)
+
+    def frame(self, title: str) -> Any:
+        """Sheet ``title`` as OSWorld's ``sheet_data`` reads it (``pd.read_excel``); ``None``
+        if there is no such sheet."""
+        import pandas as pd
+
+        if title not in self._excel.sheet_names:
+            return None
+        return pd.read_excel(self._excel, title)
 
     @cached_property
     def parts(self) -> objects.Package:
@@ -223,50 +245,35 @@ def _sheet_name(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
 
 
 def _sheet_data(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
-    s0, s1 = sheet(rule["sheet_idx0"], r, e), sheet(rule["sheet_idx1"], r, e)
-    if s0 is None or s1 is None:
-        return False
     precision = int(rule.get("precision", 4))
-    ignore_case = bool(rule.get("ignore_case", False))
-    return grid(s0, precision, ignore_case) == grid(s1, precision, ignore_case)
-
-
-def grid(ws: Any, precision: int = 4, ignore_case: bool = False) -> list[tuple[Any, ...]]:
-    """The sheet's values as rows, normalised for comparison (see ``sheet_data``)."""
-    rows = []
-    for raw in ws.iter_rows(values_only=True):
-        row = tuple(_normalise(v, precision, ignore_case) for v in raw)
-        if any(v is not None for v in row):
-            rows.append(row)
-    width = max((max(i for i, v in enumerate(row) if v is not None) + 1 for row in rows), default=0)
-    return [row[:width] + (None,) * (width - len(row)) for row in rows]
-
-
-def _normalise(value: Any, precision: int, ignore_case: bool) -> Any:
-    if value is None or value == "":
-        return None
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int | float):
-        rounded = round(float(value), precision)
-        return 0.0 if rounded == 0 else rounded
-    if isinstance(value, str) and ignore_case:
-        return value.lower()
-    return value
+    frames = []
+    for key in ("sheet_idx0", "sheet_idx1"):
+        book, title = sheet_title(rule[key], r, e)
+        frame = None if title is None else book.frame(title)
+        if frame is None:
+            logger.info("sheet_data: no sheet %r", rule[key])
+            return False
+        frames.append(frame.round(precision))
+    return bool(frames[0].equals(frames[1]))
 
 
 def _sheet_fuzzy(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
-    s0, s1 = sheet(rule["sheet_idx0"], r, e), sheet(rule["sheet_idx1"], r, e)
-    if s0 is None or s1 is None:
-        return False
+    from openpyxl.utils import get_column_letter
+
+    (b0, t0), (b1, t1) = sheet_title(rule["sheet_idx0"], r, e), sheet_title(rule["sheet_idx1"], r, e)
     for sub in rule["rules"]:
         for row, col in sorted(range_cells(sub["range"])):
-            a = _fuzzy_text(s0.cell(row=row, column=col).value, sub)
-            b = _fuzzy_text(s1.cell(row=row, column=col).value, sub)
+            coordinate = f"{get_column_letter(col)}{row}"
+            a = _fuzzy_text(_raw_value(b0, t0, coordinate), sub)
+            b = _fuzzy_text(_raw_value(b1, t1, coordinate), sub)
             if not _fuzzy_pair(a, b, sub):
-                logger.info("sheet_fuzzy: cell (%d, %d): %r vs %r", row, col, a, b)
+                logger.info("sheet_fuzzy: %s: %r vs %r", coordinate, a, b)
                 return False
     return True
+
+
+def _raw_value(book: Workbook, title: str | None, coordinate: str) -> Any:
+    return None if title is None else read_cell_value(book.path, title, coordinate)
 
 
 def _fuzzy_text(value: Any, sub: dict[str, Any]) -> str:
@@ -298,19 +305,25 @@ def _fuzzy_pair(a: str, b: str, sub: dict[str, Any]) -> bool:
 
 
 def _check_cell(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
-    values, styled = sheet(rule["sheet_idx"], r, e), sheet(rule["sheet_idx"], r, e, styles=True)
-    if values is None or styled is None:
+    """OSWorld's check_cell: ``value`` read from the XML (:mod:`.table_cells`: numbers are
+    floats, booleans ``None``); a style property unreadable for the cell is ``None``; any
+    error while checking fails the rule (OSWorld's catch-all)."""
+    styled = sheet(rule["sheet_idx"], r, e, styles=True)
+    if styled is None:
         return False
     coordinate = rule["coordinate"]
     for prop, want in rule["props"].items():
         if prop == "value":
-            got = values[coordinate].value
-            if isinstance(got, dt.datetime | dt.date) and isinstance(want.get("ref"), int | float):
-                from openpyxl.utils.datetime import to_excel
-
-                got = to_excel(got)
+            book, title = sheet_title(rule["sheet_idx"], r, e)
+            got = _raw_value(book, title, coordinate)
         else:
-            got = props.cell_style(prop, styled[coordinate])
+            try:
+                got = props.cell_style(prop, styled[coordinate])
+            except ValueError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - OSWorld reads a failing style as None
+                logger.info("check_cell %s.%s unreadable: %s", coordinate, prop, exc)
+                got = None
         if not match_value(got, want):
             logger.info("check_cell %s.%s = %r does not match %r", coordinate, prop, got, want)
             return False
@@ -393,7 +406,7 @@ _RULES: dict[str, Rule] = {
     "sheet_fuzzy": _sheet_fuzzy,
     "check_cell": _check_cell,
     "style": _compare_with(lambda a, b, rule: props.styles(a, b, rule["props"])),
-    "freeze": _compare_with(lambda a, b, rule: a.freeze_panes == b.freeze_panes),
+    "freeze": _compare_with(lambda a, b, rule: props.freeze_key(a) == props.freeze_key(b)),
     "zoom": _zoom,
     "data_validation": _data_validation,
     "filter": _compare_with(lambda a, b, rule: props.auto_filter(a) == props.auto_filter(b)),

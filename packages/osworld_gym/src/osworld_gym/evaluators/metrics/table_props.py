@@ -31,22 +31,15 @@ STYLE_PROPS = frozenset(
 )
 
 
-def color(c: Any) -> str | None:
-    """An openpyxl colour as text: ``"FFFF0000"`` (rgb), ``"theme:1:0.0"``, ``"indexed:8"``."""
-    if c is None:
-        return None
-    kind = getattr(c, "type", None)
-    if kind == "rgb":
-        return c.rgb
-    if kind == "theme":
-        return f"theme:{c.theme}:{c.tint}"
-    if kind == "indexed":
-        return f"indexed:{c.indexed}"
-    return f"{kind}:{getattr(c, 'auto', None)}"
-
-
 def cell_style(prop: str, cell: Any) -> Any:
-    """OSWorld's style property ``prop`` of ``cell``; ``None`` for an empty cell.
+    """OSWorld's style property ``prop`` of ``cell`` (its ``_read_cell_style``).
+
+    Quirks kept for parity: ``bgcolor`` and ``fgcolor`` are both the fill's *foreground*
+    colour (the colour a solid fill shows; the background colour of a solid fill is unused and
+    must not decide), read as openpyxl's ``.rgb`` (a theme colour reads as openpyxl's
+    placeholder text, so any two theme colours are equal); ``font_color`` likewise. Fill
+    properties and ``merge`` are read for empty cells too; the others are ``None`` for an
+    empty cell. A property that cannot be read (no fill, no font colour) is ``None``.
 
     Raises:
         ValueError: an unknown property name.
@@ -58,9 +51,16 @@ def cell_style(prop: str, cell: Any) -> Any:
     if prop not in STYLE_PROPS:
         known = ", ".join(sorted(STYLE_PROPS))
         raise ValueError(f"unknown cell style property {prop!r} (known: {known})")
+    if prop == "fill_type":
+        return getattr(cell.fill, "tagname", None)
+    if prop in ("bgcolor", "fgcolor"):
+        try:
+            return cell.fill.fgColor.rgb
+        except AttributeError:
+            return None
     if cell.value is None:
         return None
-    font, fill = cell.font, cell.fill
+    font = cell.font
     if prop == "number_format":
         return cell.number_format if cell.data_type == "n" else None
     if prop == "font_name":
@@ -68,7 +68,7 @@ def cell_style(prop: str, cell: Any) -> Any:
     if prop == "font_family":
         return font.family
     if prop == "font_color":
-        return color(font.color)
+        return None if font.color is None else font.color.rgb
     if prop == "font_bold":
         return font.bold
     if prop == "font_italic":
@@ -77,36 +77,55 @@ def cell_style(prop: str, cell: Any) -> Any:
         return font.underline
     if prop == "font_size":
         return font.size
-    if prop == "fill_type":
-        return getattr(fill, "tagname", None)
-    if prop == "bgcolor":
-        return color(getattr(fill, "bgColor", None))
-    if prop == "fgcolor":
-        return color(getattr(fill, "fgColor", None))
     link = cell.hyperlink  # prop == "hyperlink"
     return (link.target or link.location or "") if link is not None else ""
 
 
-def _coordinates(ws: Any) -> set[tuple[int, int]]:
-    if ws.max_row == 1 and ws.max_column == 1 and ws.cell(1, 1).value is None:
-        return set()
+def style_map(ws: Any, names: list[str]) -> dict[str, list[Any]]:
+    """``{coordinate: [props]}`` for every cell from A1 to the sheet's last row and column,
+    as OSWorld's ``load_xlsx_styles`` builds it (so two sheets of different extents differ).
+
+    Raises:
+        NotImplementedError: the sheet has conditional formatting, which OSWorld's ``style``
+            rule evaluates (with the ``formulas`` package) and we do not: no honest score.
+    """
+    if len(ws.conditional_formatting) > 0:
+        raise NotImplementedError(
+            f"compare_table style: sheet {ws.title!r} has conditional formatting, which "
+            "osworld-gym does not evaluate"
+        )
     return {
-        (r, c)
-        for r in range(ws.min_row, ws.max_row + 1)
-        for c in range(ws.min_column, ws.max_column + 1)
+        c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col
     }
 
 
 def styles(a: Any, b: Any, names: list[str]) -> bool:
-    """Whether every cell of either sheet has equal style props ``names`` in both."""
-    for row, col in sorted(_coordinates(a) | _coordinates(b)):
-        ca, cb = a.cell(row=row, column=col), b.cell(row=row, column=col)
-        for name in names:
-            va, vb = cell_style(name, ca), cell_style(name, cb)
-            if va != vb:
-                logger.info("style %s of %s: %r vs %r", name, ca.coordinate, va, vb)
-                return False
-    return True
+    """Whether the two sheets' :func:`style_map` are equal."""
+    ma, mb = style_map(a, names), style_map(b, names)
+    if ma != mb:
+        diff = sorted(set(ma) ^ set(mb)) or [k for k in sorted(ma) if ma[k] != mb[k]]
+        logger.info("style differs at %s", diff[:5])
+    return ma == mb
+
+
+def freeze_key(ws: Any) -> tuple[Any, ...]:
+    """What ``freeze`` compares (OSWorld's ``_freeze_compare_key``): frozen panes by their
+    frozen column and row counts (not the scroll-dependent top-left cell); a split or other
+    pane by its counts and top-left cell; no pane at all is ``("none",)``.
+
+    >>> import openpyxl
+    >>> ws = openpyxl.Workbook().active; ws.freeze_panes = "B3"
+    >>> freeze_key(ws)
+    ('frozen', 1, 2)
+    """
+    pane = ws.sheet_view.pane
+    if pane is None:
+        return ("none",)
+    xs = int(pane.xSplit) if pane.xSplit is not None else 0
+    ys = int(pane.ySplit) if pane.ySplit is not None else 0
+    if (pane.state or "").lower() in ("frozen", "frozensplit"):
+        return ("frozen", xs, ys)
+    return ("other", xs, ys, pane.topLeftCell)
 
 
 def auto_filter(ws: Any) -> dict[str, Any]:
@@ -139,37 +158,23 @@ def auto_filter(ws: Any) -> dict[str, Any]:
     return out
 
 
-def _dims(ws: Any, obj: str, names: list[str]) -> dict[int, dict[str, Any]]:
-    from openpyxl.utils import column_index_from_string
-
-    out: dict[int, dict[str, Any]] = {}
+def _dims(ws: Any, obj: str, names: list[str]) -> dict[Any, dict[str, Any]]:
     table = ws.row_dimensions if obj == "row" else ws.column_dimensions
-    for key, dim in table.items():
-        values = {n: _falsy_none(getattr(dim, n, None)) for n in names}
-        if obj == "row":
-            out[int(key)] = values
-            continue
-        first = getattr(dim, "min", None) or column_index_from_string(key)
-        last = getattr(dim, "max", None) or first
-        for index in range(first, last + 1):
-            out[index] = values
-    return out
-
-
-def _falsy_none(value: Any) -> Any:
-    return None if value is False or value == 0 else value
+    return {key: {n: getattr(dim, n) for n in names} for key, dim in table.items()}
 
 
 def dimensions(a: Any, b: Any, obj: str, names: list[str]) -> bool:
-    """Whether rows (``obj="row"``) or columns have equal properties ``names`` in both sheets.
+    """Whether rows (``obj="row"``) or columns have equal properties ``names`` in both sheets,
+    compared as OSWorld's ``load_rows_or_cols`` does: the dimension records openpyxl reads,
+    keyed by row number / column letter, must be the same set with equal values. A row one
+    file records and the other does not differs even if its values are the defaults (a quirk:
+    LibreOffice records every row it saves, openpyxl only rows it was told about).
 
-    A row/column without a dimension record has all properties ``None``; ``False``/``0`` count
-    as ``None`` (a file may or may not spell out the default).
+    Raises:
+        AttributeError: a property name dimension records do not have.
     """
     da, db = _dims(a, obj, names), _dims(b, obj, names)
-    blank = dict.fromkeys(names)
-    for key in sorted(set(da) | set(db)):
-        if da.get(key, blank) != db.get(key, blank):
-            logger.info("%s %s: %r vs %r", obj, key, da.get(key, blank), db.get(key, blank))
-            return False
-    return True
+    if da != db:
+        keys = sorted(set(da) ^ set(db), key=str) or [k for k in da if da[k] != db[k]]
+        logger.info("%s dimensions differ at %s", obj, keys[:5])
+    return da == db

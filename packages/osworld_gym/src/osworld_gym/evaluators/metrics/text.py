@@ -75,33 +75,29 @@ def check_list(result: str | None, rules: dict[str, list[str]]) -> float:
 
 def check_json_settings(result: str | None, expected: dict[str, Any]) -> float:
     """1 if the JSON settings file ``result`` has every key of ``expected["expected"]`` with an
-    equal value (other keys are ignored). ``//`` and ``/* */`` comments and trailing commas, as
-    VS Code writes them, are tolerated. A missing or unparsable file scores 0.
+    equal value (other keys are ignored).
+
+    The file is read as strict JSON, as OSWorld's ``json.load`` does: a settings file with
+    ``//`` comments or trailing commas (which VS Code itself tolerates) scores 0 there, and here
+    (parity; the agent saved a file the checker cannot read). A missing or unparsable file, or
+    one that is not an object, scores 0.
 
     >>> import tempfile, pathlib
     >>> f = pathlib.Path(tempfile.mkdtemp()) / "settings.json"
-    >>> _ = f.write_text('{\\n  // editor\\n  "editor.tabSize": 2,\\n  "a": [1],\\n}')
+    >>> _ = f.write_text('{"editor.tabSize": 2, "a": [1]}')
     >>> check_json_settings(str(f), {"expected": {"editor.tabSize": 2}})
     1.0
-    >>> check_json_settings(str(f), {"expected": {"editor.tabSize": 4}})
+    >>> _ = f.write_text('{\\n  // editor\\n  "editor.tabSize": 2,\\n}')
+    >>> check_json_settings(str(f), {"expected": {"editor.tabSize": 2}})
     0.0
     """
     if not result or not Path(result).is_file():
         return 0.0
-    text = Path(result).read_text(encoding="utf-8", errors="replace")
     try:
-        data = json.loads(_strip_jsonc(text))
-    except json.JSONDecodeError as exc:
+        data = json.loads(Path(result).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         logger.info("check_json_settings: %s is not JSON: %s", result, exc)
         return 0.0
     if not isinstance(data, dict):
         return 0.0
     return float(all(k in data and data[k] == v for k, v in expected["expected"].items()))
-
-
-_JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
-
-
-def _strip_jsonc(text: str) -> str:
-    """Drop comments and trailing commas outside strings."""
-    return _JSONC_TOKENS.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text)

@@ -1,0 +1,245 @@
+"""``arpo-train --dry_run``: the resolved plan of a run, checked before any GPU or desktop starts.
+
+A run at the paper's scale costs hours of 8 GPUs and 128 desktops before its first log line; a
+typo in a task path or a batch that does not split into groups should cost seconds. The plan is
+everything :mod:`arpo_trainer.cli` would build, resolved and printed: processes and the batch
+arithmetic (groups per process, optimizer steps per rollout batch), the GPU memory estimate
+(:mod:`arpo_trainer.memory`), the desktops (provider, how many, whether this machine can start
+them), and the tasks (how many load, how many are unsupported on the provider and why). Every
+problem found is listed; none stops the listing, so one dry run shows them all.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from arpo_trainer.memory import (
+    MemorySettings,
+    ModelShape,
+    estimate_memory,
+    model_shape,
+    tokens_per_image,
+    trajectory_tokens,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LaunchSettings:
+    """What ``accelerate launch`` will run with (from its config file, else one process)."""
+
+    num_processes: int = 1
+    zero_stage: int = 0
+    source: str = "default: one process"
+
+
+def launch_settings(accelerate_config: str | None, num_processes: int | None = None) -> LaunchSettings:
+    """Processes and ZeRO stage from an accelerate config file; ``num_processes`` overrides.
+
+    Raises:
+        FileNotFoundError: the accelerate config does not exist.
+    """
+    out = LaunchSettings()
+    if accelerate_config:
+        path = Path(accelerate_config)
+        if not path.is_file():
+            raise FileNotFoundError(f"accelerate config {path} does not exist")
+        cfg = yaml.safe_load(path.read_text()) or {}
+        out.num_processes = int(cfg.get("num_processes", 1))
+        ds = cfg.get("deepspeed_config") or {}
+        out.zero_stage = int(ds.get("zero_stage", 0)) if cfg.get("distributed_type") == "DEEPSPEED" else 0
+        out.source = str(path)
+    elif os.environ.get("WORLD_SIZE"):
+        out.num_processes, out.source = int(os.environ["WORLD_SIZE"]), "WORLD_SIZE"
+    if num_processes:
+        out.num_processes, out.source = num_processes, "--num_processes"
+    return out
+
+
+@dataclass
+class TaskReport:
+    """Tasks of a run: those that load on the provider and the reasons the others do not."""
+
+    supported: list[str] = field(default_factory=list)
+    unsupported: Counter[str] = field(default_factory=Counter)
+
+
+class _SkipCollector(logging.Handler):
+    """Keeps the reasons :func:`osworld_gym.tasks.load_tasks` logs for the tasks it skips."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.reasons: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if msg.startswith("skipping unsupported task"):
+            self.reasons.append(_reason_key(msg))
+
+
+def _reason_key(message: str) -> str:
+    """A short reason to count tasks by ("unknown metric 'is_extension_installed'", ...)."""
+    reason = message.split(": ", 2)[-1]
+    reason = re.sub(r"^task '[^']*': ", "", reason)
+    reason = re.sub(r" \((supported:|in) [^)]*\)", "", reason)
+    reason = re.sub(r"\bstep \d+", "step N", reason)
+    return reason[:120]
+
+
+def task_report(spec: str, task_ids: list[str] | None, provider: str) -> TaskReport:
+    """Load ``spec`` as training would (unsupported tasks skipped) and count why tasks were skipped."""
+    from arpo_trainer.tasks import resolve_tasks
+
+    handler = _SkipCollector()
+    loader_log = logging.getLogger("osworld_gym.tasks.loader")
+    loader_log.addHandler(handler)
+    try:
+        tasks = resolve_tasks(spec, task_ids, provider=provider)
+    finally:
+        loader_log.removeHandler(handler)
+    return TaskReport(supported=[t.id for t in tasks], unsupported=Counter(handler.reasons))
+
+
+def desktop_problems(provider: str, env_kwargs: dict[str, Any]) -> list[str]:
+    """What this machine lacks to start desktops of ``provider`` (empty: nothing seen missing)."""
+    if provider == "local":
+        missing = [b for b in ("bwrap", "Xvfb") if shutil.which(b) is None]
+        return [f"local desktops need {', '.join(missing)} (run scripts/install.sh)"] if missing else []
+    if provider == "docker":
+        try:
+            import docker  # noqa: F401
+        except ImportError:
+            return ["provider 'docker' needs the docker Python SDK: install osworld-gym[docker]"]
+        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        if host.startswith("unix://") and not Path(host[len("unix://") :]).exists():
+            return [f"provider 'docker': no Docker daemon socket at {host}"]
+        return []
+    if provider == "remote" and not (env_kwargs.get("url") or env_kwargs.get("urls")):
+        return ["provider 'remote' needs env_kwargs url (or urls): the guest server address"]
+    return []
+
+
+def tiny_shape(margs: Any) -> ModelShape:
+    h, n = margs.tiny_hidden_size, margs.tiny_layers
+    return ModelShape(float(n * 12 * h * h + 2 * 1024 * h), h, n, 4 * h, 1024, 32, 2)
+
+
+def build_plan(
+    args: Any,
+    margs: Any,
+    launch: LaunchSettings,
+    *,
+    gpu_memory_gb: float = 80.0,
+) -> tuple[list[str], list[str]]:
+    """``(lines, problems)`` of the resolved plan (see the module docstring)."""
+    lines: list[str] = []
+    problems: list[str] = []
+    n = launch.num_processes
+    G = args.num_generations
+    per_process = args.per_device_train_batch_size * args.steps_per_generation
+    groups = per_process * n // G
+    opt_steps = args.steps_per_generation * args.num_iterations / args.gradient_accumulation_steps
+    lines += [
+        "== processes",
+        f"  {n} process(es) ({launch.source}), ZeRO stage {launch.zero_stage or '-'}",
+        f"  per process: {per_process} rollouts = {per_process // G} task(s) x G={G} "
+        f"(per_device_train_batch_size {args.per_device_train_batch_size} x "
+        f"steps_per_generation {args.steps_per_generation})",
+        f"  rollout batch: {groups} tasks, {per_process * n} trajectories; "
+        f"{opt_steps:g} optimizer step(s) per rollout batch "
+        f"(gradient_accumulation_steps {args.gradient_accumulation_steps})",
+    ]
+    if opt_steps <= 1 and args.num_iterations == 1:
+        lines.append(
+            "  note: one optimizer step per rollout batch: the PPO ratio is identically 1 and the clip "
+            "never acts (ARPO's code takes 2: steps_per_generation = 2 x gradient_accumulation_steps)"
+        )
+
+    # memory
+    if margs.model_name_or_path == "tiny":
+        shape: ModelShape | None = tiny_shape(margs)
+    else:
+        shape = model_shape(margs.model_name_or_path)
+    max_pixels = args.image_max_pixels
+    if max_pixels is None and margs.model_name_or_path == "tiny":
+        max_pixels = margs.tiny_max_pixels
+    per_image = tokens_per_image(args.screen_width, args.screen_height, max_pixels)
+    tokens, visual = trajectory_tokens(
+        max_history_images=args.max_history_images, max_turns=args.max_turns, tokens_per_image=per_image
+    )
+    lines += [
+        "== memory per GPU (estimate, arpo_trainer.memory)",
+        f"  trajectory: {tokens} tokens ({per_image} per screenshot x "
+        f"{min(args.max_history_images, args.max_turns)} kept, {visual} visual)",
+    ]
+    if shape is None:
+        problems.append(
+            f"unknown model shape for {margs.model_name_or_path!r}: give a local checkpoint directory "
+            "(with config.json) or a model listed in arpo_trainer.memory.KNOWN_SHAPES"
+        )
+    else:
+        est = estimate_memory(
+            shape,
+            MemorySettings(
+                num_gpus=n,
+                gpu_gb=gpu_memory_gb,
+                zero_stage=launch.zero_stage,
+                lora=bool(margs.use_lora),
+                micro_batch=args.per_device_train_batch_size,
+                tokens=tokens,
+                image_tokens=visual,
+                gradient_checkpointing=bool(args.gradient_checkpointing),
+                vllm_colocate=bool(args.use_vllm) and args.vllm_mode == "colocate",
+                vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+                vllm_sleep_mode=bool(args.vllm_enable_sleep_mode),
+            ),
+        )
+        lines.append(f"  model: {shape.params / 1e9:.2f}e9 parameters, LoRA {bool(margs.use_lora)}")
+        lines += [f"  {name:<40} {gb:7.1f} GB" for name, gb in est.rows()]
+        if not est.fits:
+            problems.append(
+                f"estimated peak {max(est.training, est.rollout):.0f} GB exceeds {gpu_memory_gb:g} GB "
+                "per GPU: see the breakdown above (sleep mode, gradient checkpointing, micro-batch 1, "
+                "more processes, fewer kept screenshots)"
+            )
+
+    # desktops
+    env_kwargs = dict(args.env_kwargs or {})
+    lines += [
+        "== desktops",
+        f"  provider {args.provider!r}: {per_process} per process, {per_process * n} in all, "
+        f"{args.screen_width}x{args.screen_height}, {args.max_turns} turns per episode",
+    ]
+    problems += desktop_problems(args.provider, env_kwargs)
+
+    # tasks
+    lines.append("== tasks")
+    try:
+        report = task_report(args.tasks, args.task_ids, args.provider)
+    except Exception as e:  # noqa: BLE001 - every loader failure is reported, with its own message
+        problems.append(f"tasks {args.tasks!r} could not be loaded: {e}")
+    else:
+        skipped = sum(report.unsupported.values())
+        lines.append(
+            f"  {args.tasks}: {len(report.supported)} supported on {args.provider!r}, "
+            f"{skipped} unsupported"
+        )
+        lines += [f"    {count:4d} x {reason}" for reason, count in report.unsupported.most_common(12)]
+        if len(report.supported) < groups:
+            problems.append(
+                f"{len(report.supported)} tasks but a rollout batch needs {groups} groups: "
+                "add tasks or lower per_device_train_batch_size"
+            )
+    if args.prompt_template_file:
+        lines.append(f"  prompt: {args.prompt_template_file}")
+    return lines, problems

@@ -1,0 +1,177 @@
+"""compare_table near misses scored as OSWorld's implementation scores them (issue 11's parity
+list): fills, booleans, numbers read from the XML, panes, validation ranges, row records."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+from openpyxl.styles import PatternFill
+from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.views import Pane
+from osworld_gym.evaluators.metrics.table import compare_table
+
+RULE0 = {"sheet_idx0": 0, "sheet_idx1": "EI0"}
+
+
+def book(path: Path, rows: list[list[Any]], edit=None) -> str:
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for row in rows:
+        ws.append(row)
+    if edit:
+        edit(ws)
+    wb.save(path)
+    return str(path)
+
+
+def fill(color: str, bg: str = "FFFFFFFF"):
+    def edit(ws):
+        ws["A1"].fill = PatternFill("solid", fgColor=color, bgColor=bg)
+
+    return edit
+
+
+def test_bgcolor_is_the_solid_fill_foreground_colour(tmp_path):
+    red = book(tmp_path / "red.xlsx", [["x"]], fill("FFFF0000"))
+    # same background colour, wrong visible colour: OSWorld reads fgColor, so this fails
+    blue = book(tmp_path / "blue.xlsx", [["x"]], fill("FF0000FF"))
+    # different unused background colour, right visible colour: passes
+    red2 = book(tmp_path / "red2.xlsx", [["x"]], fill("FFFF0000", bg="FF00FF00"))
+    rule = {"type": "style", **RULE0, "props": ["bgcolor"]}
+    assert compare_table(red2, red, rules=[rule]) == 1.0
+    assert compare_table(blue, red, rules=[rule]) == 0.0
+    check = {"type": "check_cell", "sheet_idx": 0, "coordinate": "A1",
+             "props": {"bgcolor": {"method": "eq", "ref": "FFFF0000"}}}
+    assert compare_table(red2, rules=[check]) == 1.0
+    assert compare_table(blue, rules=[check]) == 0.0
+
+
+def test_fills_on_empty_cells_count_in_style(tmp_path):
+    gold = book(tmp_path / "g.xlsx", [[None, "y"]], fill("FFFFFF00"))
+    bare = book(tmp_path / "b.xlsx", [[None, "y"]])
+    rule = {"type": "style", **RULE0, "props": ["bgcolor", "fill_type"]}
+    assert compare_table(gold, gold, rules=[rule]) == 1.0
+    assert compare_table(bare, gold, rules=[rule]) == 0.0
+
+
+def test_style_with_conditional_formatting_is_not_scored(tmp_path):
+    from openpyxl.formatting.rule import CellIsRule
+
+    def cf(ws):
+        ws.conditional_formatting.add(
+            "A1:A3", CellIsRule(operator="greaterThan", formula=["1"], fill=PatternFill("solid", fgColor="FFFF0000"))
+        )
+
+    gold = book(tmp_path / "g.xlsx", [[1], [2], [3]], cf)
+    with pytest.raises(NotImplementedError, match="conditional formatting"):
+        compare_table(gold, gold, rules=[{"type": "style", **RULE0, "props": ["bgcolor"]}])
+
+
+def test_check_cell_reads_booleans_as_none_and_numbers_as_floats(tmp_path):
+    path = book(tmp_path / "b.xlsx", [[True, 3, "3"]])
+
+    def check(coord, method, ref):
+        return compare_table(path, rules=[{"type": "check_cell", "sheet_idx": 0, "coordinate": coord,
+                                           "props": {"value": {"method": method, "ref": ref}}}])
+
+    assert check("A1", "eq", True) == 0.0  # OSWorld's XML reader returns nothing for t="b"
+    assert check("A1", "eq", None) == 1.0
+    assert check("B1", "eq", 3) == 1.0  # 3.0 == 3
+    assert check("B1", "re", "^3$") == 0.0  # re.search on a float raises: the rule fails
+    assert check("C1", "eq", "3") == 1.0
+
+
+def test_sheet_fuzzy_compares_numbers_as_float_text(tmp_path):
+    num = book(tmp_path / "n.xlsx", [[3]])
+    text = book(tmp_path / "t.xlsx", [["3"]])
+    text_float = book(tmp_path / "tf.xlsx", [["3.0"]])
+    rule = {"type": "sheet_fuzzy", **RULE0, "rules": [{"range": ["A1"], "type": "exact_match"}]}
+    assert compare_table(num, text_float, rules=[rule]) == 1.0  # "3.0" == "3.0"
+    assert compare_table(num, text, rules=[rule]) == 0.0  # "3.0" != "3"
+
+
+def test_freeze_compares_frozen_counts_not_split_panes(tmp_path):
+    def frozen(ws):
+        ws.freeze_panes = "B2"
+
+    def split(ws):
+        ws.sheet_view.pane = Pane(xSplit=1, ySplit=1, topLeftCell="B2", state="split")
+
+    def frozen_scrolled(ws):
+        ws.freeze_panes = "B2"
+        ws.sheet_view.pane.topLeftCell = "B40"
+
+    gold = book(tmp_path / "g.xlsx", [["a", "b"]], frozen)
+    rule = {"type": "freeze", **RULE0}
+    assert compare_table(book(tmp_path / "s.xlsx", [["a", "b"]], frozen_scrolled), gold, rules=[rule]) == 1.0
+    assert compare_table(book(tmp_path / "p.xlsx", [["a", "b"]], split), gold, rules=[rule]) == 0.0
+
+
+def test_data_validation_range_must_lie_in_one_reference_range(tmp_path):
+    def dv(*ranges):
+        def edit(ws):
+            v = DataValidation(type="list", formula1='"Yes,No"')
+            for r in ranges:
+                v.add(r)
+            ws.add_data_validation(v)
+
+        return edit
+
+    rule = {"type": "data_validation", "sheet_idx": 0,
+            "dv_props": [{"type": {"method": "eq", "ref": "list"},
+                          "sqref": {"method": "spreadsheet_range", "ref": ["A2:A5", "A2:A10"]}}]}
+    whole = book(tmp_path / "w.xlsx", [["h"]], dv("A2:A10"))
+    pieces = book(tmp_path / "p.xlsx", [["h"]], dv("A2:A3", "A4:A10"))
+    assert compare_table(whole, rules=[rule]) == 1.0
+    # A2:A5 is not inside either piece: OSWorld's MultiCellRange containment says no
+    assert compare_table(pieces, rules=[rule]) == 0.0
+
+
+def test_row_props_compare_the_recorded_rows(tmp_path):
+    def tall(ws):
+        ws.row_dimensions[2].height = 30
+
+    def tall_and_default(ws):
+        ws.row_dimensions[2].height = 30
+        ws.row_dimensions[3].height = None  # a record for row 3, all defaults
+        ws.row_dimensions[3].hidden = False
+        ws.row_dimensions[3].outlineLevel = 1
+
+    rows = [["a"], ["b"], ["c"]]
+    gold = book(tmp_path / "g.xlsx", rows, tall)
+    rule = {"type": "row_props", **RULE0, "props": ["height", "hidden"]}
+    assert compare_table(book(tmp_path / "s.xlsx", rows, tall), gold, rules=[rule]) == 1.0
+    assert compare_table(book(tmp_path / "x.xlsx", rows, tall_and_default), gold, rules=[rule]) == 0.0
+
+
+needs_libreoffice = pytest.mark.skipif(shutil.which("soffice") is None, reason="needs LibreOffice")
+
+
+@needs_libreoffice
+def test_row_props_after_a_libreoffice_resave_differ_from_an_openpyxl_gold(tmp_path):
+    """LibreOffice writes a record for every row it saves; OSWorld compares the records as
+    they are, so a re-saved copy of an openpyxl gold with a tall row 2 no longer matches."""
+
+    def tall(ws):
+        ws.row_dimensions[2].height = 30
+
+    rows = [["a"], ["b"], ["c"]]
+    gold = book(tmp_path / "g.xlsx", rows, tall)
+    out = tmp_path / "lo"
+    subprocess.run(
+        ["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless",
+         "--convert-to", "xlsx", "--outdir", str(out), gold],
+        check=True, capture_output=True, timeout=180,
+    )
+    resaved = str(out / "g.xlsx")
+    rule = {"type": "row_props", **RULE0, "props": ["height"]}
+    ws = openpyxl.load_workbook(resaved).active
+    recorded = set(ws.row_dimensions)
+    score = compare_table(resaved, gold, rules=[rule])
+    assert score == (1.0 if recorded == {2} else 0.0)
+    assert compare_table(resaved, resaved, rules=[rule]) == 1.0

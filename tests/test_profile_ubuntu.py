@@ -1,0 +1,216 @@
+"""The "ubuntu" desktop profile on a real sandboxed desktop: it looks and behaves like OSWorld's
+Ubuntu 22.04 GNOME image (top bar, dock, GNOME Terminal, Nautilus, GSettings over dconf)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import gymnasium as gym
+import numpy as np
+import osworld_gym  # noqa: F401 - registers OSWorld-v0
+import pytest
+from osworld_gym.errors import MissingDependencyError
+from osworld_gym.guest.profiles import FAVOURITES, Geometry
+from osworld_gym.providers import local as local_mod
+from osworld_gym.providers.local import LocalProvider
+
+pytestmark = pytest.mark.desktop
+
+
+@pytest.fixture(scope="module")
+def ubuntu_env() -> Iterator:
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin",
+                   provider_kwargs={"profile": "ubuntu"})
+    env.reset(options={"task": "os-mkdir-001"})
+    try:
+        yield env
+    finally:
+        env.close()
+
+
+def _client(env):
+    return env.unwrapped.provider.start()  # the running desktop's client
+
+
+def _sh(env, cmd: str) -> str:
+    res = _client(env).execute(cmd, shell=True, timeout=30)
+    assert res["returncode"] == 0, res
+    return res["output"]
+
+
+def _wait_for_window(env, wm_class: str, timeout: float = 30.0) -> str:
+    """The ``wmctrl -lx`` line of the first window whose class contains ``wm_class``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in _sh(env, "wmctrl -lx").splitlines():
+            if wm_class in line:
+                return line
+        time.sleep(0.2)
+    raise AssertionError(f"no {wm_class} window after {timeout} s:\n{_sh(env, 'wmctrl -lx')}")
+
+
+def test_top_bar_and_dock_reserve_their_space_and_are_drawn(ubuntu_env):
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    g = Geometry(1920, 1080)
+    area = _sh(ubuntu_env, "xprop -root _NET_WORKAREA").split("=", 1)[1]
+    assert [int(v) for v in area.split(",")[:4]] == [g.dock, g.topbar, 1920 - g.dock,
+                                                     1080 - g.topbar]
+    for name in ("osworld-topbar", "osworld-dock"):
+        kind = _sh(ubuntu_env, f"xprop -name {name} _NET_WM_WINDOW_TYPE _NET_WM_STRUT_PARTIAL")
+        assert "_NET_WM_WINDOW_TYPE_DOCK" in kind and "_NET_WM_STRUT_PARTIAL" in kind, kind
+    shot = _client(ubuntu_env).screenshot_array(cursor=False)
+    assert (shot[2, 200:600] == 0).all(), "the top bar is black"
+    assert (np.abs(shot[1000, 5].astype(int) - 0x2b) <= 2).all(), "the dock is dark grey"
+    wallpaper = shot[540, 960]
+    assert wallpaper[0] > wallpaper[1] and wallpaper[2] > wallpaper[1], "aubergine wallpaper"
+
+
+def test_a_reset_brings_back_a_dock_the_agent_killed(ubuntu_env):
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    _sh(ubuntu_env, "pkill -KILL -x tint2; while pgrep -x tint2 >/dev/null; do sleep 0.05; done")
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    assert len(_sh(ubuntu_env, "pgrep -x tint2").split()) == 2
+    area = _sh(ubuntu_env, "xprop -root _NET_WORKAREA").split("=", 1)[1]
+    g = Geometry(1920, 1080)
+    assert [int(v) for v in area.split(",")[:2]] == [g.dock, g.topbar]
+
+
+def test_ctrl_alt_t_opens_gnome_terminal(ubuntu_env):
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    _, _, _, _, info = ubuntu_env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
+    assert info["action_error"] is None and info["infra_error"] is None
+    _wait_for_window(ubuntu_env, "gnome-terminal-server.Gnome-terminal")
+
+
+def test_a_click_on_the_dock_launches_the_favourite(ubuntu_env):
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    g = Geometry(1920, 1080)
+    index = FAVOURITES.index("org.gnome.Nautilus.desktop")
+    y = g.topbar + round(8 * g.scale) + index * (g.icon + round(10 * g.scale)) + g.icon // 2
+    ubuntu_env.step(f"pyautogui.click({g.dock // 2}, {y})")
+    _wait_for_window(ubuntu_env, "org.gnome.Nautilus")
+
+
+def test_gsettings_round_trips_and_a_reset_restores_ubuntu_defaults(ubuntu_env):
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    key = "org.gnome.desktop.interface text-scaling-factor"
+    assert _sh(ubuntu_env, "gsettings get org.gnome.desktop.interface gtk-theme") == "'Yaru'\n"
+    assert "org.gnome.Terminal.desktop" in _sh(ubuntu_env, "gsettings get org.gnome.shell "
+                                                           "favorite-apps")
+    _sh(ubuntu_env, f"gsettings set {key} 1.25")
+    assert _sh(ubuntu_env, f"gsettings get {key}") == "1.25\n"
+    _sh(ubuntu_env, "gsettings set org.gnome.shell favorite-apps \"['thunderbird.desktop']\"")
+    assert _sh(ubuntu_env, "gsettings get org.gnome.shell favorite-apps") == \
+        "['thunderbird.desktop']\n"
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    assert _sh(ubuntu_env, f"gsettings get {key}") == "1.0\n"
+    assert "google-chrome.desktop" in _sh(ubuntu_env, "gsettings get org.gnome.shell "
+                                                      "favorite-apps")
+
+
+def test_nautilus_opens_a_folder_and_folders_open_in_nautilus(ubuntu_env):
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    assert _sh(ubuntu_env, "xdg-mime query default inode/directory") == \
+        "org.gnome.Nautilus.desktop\n"
+    _client(ubuntu_env).launch(["nautilus", "/home/user/Documents"])
+    deadline = time.monotonic() + 30
+    while "Documents" not in (line := _wait_for_window(ubuntu_env, "org.gnome.Nautilus")):
+        assert time.monotonic() < deadline, line
+        time.sleep(0.2)
+
+
+def test_the_text_editor_stays_the_one_built_in_tasks_expect(ubuntu_env):
+    """Ubuntu opens text in gedit; the built-in tasks and their oracles use mousepad (the home's
+    mimeapps.list), on every profile."""
+    ubuntu_env.reset(options={"task": "os-mkdir-001"})
+    assert _sh(ubuntu_env, "xdg-mime query default text/plain") == "org.xfce.mousepad.desktop\n"
+
+
+def test_unknown_profile_is_refused_naming_the_choices(monkeypatch):
+    with pytest.raises(ValueError, match="unknown desktop profile 'gnome'.*openbox, ubuntu"):
+        LocalProvider(profile="gnome")
+    monkeypatch.setenv("OSWORLD_GYM_PROFILE", "kde")
+    with pytest.raises(ValueError, match=r"'kde' \(from \$OSWORLD_GYM_PROFILE\)"):
+        LocalProvider()
+    monkeypatch.setenv("OSWORLD_GYM_PROFILE", "ubuntu")
+    assert LocalProvider().profile == "ubuntu"
+
+
+def test_missing_profile_programs_get_one_error_naming_the_packages(monkeypatch):
+    real_which = local_mod.shutil.which
+    monkeypatch.setattr(local_mod.shutil, "which",
+                        lambda p, *a, **k: None if p in ("tint2", "nautilus") else
+                        real_which(p, *a, **k))
+    with pytest.raises(MissingDependencyError, match="nautilus, tint2.*apt-get install .*"
+                                                     "nautilus tint2"):
+        local_mod.check_system(sandbox=True, profile="ubuntu")
+    local_mod.check_system(sandbox=True, profile="openbox")  # openbox needs neither
+
+
+#: Shaped like OSWorld's os/bedcedc4-4d72-425e-ad62-21960b11fe0d ("Dim screen when inactive"),
+#: one of the official tasks that need GNOME settings: its setup and evaluator, verbatim.
+DIM_SCREEN = {
+    "id": "ubuntu-profile-dim-screen", "snapshot": "os", "source": "OSWorld os/bedcedc4 (shape)",
+    "instruction": "Could you set the 'Dim screen when inactive' to off in setting?",
+    "trajectory": "trajectories/", "related_apps": ["os"],
+    "config": [{"type": "execute", "parameters": {
+        "command": ["gsettings", "set", "org.gnome.desktop.session", "idle-delay", "300"]}}],
+    "evaluator": {
+        "func": ["exact_match", "exact_match"], "conj": "or",
+        "result": [{"type": "vm_command_line",
+                    "command": ["gsettings", "get", "org.gnome.desktop.session", "idle-delay"]},
+                   {"type": "vm_command_line", "command": [
+                       "gsettings", "get", "org.gnome.settings-daemon.plugins.power", "idle-dim"]}],
+        "expected": [{"type": "rule", "rules": {"expected": "uint32 0\n"}},
+                     {"type": "rule", "rules": {"expected": "false\n"}}]},
+}
+
+
+def test_an_official_gsettings_task_is_solvable_in_gnome_terminal(ubuntu_env):
+    ubuntu_env.reset(options={"task": DIM_SCREEN})
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0  # doing nothing
+
+    ubuntu_env.reset(options={"task": DIM_SCREEN})
+    ubuntu_env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
+    _wait_for_window(ubuntu_env, "gnome-terminal-server.Gnome-terminal")
+    # OSWorld's tasks reach the bus at Ubuntu's path; the profile provides it
+    ubuntu_env.step("pyautogui.write(\"export DBUS_SESSION_BUS_ADDRESS='unix:path=/run/user/1000/"
+                    "bus'; gsettings set org.gnome.settings-daemon.plugins.power idle-dim false"
+                    "\\n\")")
+    get = "gsettings get org.gnome.settings-daemon.plugins.power idle-dim"
+    deadline = time.monotonic() + 20
+    while _sh(ubuntu_env, get) != "false\n":
+        assert time.monotonic() < deadline, "the command typed into GNOME Terminal did not run"
+        time.sleep(0.2)
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 1.0
+
+
+def test_a_reset_during_a_dbus_activation_keeps_the_session_bus():
+    """dbus-daemon's activation babysitter shares the bus's signal pipe: a reset that SIGTERMed
+    it stopped the whole session bus (and with it gsettings, AT-SPI), silently. Nautilus's
+    slow-starting tracker made that common; a service that never claims its name makes it
+    certain."""
+    p = LocalProvider()  # any profile: the bus is the guest's
+    client = p.start()
+    try:
+        sh = lambda cmd: client.execute(cmd, shell=True, timeout=30)  # noqa: E731
+        client.upload("/home/user/.local/share/dbus-1/services/org.osworld.Slow.service",
+                      b"[D-BUS Service]\nName=org.osworld.Slow\nExec=/bin/sleep 60\n")
+        client.launch("gdbus call --session --dest org.osworld.Slow --object-path / "
+                      "--method org.osworld.Slow.Ping", shell=True)
+        deadline = time.monotonic() + 20
+        while "sleep" not in sh("ps -eo comm")["output"]:
+            assert time.monotonic() < deadline, "the activation did not start"
+            time.sleep(0.1)
+        bus_before = sh("pgrep -o -x dbus-daemon")["output"]
+        client.reset_desktop()
+        assert sh("pgrep -o -x dbus-daemon")["output"] == bus_before, "the session bus died"
+        assert "sleep" not in sh("ps -eo comm")["output"], "the activated service was killed"
+        ping = sh("gdbus call --session --dest org.freedesktop.DBus --object-path "
+                  "/org/freedesktop/DBus --method org.freedesktop.DBus.GetId")
+        assert ping["returncode"] == 0, ping
+    finally:
+        p.stop()

@@ -1,0 +1,262 @@
+"""Red team: what the agent can do from inside its desktop must not reach the judge or the host.
+
+Every attack runs as the *player* (uid 1000 in the sandbox), either through the desktop's own
+terminal (as an agent would type it) or through ``/setup/execute``, which runs commands as the
+player identity (the same uid, no capabilities, the player's cgroup). Never as the judge.
+Each of these succeeded before the judge/player separation (see issue 17).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import osworld_gym
+from osworld_gym.providers.local import LocalProvider
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)")
+
+PACKAGE_DIR = Path(osworld_gym.__file__).resolve().parent
+TASK_JSON = PACKAGE_DIR / "tasks" / "builtin" / "examples" / "os" / "os-mkdir-001.json"
+TASK_CACHE = Path.home() / ".cache" / "osworld-gym"
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = gym.make("OSWorld-v0", provider="local", tasks="builtin",
+                 screen_size=(1024, 768))
+    e.reset(options={"task": "os-mkdir-001"})
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+def player(env, command: str, timeout: float = 60) -> dict:
+    """Run a shell command as the desktop user (the player), as a terminal would."""
+    client = env.unwrapped.provider.start()
+    return client.execute(command, shell=True, setup=True, timeout=timeout)
+
+
+#: Shell snippet setting $G (the guest's pid) and $X (Xvfb's pid) as the player sees them.
+JUDGE_PIDS = "X=$(pgrep -x Xvfb); G=$(ps -o ppid= -p $X | tr -d ' '); "
+
+
+def judge(env, command: str) -> dict:
+    """Run a shell command the way an evaluator's ``vm_command_line`` does."""
+    return env.unwrapped.provider.start().execute(command, shell=True)
+
+
+def test_the_player_is_uid_1000_without_capabilities_and_the_judge_is_root(env):
+    assert player(env, "id -u; grep CapEff /proc/self/status")["output"].split() == [
+        "1000", "CapEff:", "0000000000000000"]
+    assert player(env, JUDGE_PIDS + "ps -o user= -p $G,$X")["output"].split() == ["root"] * 2
+    # evaluation commands run as the desktop user (OSWorld's semantics), without capabilities
+    assert judge(env, "id -u; grep CapEff /proc/self/status")["output"].split() == [
+        "1000", "CapEff:", "0000000000000000"]
+
+
+def test_the_player_cannot_kill_the_guest_or_xvfb_from_its_terminal(env):
+    env.reset(options={"task": "os-mkdir-001"})
+    env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
+    time.sleep(1.5)
+    env.step("pyautogui.write('" + JUDGE_PIDS.replace("'", "\\'")
+             + "kill -9 $G $X 2> ~/kill.err; echo $? > ~/kill.rc\\n')")
+    client = env.unwrapped.provider.start()
+    deadline = time.monotonic() + 20
+    while client.get_file("/home/user/kill.rc") is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    err = (client.get_file("/home/user/kill.err") or b"").decode()
+    assert "Operation not permitted" in err, err
+    assert (client.get_file("/home/user/kill.rc") or b"").strip() != b"0"
+    health = client.health()
+    assert health["x_alive"] and health["status"] == "ok"
+
+
+@pytest.mark.parametrize("signal", ["-9", "-STOP", "-TERM"])
+def test_no_signal_from_the_player_reaches_a_judge_process(env, signal):
+    out = player(env, JUDGE_PIDS + f"for p in $G $X 1; do kill {signal} $p 2>&1; done")
+    assert out["output"].count("Operation not permitted") == 3, out
+    assert env.unwrapped.provider.start().health()["x_alive"]
+
+
+def test_the_player_cannot_trace_or_inspect_the_guest(env):
+    code = ("import ctypes, os, subprocess; libc = ctypes.CDLL(None, use_errno=True); "
+            "x = int(subprocess.check_output(['pgrep', '-x', 'Xvfb'])); "
+            "pid = int(open(f'/proc/{x}/stat').read().rsplit(')', 1)[1].split()[1]); "
+            "print(libc.ptrace(16, pid, 0, 0), ctypes.get_errno()); "
+            "print(os.access(f'/proc/{pid}/environ', os.R_OK), "
+            "os.access(f'/proc/{pid}/mem', os.R_OK))")
+    out = player(env, f'python3 -c "{code}"')["output"].split()
+    assert out == ["-1", "1", "False", "False"], out  # EPERM
+
+
+def test_the_player_cannot_reach_the_judges_socket_token_or_state(env):
+    out = player(env, "cat /run/osworld/token; ls /run/osworld; "
+                      "mv /run/osworld/guest.sock /run/osworld/real.sock; "
+                      "ls -d /tmp/osworld-guest-*/ && ls /tmp/osworld-guest-*/")
+    assert out["output"].count("Permission denied") + out["error"].count(
+        "Permission denied") >= 4, out
+    token = (Path(env.unwrapped.provider.state_dir) / "run" / "token").read_text()
+    assert token not in out["output"] + out["error"]
+
+
+def test_a_socket_relay_cannot_forge_an_answer_and_the_task_scores_0(env):
+    """The relay attack: put a fake guest in place of guest.sock answering /execute."""
+    env.reset(options={"task": "os-mkdir-001"})
+    relay = ("import socket, os; os.rename('/run/osworld/guest.sock', '/run/osworld/x.sock'); "
+             "s = socket.socket(socket.AF_UNIX); s.bind('/run/osworld/guest.sock')")
+    out = player(env, f'python3 -c "{relay}"')
+    assert out["returncode"] != 0 and "Permission denied" in out["error"], out
+    _, reward, terminated, _, info = env.step("DONE")
+    assert terminated and reward == 0.0 and info["infra_error"] is None
+
+
+def test_a_usercustomize_cannot_forge_a_vm_command_line_result(env):
+    """The usercustomize attack on text_editor-config-edit-001: a user site module that prints
+    the expected output. Evaluation commands run as the judge with ``python3 -I`` semantics."""
+    obs, _ = env.reset(options={"task": "text_editor-config-edit-001"})
+    port = re.search(r"set port to (\d+)", obs["instruction"]).group(1)
+    expected = ("database name = maple\\ndatabase pool = 5\\nserver debug = false\\n"
+                f"server host = 0.0.0.0\\nserver port = {port}\\nserver timeout = 30\\n")
+    site = "~/.local/lib/python3.11/site-packages"
+    plant = (f"mkdir -p {site} && printf '%s\\n' \"import os, sys\" "
+             f"\"sys.stdout.write('{expected}'); sys.stdout.flush(); os._exit(0)\" "
+             f"> {site}/usercustomize.py && printf 'raise SystemExit(3)\\n' > ~/configparser.py")
+    assert player(env, plant)["returncode"] == 0
+    # the attack works on the player's own python: it really is planted
+    assert f"server port = {port}" in player(env, "cd ~ && env -u PYTHONNOUSERSITE "
+                                                  "python3 -c 'print(0)'")["output"]
+    _, reward, terminated, _, info = env.step("DONE")
+    assert terminated and info["infra_error"] is None
+    assert reward == 0.0
+
+
+def test_a_player_loop_cannot_write_the_answer_into_an_evaluator_or_kill_it(env):
+    """Same uid as the evaluator, so without holding the player still a background loop could
+    answer for it through /proc/PID/fd/1 (or kill it). The loop is stopped while it runs."""
+    env.reset(options={"task": "os-mkdir-001"})
+    client = env.unwrapped.provider.start()
+    loop = ("while :; do for p in $(pgrep -f 'Directory exists'); do "
+            "[ $p != $$ ] && echo 'Directory exists.' > /proc/$p/fd/1; done 2>/dev/null; done")
+    client.upload("/home/user/.forge.sh", loop.encode())
+    client.launch(["bash", "/home/user/.forge.sh"])
+    time.sleep(0.5)
+    outs = [judge(env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
+                       "echo 'Directory does not exist.'")["output"] for _ in range(3)]
+    assert outs == ["Directory does not exist.\n"] * 3
+    _, reward, _, _, info = env.step("DONE")
+    assert reward == 0.0 and info["infra_error"] is None
+    # and the loop runs again afterwards: held, not killed
+    assert "forge.sh" in player(env, "ps -eo stat,args | grep -v grep | grep forge.sh")["output"]
+
+
+def test_judge_commands_get_a_clean_python_whatever_the_player_leaves_in_home(env):
+    env.reset(options={"task": "os-mkdir-001"})
+    player(env, "mkdir -p ~/.local/lib/python3.11/site-packages && "
+                "echo 'print(\"FORGED\")' > ~/.local/lib/python3.11/site-packages/usercustomize.py"
+                " && echo 'print(\"FORGED\")' > ~/json.py")
+    client = env.unwrapped.provider.start()
+    for command, shell in ((["python3", "-c", "import json; print('clean')"], False),
+                           ("cd ~ && python3 -c 'import json; print(\"clean\")'", True)):
+        out = client.execute(command, shell=shell)
+        assert out["output"] == "clean\n", (command, out)
+
+
+def test_the_player_reads_no_host_secret_task_json_cache_or_checkout(env):
+    paths = ["/etc/shadow", "/etc/gshadow", "/root", str(TASK_CACHE), str(TASK_JSON),
+             str(PACKAGE_DIR), "/work", "/opt/osworld-gym/../../root"]
+    out = player(env, " ; ".join(f"cat {p} 2>&1 | head -c 200; ls {p} 2>&1 | head -3"
+                                 for p in paths))
+    text = out["output"]
+    assert not re.search(r"^root:[^:\s]*:\d*:", text, re.M), text  # a shadow line
+    assert '"evaluator"' not in text and "Directory exists." not in text, text  # task JSON
+    for p in ("/root", str(TASK_JSON), "/work"):
+        assert f"{p}: Permission denied" in text or f"{p}: No such file" in text, (p, text)
+    # neither does an evaluation command (the desktop user's), while the guest runs from there
+    assert judge(env, f"test -r {TASK_JSON} || echo hidden")["output"].strip() == "hidden"
+    assert env.unwrapped.provider.start().health()["status"] == "ok"
+
+
+def test_a_gold_file_in_the_hosts_task_cache_cannot_be_copied_into_place(env):
+    cached = next((p for p in TASK_CACHE.rglob("*") if p.is_file()), None) if \
+        TASK_CACHE.is_dir() else None
+    target = str(cached) if cached is not None else str(TASK_CACHE / "x" / "gold-1-C.xlsx")
+    out = player(env, f"cp {target} ~/Desktop/sales.xlsx; echo rc=$?")
+    assert "rc=1" in out["output"], out
+    assert "Permission denied" in out["error"] or "No such file" in out["error"], out
+
+
+def test_the_desktop_user_maps_to_an_unprivileged_host_uid(env):
+    player(env, "touch ~/Desktop/mine")
+    home = Path(env.unwrapped.provider.state_dir) / "home"
+    st = (home / "Desktop" / "mine").stat()
+    assert st.st_uid == env.unwrapped.provider.player_host_id != 0
+
+
+def test_2000_processes_are_contained_by_the_pids_limit_and_the_judge_keeps_working(env):
+    env.reset(options={"task": "os-mkdir-001"})
+    bomb = ("import os, time\n"
+            "n = 0\n"
+            "for i in range(2000):\n"
+            "    try:\n"
+            "        pid = os.fork()\n"
+            "    except OSError:\n"
+            "        break\n"
+            "    if pid == 0:\n"
+            "        time.sleep(60); os._exit(0)\n"
+            "    n += 1\n"
+            "open(os.path.expanduser('~/forked'), 'w').write(str(n))\n"
+            "time.sleep(60)\n")
+    client = env.unwrapped.provider.start()
+    client.upload("/home/user/bomb.py", bomb.encode())
+    client.launch(["python3", "/home/user/bomb.py"])
+    deadline = time.monotonic() + 60
+    while (data := client.get_file("/home/user/forked")) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert data is not None
+    forked = int(data)
+    limit = env.unwrapped.provider.limits.player_pids
+    assert 0 < forked < limit < 2000
+    # the bomb is still alive: the judge can still run commands and score
+    assert judge(env, "echo judge-ok")["output"].strip() == "judge-ok"
+    _, reward, _, _, info = env.step("DONE")
+    assert reward == 0.0 and info["infra_error"] is None
+
+
+def test_a_3_gib_allocation_is_killed_inside_the_desktop(env):
+    env.reset(options={"task": "os-mkdir-001"})
+    out = player(env, "python3 -c \"x = b'x' * (3 << 30); print('allocated', len(x))\"; "
+                      "echo rc=$?", timeout=120)
+    assert "allocated" not in out["output"], out
+    assert re.search(r"rc=(137|1)\b", out["output"]), out  # OOM-killed (or MemoryError)
+    health = env.unwrapped.provider.start().health()
+    assert health["status"] == "ok" and health["x_alive"]
+    assert judge(env, "echo judge-ok")["output"].strip() == "judge-ok"
+
+
+def test_the_home_is_size_limited(env):
+    out = player(env, "fallocate -l 2G ~/big; echo rc=$?; rm -f ~/big")
+    assert "rc=1" in out["output"] and "No space left" in out["error"], out
+
+
+def test_limits_and_cgroups_are_gone_after_close():
+    p = LocalProvider(screen_size=(640, 480))
+    p.start()
+    try:
+        assert p.separated
+        dirs = list(p._cgroup.dirs) if p._cgroup is not None else []
+        home = p.state_dir / "home"
+        assert any(line.split()[1] == str(home) for line in
+                   Path("/proc/mounts").read_text().splitlines())
+    finally:
+        p.stop()
+    assert not any(d.exists() for d in dirs)
+    assert not any(line.split()[1] == str(home)
+                   for line in Path("/proc/mounts").read_text().splitlines())

@@ -1,0 +1,121 @@
+"""Judge/player isolation pieces that need no desktop: mounts, identities, limits, commands."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from osworld_gym.guest.app import GuestConfig
+from osworld_gym.guest.osworld_api import isolate_python
+from osworld_gym.guest.processes import PlayerIdentity
+from osworld_gym.providers import limits, local, sandbox
+
+
+@pytest.mark.parametrize("name", ["osworld_gym.providers.sandbox", "osworld_gym.providers.limits",
+                                  "osworld_gym.guest.osworld_api"])
+def test_doctests_of_the_isolation_modules_pass(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+
+
+def test_the_sandbox_binds_an_allowlist_not_the_host_root(tmp_path):
+    p = local.LocalProvider(screen_size=(800, 600), root_dir=tmp_path)
+    p._dir = tmp_path
+    cmd = p._command(tmp_path / "home", tmp_path / "run", userns_fd=7)
+    pairs = list(zip(cmd, cmd[1:], cmd[2:]))
+    assert ("--ro-bind", "/", "/") not in pairs
+    assert ("--ro-bind", "/usr", "/usr") in pairs
+    assert ("--ro-bind", str(tmp_path / "empty"), "/etc/shadow") in pairs
+    assert ("--userns", "7", "--unshare-pid") in pairs
+    assert "--unshare-user" not in cmd
+    for secret in (str(local._SHIMS), os.path.expanduser("~/.cache")):
+        assert ("--ro-bind", secret, secret) not in pairs  # shims appear elsewhere, cache never
+    # the guest's interpreter is bound below a 0700 guard
+    interp = os.path.realpath(sys.base_prefix)
+    guard = sandbox.guard_dir(interp)
+    if guard is not None:
+        i = cmd.index(guard)
+        assert cmd[i - 3:i] == ["--perms", "0700", "--dir"]
+
+
+def test_judge_paths_under_a_visible_host_dir_are_reported_not_hidden():
+    args, exposed = sandbox.judge_mounts(["/usr/lib/python3.11", "/root/.pyenv/x", "/tmp/ci/v"])
+    assert exposed == ["/usr/lib/python3.11"]
+    assert args == ["--perms", "0700", "--dir", "/root", "--ro-bind", "/root/.pyenv/x",
+                    "/root/.pyenv/x", "--perms", "0700", "--dir", "/tmp/ci", "--ro-bind",
+                    "/tmp/ci/v", "/tmp/ci/v"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a two-line uid_map needs root")
+def test_the_user_namespace_maps_the_judge_to_root_and_the_player_to_an_unprivileged_uid():
+    fd = sandbox.two_identity_userns(sandbox.PLAYER_HOST_ID)
+    try:
+        out = subprocess.run(
+            ["bwrap", "--userns", str(fd), "--ro-bind", "/", "/", "--proc", "/proc", "--",
+             "cat", "/proc/self/uid_map"], pass_fds=(fd,), capture_output=True, text=True,
+            timeout=30)
+    finally:
+        os.close(fd)
+    assert [line.split() for line in out.stdout.splitlines()] == [
+        ["0", "0", "1"], ["1000", str(sandbox.PLAYER_HOST_ID), "1"]], out.stderr
+
+
+def test_a_player_process_joins_its_cgroup_then_drops_every_privilege():
+    ident = PlayerIdentity(1000, 1000, cgroup_procs=("/run/osworld/p.procs",))
+    argv = ident.wrap(["mousepad", "a b.txt"], shell=False)
+    assert argv[:2] == ["/bin/sh", "-c"]
+    assert "echo $$ > '/run/osworld/p.procs'" in argv[2] and argv[2].endswith('exec "$@"')
+    assert argv[4:12] == ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups",
+                          "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    assert argv[-2:] == ["mousepad", "a b.txt"]
+    assert PlayerIdentity(5, 6).wrap("echo hi | cat", shell=True)[-3:] == [
+        "/bin/sh", "-c", "echo hi | cat"]
+
+
+def test_without_a_cgroup_the_player_gets_rlimits():
+    cfg = GuestConfig(player_uid=1000, player_max_memory=1 << 30, player_max_procs=500)
+    assert cfg.player().rlimit_prefix == ("prlimit", f"--as={1 << 30}", "--nproc=500", "--")
+    with_cg = GuestConfig(player_uid=1000, player_cgroups=("x",), player_max_memory=1 << 30)
+    assert with_cg.player().rlimit_prefix == ()
+    assert GuestConfig().player() is None
+
+
+def test_evaluation_pythons_are_isolated():
+    assert isolate_python(["python", "-c", "1"]) == ["python", "-I", "-c", "1"]
+    assert isolate_python(["/usr/bin/python3.11", "x.py"]) == ["/usr/bin/python3.11", "-I", "x.py"]
+    assert isolate_python(["pythonista", "-c", "1"]) == ["pythonista", "-c", "1"]
+    assert isolate_python("python3 -c 1") == "python3 -c 1"
+
+
+def test_limits_reject_nonsense_and_leave_the_judge_a_reserve():
+    lim = limits.DesktopLimits()
+    assert lim.player_pids < lim.pids < 2000
+    assert lim.player_memory < lim.memory_bytes < 3.5 * limits.GiB
+    for bad in ({"pids": 0}, {"memory_bytes": -1}, {"pids": 100}, {"home_bytes": True}):
+        with pytest.raises(ValueError):
+            limits.DesktopLimits(**bad)
+    for bad in ("", "lots", "-1g", "nan", float("nan")):
+        with pytest.raises(ValueError):
+            limits.parse_size(bad)
+    assert limits.parse_size("1.5g") == 3 << 29
+
+
+def test_unlimited_desktops_make_no_cgroup():
+    assert limits.DesktopCgroup.create("x", limits.DesktopLimits(memory_bytes=None, pids=None)) \
+        is None
+
+
+def test_evaluation_holds_code_runners_but_not_installed_apps():
+    from osworld_gym.guest.judging import RUNS_CODE
+
+    for prog in ("bash", "sh", "dash", "python3", "python3.11", "perl", "node", "watch", "xargs",
+                 "env", "busybox", "gdb"):
+        assert RUNS_CODE.fullmatch(prog), prog
+    for prog in ("chromium", "vlc", "soffice.bin", "mousepad", "xterm", "openbox", "dbus-daemon",
+                 "sleep", "socat"):
+        assert not RUNS_CODE.fullmatch(prog), prog

