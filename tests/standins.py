@@ -80,6 +80,7 @@ def _docx(seed: str) -> bytes:
         table = doc.add_table(rows=2, cols=2)  # (compare_docx_tables) score an input 0
         for i, cell in enumerate(table._cells):
             cell.text = str(_numbers(seed)[i])
+        doc.add_picture(io.BytesIO(_image(seed, "PNG")))  # and compare_docx_images
     buf = io.BytesIO()
     doc.save(buf)
     return buf.getvalue()
