@@ -21,6 +21,9 @@ APT_PACKAGES=(
   # apps the built-in tasks use; socat forwards Chromium's debugging port for the chrome tasks
   xterm mousepad libreoffice-common libreoffice-calc libreoffice-writer libreoffice-impress
   chromium vlc socat
+  # apps whole OSWorld domains run: GIMP (gimp), Thunderbird (thunderbird), and Ubuntu's PDF
+  # viewer (evince: tasks open PDFs; without it they open in GIMP's import dialog)
+  gimp thunderbird evince
   # command-line tools the tasks' setup steps and checks run
   bash coreutils diffutils findutils grep sed mawk gzip tar procps psmisc debianutils
   git curl openssh-client jq zip unzip ca-certificates
@@ -34,8 +37,9 @@ APT_PACKAGES=(
   # gsettings. Side effects: x-terminal-emulator becomes gnome-terminal (nothing here uses it;
   # Ctrl+Alt+T is bound explicitly) and folders open in Nautilus; text stays in mousepad.
   tint2 yaru-theme-gtk yaru-theme-icon gnome-terminal nautilus dconf-cli libglib2.0-bin
-  # tasks' own `python3 -c ...` steps, and bootstrapping uv where it is missing
-  python3 python3-venv
+  # tasks' own `python3 -c ...` steps, and bootstrapping uv where it is missing; tkinter for
+  # the task python's pyautogui (its mouseinfo import fails without it; see below)
+  python3 python3-venv python3-tk
   # docker provider (daemon, offline base image) and the VNC test server
   docker.io debootstrap x11vnc
 )
@@ -74,3 +78,22 @@ if ! command -v uv >/dev/null 2>&1; then
 fi
 
 uv sync --frozen --quiet
+
+# The task-author Python inside the desktop (osworld_gym/guest/task_python.py): OSWorld's setup
+# and evaluator steps run `python -c "import pyautogui; ..."` (Ctrl+S before scoring, ...), and
+# Debian packages no pyautogui. A venv outside /home and /tmp (every sandbox sees it) with the
+# pinned requirements; judge-side task commands get it as `python`, agents never do.
+task_python=/opt/osworld-gym-task-python
+task_reqs=packages/osworld_gym/src/osworld_gym/guest/task_python_requirements.txt
+if ! cmp -s "$task_reqs" "$task_python/requirements.txt" 2>/dev/null; then
+  echo "install.sh: creating the task python in $task_python" >&2
+  uv_bin="$(command -v uv)"
+  as_root "$uv_bin" venv --quiet --allow-existing --python /usr/bin/python3 "$task_python"
+  as_root "$uv_bin" pip install --quiet --python "$task_python/bin/python" -r "$task_reqs"
+  # an Xauthority entry for no display: python-xlib then prints no warning on stdout
+  xauth_tmp="$(mktemp)"
+  uv run --frozen python -c 'import sys; from pathlib import Path; from osworld_gym.guest.task_python import write_xauthority; write_xauthority(Path(sys.argv[1]))' "$xauth_tmp"
+  as_root install -m 0644 "$xauth_tmp" "$task_python/Xauthority"
+  rm -f "$xauth_tmp"
+  as_root cp "$task_reqs" "$task_python/requirements.txt"
+fi

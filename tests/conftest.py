@@ -9,6 +9,12 @@ from pathlib import Path
 import pytest
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--osworld-examples", default=None,
+                     help="OSWorld's evaluation_examples folder for the official-task tests "
+                          "(default: $OSWORLD_EXAMPLES or ../shared/osworld/evaluation_examples)")
+
+
 def sandbox_processes() -> list[tuple[int, str]]:
     """(pid, cmdline) of every process on this machine that belongs to an osworld-gym desktop.
 

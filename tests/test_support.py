@@ -280,10 +280,7 @@ def test_osworld_task_shapes_on_the_sandbox(raw, reason):
 
 def test_all_reasons_are_listed_and_the_first_one_is_the_reason():
     result = classify(CHROME_TICKETS, SANDBOX)
-    assert result.reasons == (
-        "needs a live website (https://premier.ticketek.com.au/)",
-        "unsupported setup step: chrome_open_tabs",
-    )
+    assert result.reasons == ("needs a live website (https://premier.ticketek.com.au/)",)
     gdrive = classify(MULTI_GDRIVE, SANDBOX).reasons
     assert (
         "unknown getter: googledrive_file" in gdrive
@@ -335,20 +332,82 @@ def test_all_reasons_are_listed_and_the_first_one_is_the_reason():
 )
 def test_missing_apps_are_named(raw, apps, reason):
     caps = Capabilities(network=False, google=False, vscode=False, gnome=False, apps=apps)
-    assert classify(raw, caps).reason == reason
+    got = classify(raw, caps).reason
+    assert got.startswith(reason + " (apt-get install ")  # what to do about it comes along
+    assert got.endswith("or run scripts/install.sh)")
 
 
-def test_launched_programs_must_be_on_the_desktop_path():
+def test_every_program_a_task_runs_must_be_on_the_desktop_path(tmp_path):
+    """Not only launched apps: setup, postconfig and evaluator commands, shell text included;
+    one reason naming them all, with the package to install where one is known."""
     raw = task(
         "nautilus",
         ["os"],
-        [step("launch", command=["nautilus", "/home/user"])],
-        {"func": "infeasible"},
+        [step("launch", command=["nautilus", "/home/user"]),
+         step("execute", command="xsel -b < ~/a.txt && socat -V", shell="true")],
+        {"func": "exact_match",
+         "result": {"type": "vm_command_line", "command": ["jq", ".", "a.json"]},
+         "expected": {"type": "rule", "rules": {"expected": "1"}}},
     )
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "socat").write_text("#!/bin/sh\n")
+    (bin_dir / "socat").chmod(0o755)
     caps = Capabilities(
-        network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS, path="/nonexistent"
+        network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS, path=str(bin_dir)
     )
-    assert classify(raw, caps).reason == "needs apps not installed: nautilus"
+    support_ = classify(raw, caps)
+    assert support_.reasons == (
+        "needs programs not on the desktop: jq, nautilus, xsel (apt-get install jq nautilus; "
+        "no package known to osworld-gym: xsel)",
+    )
+
+
+def test_python_steps_need_the_task_python(tmp_path):
+    raw = task("py", ["os"], [step("execute", command=["python", "-c", "import pyautogui"])],
+               {"func": "infeasible"})
+    caps = Capabilities(network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS,
+                        path=str(tmp_path))
+    assert classify(raw, caps).reason.startswith(
+        "needs programs not on the desktop: python (python with pyautogui: run scripts/install.sh")
+
+
+def test_local_path_is_the_desktops_not_the_hosts(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    path = support.desktop_path().split(":")
+    assert path[-6:] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".split(":")
+    assert any(p.endswith("guest/shims") for p in path)
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("echo pw | sudo -S apt-get install -y expect", "needs the network (apt-get install in a setup step)"),
+        ("pip3 install --user numpy", "needs the network (pip3 install in a setup step)"),
+        ("sudo snap install code", "needs the network (snap install in a setup step)"),
+    ],
+)
+def test_steps_that_install_from_the_internet_need_the_network(command, reason):
+    raw = task("net", ["os"], [step("execute", command=command, shell=True)],
+               {"func": "infeasible"})
+    assert classify(raw, SANDBOX).reason == reason
+    assert classify(raw, "docker").supported
+
+
+def test_a_browser_task_whose_instruction_names_a_site_needs_it():
+    raw = task("site", ["chrome"], [step("launch", command=["google-chrome"])],
+               {"func": "infeasible"}, instruction="Find the cheapest flight on www.delta.com.")
+    assert classify(raw, SANDBOX).reason == (
+        "needs a live website (www.delta.com, named in the instruction)")
+    offline = task("file", ["chrome"], [step("launch", command=["google-chrome"])],
+                   {"func": "infeasible"}, instruction="Save the page as notes.txt.")
+    assert classify(offline, SANDBOX).supported
+
+
+def test_string_booleans_are_accepted():
+    raw = task("sb", ["os"], [step("execute", command="ls ~", shell="true")],
+               {"func": "infeasible"})
+    assert classify(raw, SANDBOX).supported
 
 
 @pytest.mark.parametrize(
@@ -421,7 +480,7 @@ def test_malformed_tasks_are_invalid():
 def test_osworld_image_providers_only_lack_what_is_not_implemented():
     assert classify(VSCODE_SETTINGS, "docker").supported
     assert classify(OS_TEXT_SCALE, "docker").supported
-    assert classify(CHROME_TICKETS, "docker").reason == "unsupported setup step: chrome_open_tabs"
+    assert classify(CHROME_TICKETS, "docker").supported  # chrome_open_tabs runs there
     assert classify(MULTI_GDRIVE, "docker").reason == "unsupported setup step: googledrive"
 
 
@@ -435,7 +494,7 @@ def test_local_capabilities_look_for_the_app_programs(monkeypatch):
     caps = local_capabilities()
     assert caps.apps == frozenset({"chromium", "vlc"})
     assert (caps.network, caps.google, caps.vscode, caps.gnome) == (False, False, False, False)
-    assert classify(GIMP_EXPORT).reason == "needs apps not installed: gimp"
+    assert classify(GIMP_EXPORT).reason.startswith("needs apps not installed: gimp (")
     assert classify(CHROME_LOCAL_PAGE).supported
 
 
@@ -465,15 +524,18 @@ def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypat
         PROXY_TASK,
     ]
     root = write_evaluation_examples(tmp_path / "evaluation_examples", every)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         tasks = load_tasks(root, skip_unsupported=True)
     assert sorted(tasks.ids()) == ["1273e544", "4d117223", "b3d4a89c", "e0df059f"]
-    assert "skipping unsupported task 0ed39f63: needs VS Code" in caplog.text
+    assert "left out task 0ed39f63: needs VS Code" in caplog.text
+    assert tasks.unsupported["0ed39f63"].startswith("needs VS Code")
+    assert len(tasks.unsupported) == 5
+    assert sorted(load_tasks(root).ids()) == sorted(tasks.ids())  # the default
     assert "needs a live website" in caplog.text
     on_osworld_image = load_tasks(root, skip_unsupported=True, provider="docker")
     assert "0ed39f63" in on_osworld_image and "gsettings-scale" in on_osworld_image
-    with pytest.raises(Exception, match="chrome_open_tabs"):
-        load_tasks(root)  # without skipping, a task osworld-gym cannot run is an error
+    with pytest.raises(Exception, match="cannot run on local: needs"):
+        load_tasks(root, strict=True)  # strict: a task osworld-gym cannot run is an error
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import json
 import uuid
 from pathlib import Path
@@ -109,8 +111,11 @@ def test_unknown_getter_and_setup_step_are_rejected_at_load_time():
     d["evaluator"]["result"]["type"] = "vm_mind_reader"
     with pytest.raises(TaskError, match="unknown getter type 'vm_mind_reader'"):
         Task.from_dict(d)
-    d = make_task("s-1", config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": []}}])
-    with pytest.raises(TaskError, match="config step 0 has type 'chrome_open_tabs'.*not support"):
+    d = make_task("s-1", config=[{"type": "googledrive", "parameters": {"operation": []}}])
+    with pytest.raises(TaskError, match="config step 0 has type 'googledrive'.*not support"):
+        Task.from_dict(d)
+    d = make_task("s-2", config=[{"type": "chrome_open_tabs", "parameters": {"urls_to_open": []}}])
+    with pytest.raises(TaskError, match="'urls_to_open' must be a non-empty list of URLs"):
         Task.from_dict(d)
 
 
@@ -204,9 +209,10 @@ def test_loader_errors_name_the_file(tmp_path):
 def test_skip_unsupported_drops_bad_tasks(tmp_path, caplog):
     d = make_task("bad")
     d["evaluator"]["func"] = "compare_table"
-    ts = load_tasks([make_task("good"), d], skip_unsupported=True)
+    with caplog.at_level(logging.INFO):
+        ts = load_tasks([make_task("good"), d], skip_unsupported=True)
     assert ts.ids() == ["good"]
-    assert "compare_table" in caplog.text
+    assert "compare_table" in caplog.text and "compare_table" in ts.unsupported["bad"]
 
 
 def test_duplicate_ids_and_empty_sets_are_errors():

@@ -285,3 +285,20 @@ def test_execute_with_verification_fails_when_never_verified(tmp_path, sleeps):
                 )
             ]
         )
+
+
+class NoWindows(RecordingGuest):
+    def activate_window(self, window_name, strict=False, by_class=False):
+        raise GuestError(f"no window matches {window_name!r}", status=404)
+
+    close_window = activate_window
+
+
+def test_a_missing_postconfig_window_is_the_agents_doing_not_an_infra_error(tmp_path, sleeps):
+    """OSWorld logs a failed activation and scores on: 'Answer.docx - LibreOffice Writer'
+    exists only if the agent saved that file. In config the window is setup's own."""
+    runner = make_runner(NoWindows(), tmp_path, sleeps)
+    runner.run([step("activate_window", window_name="Answer.docx - LibreOffice Writer"),
+                step("close_window", window_name="x")], phase="postconfig")
+    with pytest.raises(SetupError, match="config step 0 \\(activate_window\\) failed"):
+        runner.run([step("activate_window", window_name="Terminal")])

@@ -4,6 +4,7 @@
     osworld-gym tasks list [--domain D] [--json]
     osworld-gym tasks show ID [--variation N]
     osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K]
+    osworld-gym tasks coverage PATH [--provider P] [--json|--markdown] [--write-meta F]
     osworld-gym doctor [--root DIR] [--json]                    what the desktop and its tasks need
     osworld-gym image build|ls|prune                            the docker provider's image
 """
@@ -109,6 +110,21 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
+def cmd_tasks_coverage(args: argparse.Namespace) -> int:
+    from osworld_gym.tasks.coverage import coverage
+
+    cov = coverage(args.path, provider=args.provider, meta=args.meta)
+    if args.write_meta:
+        Path(args.write_meta).write_text(json.dumps(cov.supported_ids(), indent=2) + "\n")
+    if args.json:
+        print(json.dumps(cov.to_json(), indent=2))
+    elif args.markdown:
+        print(cov.markdown())
+    else:
+        print(cov.format())
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from osworld_gym.doctor import diagnose
 
@@ -156,6 +172,18 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--num-envs", type=int, default=2)
             sp.add_argument("--variations", type=int, default=1,
                             help="check the default instance plus K-1 seeded variations")
+
+    cov = tasks.add_parser("coverage", help="per domain of an OSWorld task set: tasks, "
+                           "supported here, and why not")
+    cov.add_argument("path", help="OSWorld's evaluation_examples folder or a meta file")
+    cov.add_argument("--meta", default=None, help="meta file in PATH (default test_all.json)")
+    cov.add_argument("--provider", default="local",
+                     help="classify for this provider (local: this machine's sandbox)")
+    cov.add_argument("--json", action="store_true", help="every unsupported task with reasons")
+    cov.add_argument("--markdown", action="store_true", help="a README table")
+    cov.add_argument("--write-meta", metavar="FILE",
+                     help="also write a meta file of the supported tasks (for --meta)")
+    cov.set_defaults(func=cmd_tasks_coverage)
 
     from osworld_gym.image.cli import add_image_commands
 

@@ -69,6 +69,7 @@ PACKAGES: dict[str, str] = {
     "xterm": "xterm", "mousepad": "mousepad", "libreoffice": "libreoffice-common",
     "soffice": "libreoffice-common", "chromium": "chromium", "vlc": "vlc", "ffmpeg": "ffmpeg",
     "socat": "socat", "python3": "python3",
+    "gimp": "gimp", "thunderbird": "thunderbird", "nautilus": "nautilus", "evince": "evince",
     # command-line tools tasks use in setup steps and checks
     "bash": "bash", "sh": "dash", "awk": "mawk", "cat": "coreutils", "chmod": "coreutils",
     "cmp": "diffutils", "diff": "diffutils", "cp": "coreutils", "curl": "curl",
@@ -170,9 +171,11 @@ def required_programs(tasks: Iterable[dict] | None = None) -> dict[str, set[str]
 
 
 def opened_file_types(tasks: Iterable[dict] | None = None) -> set[str]:
-    """File suffixes opened with their default app: the tasks' ``open`` steps, and ``.txt``
-    (the text files tasks and tests open in the desktop's editor)."""
-    out = {".txt"}
+    """File suffixes opened with their default app: the tasks' ``open`` steps, ``.txt`` (the
+    text files tasks and tests open in the desktop's editor) and ``.pdf`` (OSWorld's tasks open
+    PDFs in the document viewer; with GIMP installed and no default they open in its import
+    dialog)."""
+    out = {".txt", ".pdf"}
     for raw in builtin_task_json() if tasks is None else tasks:
         out |= opened_suffixes(raw)
     return out
@@ -241,6 +244,24 @@ def check_default_apps(probe: _Probe, suffixes: Iterable[str]) -> list[Check]:
     return checks
 
 
+def check_task_python(probe: _Probe) -> Check:
+    """The python task-author commands get (:mod:`osworld_gym.guest.task_python`) exists and
+    has what OSWorld's steps import. Made by ``scripts/install.sh`` (not ``--system-only``)."""
+    from osworld_gym.guest import task_python
+
+    python = task_python.interpreter()
+    fix = f"MISSING: run scripts/install.sh (it makes {task_python.DEFAULT_VENV})"
+    if python is None:
+        return Check("python (task commands)", False, fix)
+    code = ("import importlib.util as u, sys; "
+            "m = [m for m in ('pyautogui', 'tkinter', 'PIL', 'numpy') if not u.find_spec(m)]; "
+            "print(' '.join(m)); sys.exit(1 if m else 0)")
+    rc, out = probe.run([str(python), "-c", code])
+    return Check("python (task commands)", rc == 0, str(python) if rc == 0 else
+                 f"{python} lacks {out or 'modules'}: {fix}", "python3-tk" if "tkinter" in out
+                 else None)
+
+
 def check_themes(probe: _Probe) -> list[Check]:
     """The ``ubuntu`` profile's themes are installed (directories under /usr/share)."""
     return [Check(f"theme {d}", probe.host_path(f"/usr/share/{d}").is_dir(),
@@ -256,4 +277,6 @@ def diagnose(root: str | os.PathLike[str] | None = None,
     report.checks += check_programs(probe, required_programs(task_list))
     report.checks += check_themes(probe)
     report.checks += check_default_apps(probe, opened_file_types(task_list))
+    if root is None:  # the task python comes from install.sh's Python part, not --system-only
+        report.checks.append(check_task_python(probe))
     return report

@@ -38,6 +38,7 @@ from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.judging import player_held
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
+from osworld_gym.guest.task_python import TaskPython
 from osworld_gym.guest.server import (
     HTTPError,
     Request,
@@ -110,6 +111,9 @@ def command_from(app: GuestApp, body: dict[str, Any]) -> tuple[list[str] | str, 
 
 def register(router: Router, app: GuestApp) -> None:
     """Add OSWorld's endpoints to ``router``."""
+    # /execute runs task-author commands (setup steps, evaluator getters), never agent text:
+    # they get the task python (guest/task_python.py) first on PATH, as on OSWorld's image
+    task_python = TaskPython(app.state_dir, app.env)
 
     def screenshot(req: Request) -> Response:
         frame = app.screen.capture(cursor=True)
@@ -131,7 +135,8 @@ def register(router: Router, app: GuestApp) -> None:
     def run_as_user(argv: list[str] | str, shell: bool, timeout: float,
                     judge: bool) -> subprocess.CompletedProcess:
         """Run as the desktop user; for the judge: in its cgroup, the player held still."""
-        env, cwd = app.command_env(), str(app.home)
+        # task-author commands find the task python first on PATH (guest/task_python.py)
+        env, cwd = task_python.env(app.command_env()), str(app.home)
         if app.player is None or not judge:
             return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
                                     judge=False)

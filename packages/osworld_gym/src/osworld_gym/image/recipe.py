@@ -46,8 +46,9 @@ SYSTEM_PACKAGES: tuple[str, ...] = (
     # a file's MIME type from its name (an empty notes.txt is otherwise "inode/x-empty", which
     # no app opens)
     "shared-mime-info", "libfile-mimeinfo-perl",
-    # the guest's Python (a venv with pip from ensurepip), and tasks' `python3 -c ...`
-    "python3", "python3-venv",
+    # the guest's Python (a venv with pip from ensurepip), and tasks' `python3 -c ...`;
+    # tkinter for the task python's pyautogui (guest/task_python.py)
+    "python3", "python3-venv", "python3-tk",
     # what tasks expect of a desktop: real sudo, process tools, certificates, curl, and `file`,
     # through which xdg-open finds a file's MIME type (and so the app that opens it)
     "sudo", "procps", "psmisc", "ca-certificates", "curl", "file",
@@ -68,7 +69,9 @@ APPS: dict[str, tuple[str, ...]] = {
              "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi",
              # the "ubuntu" desktop profile (``--wm ubuntu``): panels, themes, GNOME apps, dconf
              "tint2", "yaru-theme-gtk", "yaru-theme-icon", "gnome-terminal", "nautilus",
-             "dconf-cli", "libglib2.0-bin"),
+             "dconf-cli", "libglib2.0-bin",
+             # whole OSWorld domains (GIMP, Thunderbird) and Ubuntu's PDF viewer
+             "gimp", "thunderbird", "evince"),
 }
 
 

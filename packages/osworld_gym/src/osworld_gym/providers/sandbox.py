@@ -49,7 +49,9 @@ PLAYER_HOST_ID = 2_000_001_000
 
 #: Host directories the player may read (bound read-only where they exist; symlinks kept).
 HOST_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
-             "/var/cache/fontconfig", "/var/lib/dbus")
+             "/var/cache/fontconfig", "/var/lib/dbus",
+             # the task python (guest/task_python.py): task-author `python -c ...` steps
+             "/opt/osworld-gym-task-python")
 #: Files under /etc replaced by an empty file (unreadable for the player anyway: defence in depth).
 ETC_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
                "/etc/security/opasswd", "/etc/sudoers")

@@ -11,8 +11,11 @@
   in ``meta`` (default ``test_all.json`` when present, else every file under ``examples/``);
 * any other directory: every ``*.json`` file below it, each a task or a list of tasks.
 
-Every task is validated (setup steps, getters, metrics), so an unsupported task fails here and
-not in the middle of an episode; ``skip_unsupported=True`` logs and drops such tasks instead.
+Every task is validated (setup steps, getters, metrics) and classified for the provider
+(:func:`osworld_gym.tasks.support.classify`) before any episode starts. By default the tasks
+that cannot run are left out and reported: ``TaskSet.unsupported`` maps each one's id to the
+reason (a user pointing the trainer at OSWorld's folder gets the list of what runs, not one
+exception). ``strict=True`` raises at the first such task instead.
 
 >>> ts = load_tasks([{"id": "b", "instruction": "x", "evaluator": {"func": "infeasible"}},
 ...                  {"id": "a", "instruction": "y", "domain": "os",
@@ -60,8 +63,10 @@ class TaskSet(Sequence[Task]):
         TaskError: on duplicate ids or an empty set.
     """
 
-    def __init__(self, tasks: Iterable[Task]):
+    def __init__(self, tasks: Iterable[Task], unsupported: dict[str, str] | None = None):
         self._tasks = list(tasks)
+        #: Tasks left out at load time: id -> why (see :func:`load_tasks`).
+        self.unsupported: dict[str, str] = dict(unsupported or {})
         if not self._tasks:
             raise TaskError("a task set needs at least one task")
         self._by_id: dict[str, Task] = {}
@@ -141,7 +146,8 @@ def load_tasks(
     *,
     meta: str | os.PathLike[str] | None = None,
     domains: str | Iterable[str] | None = None,
-    skip_unsupported: bool = False,
+    strict: bool = False,
+    skip_unsupported: bool | None = None,
     provider: str = "local",
 ) -> TaskSet:
     """Load and validate tasks from ``spec`` (see the module docstring for the accepted forms).
@@ -151,24 +157,29 @@ def load_tasks(
         meta: for an ``evaluation_examples`` directory, the meta file to use (a path, or a name
             inside that directory such as ``"test_small.json"``).
         domains: keep only tasks of these domain(s).
-        skip_unsupported: log and drop tasks that fail validation instead of raising, and
-            those :func:`osworld_gym.tasks.support.classify` finds unsupported on ``provider``
-            (they need VS Code, GNOME, a live website, an app that is not installed, ...).
-        provider: the backend ``skip_unsupported`` classifies for (``"local"``: this machine).
+        strict: raise at the first task that is invalid or that
+            :func:`osworld_gym.tasks.support.classify` finds unsupported on ``provider``
+            (it needs VS Code, GNOME, a live website, an app that is not installed, ...)
+            instead of leaving it out and reporting it in ``TaskSet.unsupported``.
+        skip_unsupported: the older spelling: ``True`` is the default, ``False`` is
+            ``strict=True``.
+        provider: the backend tasks are classified for (``"local"``: this machine).
 
     Raises:
         TaskError: a file is missing or not JSON, a task is malformed or unsupported, a
             requested domain does not exist, or nothing was loaded. The message names the file
             and the task.
     """
+    from osworld_gym.tasks.support import capabilities, classify
+
+    if skip_unsupported is not None:
+        strict = not skip_unsupported
     wanted = None if domains is None else ({domains} if isinstance(domains, str) else set(domains))
     items = list(_collect(spec, meta, wanted))
-    caps = None
-    if skip_unsupported:
-        from osworld_gym.tasks.support import capabilities, classify
-
-        caps = capabilities(provider)
+    caps = capabilities(provider)
     tasks: list[Task] = []
+    unsupported: dict[str, str] = {}
+    first_error: TaskError | None = None
     for item, domain, origin in items:
         if isinstance(item, Task):
             task = item
@@ -176,23 +187,38 @@ def load_tasks(
             try:
                 task = Task.from_dict(item, domain, origin=origin)
             except TaskError as exc:
-                if not skip_unsupported:
+                if strict:
                     raise
-                logger.warning("skipping unsupported task: %s", exc)
+                first_error = first_error or exc
+                key = str(item.get("id", origin)) if isinstance(item, dict) else str(origin)
+                support = classify(item, caps) if isinstance(item, dict) else None
+                # the classifier's reason is the shorter, actionable one ("unknown metric: x")
+                unsupported[key] = (str(support.reason) if support is not None
+                                    and not support.supported else f"invalid task: {exc}")
                 continue
         if wanted is not None and task.domain not in wanted:
             continue
-        if caps is not None:
-            support = classify(task, caps)
-            if not support.supported:
-                logger.warning("skipping unsupported task %s: %s", task.id, support.reason)
-                continue
+        support = classify(task, caps)
+        if not support.supported:
+            if strict:
+                raise TaskError(f"task {task.id!r} cannot run on {provider}: {support.reason}")
+            unsupported[task.id] = str(support.reason)
+            continue
         tasks.append(task)
+    if unsupported:
+        logger.warning("left out %d of %d tasks this desktop cannot run (TaskSet.unsupported "
+                       "says why; `osworld-gym tasks coverage` groups them)", len(unsupported),
+                       len(unsupported) + len(tasks))
+        for task_id, reason in unsupported.items():
+            logger.info("left out task %s: %s", task_id, reason)
     if not tasks:
         what = f" in domain(s) {sorted(wanted)}" if wanted else ""
-        raise TaskError(f"no tasks loaded from {_describe(spec)}{what}")
+        why = "".join(f"\n  {k}: {v}" for k, v in list(unsupported.items())[:10])
+        raise TaskError(f"no tasks loaded from {_describe(spec)}{what}"
+                        + (f"; none can run here:{why}" if why else "")
+                        + (f"\nfirst invalid task: {first_error}" if first_error else ""))
     logger.info("loaded %d tasks from %s", len(tasks), _describe(spec))
-    return TaskSet(tasks)
+    return TaskSet(tasks, unsupported)
 
 
 _Item = tuple[Task | dict[str, Any], str | None, str | None]  # (task, domain, origin)

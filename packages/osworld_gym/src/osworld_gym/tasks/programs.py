@@ -163,9 +163,12 @@ def _entries(value: Any) -> Iterator[dict[str, Any]]:
             yield entry
 
 
-def _is_shell(params: dict[str, Any]) -> bool:
-    # OSWorld accepts "shell": true and "shell": "true"
+def is_shell(params: dict[str, Any]) -> bool:
+    """Whether a step's or getter's ``shell`` is on: OSWorld accepts ``true`` and ``"true"``."""
     return params.get("shell") in (True, "true", "True", 1)
+
+
+_is_shell = is_shell
 
 
 def task_programs(raw: dict[str, Any]) -> set[str]:

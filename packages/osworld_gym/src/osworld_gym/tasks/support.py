@@ -3,8 +3,8 @@
 OSWorld's 369 tasks assume its Ubuntu/GNOME image with network access, Google accounts, VS Code
 and every app installed. The local sandbox has none of the first four and only the apps this
 machine has. :func:`classify` says, per task, whether osworld-gym can run it on a provider, with
-a reason a report can group by. ``load_tasks(..., skip_unsupported=True)`` drops the unsupported
-ones (logging each reason).
+a reason a report can group by. ``load_tasks`` keeps the supported ones and reports the
+rest (``TaskSet.unsupported``); ``strict=True`` raises instead.
 
 Reasons, checked in this order (the first found is :attr:`Support.reason`; all are in
 :attr:`Support.reasons`), each starting with a fixed phrase:
@@ -13,12 +13,18 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
 * ``needs a live website``: ``proxy: true``, or an ``http(s)`` URL of a real host (not
   localhost, not a reserved ``example``/``.test`` name) opened by ``chrome_open_tabs`` or
   ``open``, or passed to a browser, ``xdg-open``, ``wget`` or ``curl`` in a setup command
-  (``download`` steps are served from the file cache);
+  (``download`` steps are served from the file cache), or a browser task whose instruction
+  names a site the config does not open (:mod:`.needs`);
+* ``needs the network``: a step that installs software (``apt-get install``, ``pip install``,
+  ``snap``, ...; :mod:`.needs`);
 * ``needs VS Code``: domain ``vs_code``, a ``code`` command, a ``vscode_config`` getter;
 * ``needs GNOME``: a ``gsettings``/``dconf`` command, ``change_wallpaper``, ``vm_wallpaper``;
 * ``needs apps not installed``: apps the domain, ``related_apps``, commands, opened files or
   getters imply (chromium, libreoffice and its calc/writer/impress modules, gimp, vlc,
-  thunderbird), or a launched program that is not on the desktop's ``PATH``;
+  thunderbird), with the ``apt-get install`` line;
+* ``needs programs not on the desktop``: any other program a setup step, postconfig step or
+  evaluator command runs that the desktop's PATH (:func:`desktop_path`: the task python, our
+  shims, the system directories; not the host's PATH) lacks, with the packages to install;
 * ``unsupported setup step``, ``unknown metric``, ``unknown getter``,
   ``unsupported compare_table rule``, ``unsupported metric option``: what osworld-gym does not
   implement yet (names given);
@@ -50,6 +56,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from osworld_gym.errors import TaskError
+from osworld_gym.tasks.needs import missing_programs, network_steps
+from osworld_gym.tasks.programs import is_shell
 from osworld_gym.tasks.task import Task
 
 
@@ -111,9 +119,20 @@ def _installed(key: str, path: str | None) -> bool:
     return True
 
 
+def desktop_path() -> str:
+    """The PATH the local desktop gives task commands: the task python's directory (when
+    installed), our shims, then the system directories (the host's own PATH does not count)."""
+    from osworld_gym.doctor import DESKTOP_PATH
+    from osworld_gym.guest import task_python
+
+    python = task_python.interpreter()
+    parts = [str(python.parent)] if python is not None else []
+    return os.pathsep.join([*parts, str(_SHIMS), DESKTOP_PATH])
+
+
 def local_capabilities() -> Capabilities:
     """This machine as the local sandbox sees it: no network, Google, VS Code or GNOME."""
-    path = os.pathsep.join([str(_SHIMS), os.environ.get("PATH", os.defpath)])
+    path = desktop_path()
     apps = frozenset(k for k in APP_KEYS if _installed(k, path))
     vscode = shutil.which("code", path=path) is not None
     return Capabilities(
@@ -144,6 +163,8 @@ _PROGRAM_APPS = {
     "chromium-browser": "chromium", "gimp": "gimp", "vlc": "vlc", "cvlc": "vlc",
     "thunderbird": "thunderbird",
 }
+#: Programs :func:`_apps` reports as apps (one reason, not two).
+_APP_PROGRAMS = frozenset({*_PROGRAM_APPS, "libreoffice", "soffice"})
 _LO_FLAGS = {"--calc": "libreoffice_calc", "--writer": "libreoffice_writer",
              "--impress": "libreoffice_impress"}
 _SUFFIX_APPS = {
@@ -288,22 +309,13 @@ def _gnome(uses: _Uses) -> list[str]:
     return []
 
 
-def _on_path(program: str, caps: Capabilities) -> bool:
-    """Whether a launched ``program`` is found on the desktop's PATH (``code`` is VS Code's
-    check; paths are the task's own files)."""
-    if caps.path is None or "/" in program or program == "code":
-        return True
-    return shutil.which(program, path=caps.path) is not None
-
-
 def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
     wanted: set[str] = set()
     for name in [task.domain, *task.related_apps]:
         if name in _DOMAIN_APPS:
             wanted.add(_DOMAIN_APPS[name])
-    missing_programs: set[str] = set()
     for argv, _, step in uses.commands:
-        if step is None or not argv or (step.get("parameters") or {}).get("shell"):
+        if step is None or not argv or is_shell(step.get("parameters") or {}):
             continue
         program = Path(argv[0]).name
         if program in _PROGRAM_APPS:
@@ -313,18 +325,20 @@ def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
             modules += [_SUFFIX_APPS[Path(a).suffix.lower()] for a in argv[1:]
                         if Path(a).suffix.lower() in _SUFFIX_APPS]
             wanted.update(modules or ["libreoffice"])
-        elif step.get("type") == "launch" and not _on_path(argv[0], caps):
-            missing_programs.add(argv[0])
     for step in uses.steps:
         if step.get("type") == "open":
             suffix = Path(str((step.get("parameters") or {}).get("path", ""))).suffix.lower()
             if suffix in _SUFFIX_APPS:
                 wanted.add(_SUFFIX_APPS[suffix])
     wanted.update(_GETTER_APPS[g["type"]] for g in uses.getters if g.get("type") in _GETTER_APPS)
-    missing = sorted(missing_programs)
-    if caps.apps is not None:
-        missing = sorted(wanted - caps.apps) + missing
-    return [f"needs apps not installed: {', '.join(missing)}"] if missing else []
+    missing = sorted(wanted - caps.apps) if caps.apps is not None else []
+    if not missing:
+        return []
+    from osworld_gym.doctor import PACKAGES
+
+    packages = sorted({PACKAGES.get(APP_KEYS[k][0], APP_KEYS[k][0]) for k in missing})
+    return [f"needs apps not installed: {', '.join(missing)} "
+            f"(apt-get install {' '.join(packages)}, or run scripts/install.sh)"]
 
 
 def _implementation(uses: _Uses) -> list[str]:
@@ -379,11 +393,15 @@ def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local"
         reasons += _google(uses)
     if not caps.network:
         reasons += _live_urls(raw, uses)
+        reasons += [r for r in network_steps(raw, parsed.instruction)
+                    if not (r.startswith("needs a live website") and any(
+                        x.startswith("needs a live website") for x in reasons))]
     if not caps.vscode:
         reasons += _vscode(parsed, uses)
     if not caps.gnome:
         reasons += _gnome(uses)
     reasons += _apps(parsed, uses, caps)
+    reasons += missing_programs(raw, caps.path, skip=_APP_PROGRAMS)
     reasons += _implementation(uses)
     if not reasons:
         try:

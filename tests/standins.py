@@ -1,0 +1,240 @@
+"""Stand-in task files for OSWorld's official tasks, generated offline.
+
+OSWorld's tasks download their inputs and gold files from a hub these machines cannot reach.
+:func:`fill_cache` writes, for one task, a generated file of the right type at every place the
+task will look in OSWorld's cache layout (setup ``download`` steps, evaluator ``cloud_file``
+getters, ``update_browse_history``'s base database). Each file's content is derived from its
+URL, so an input and its gold file differ: a task left undone scores 0 against its stand-in gold.
+
+These are not the real files: a stand-in run proves that setup and evaluation run end to end
+without infrastructure errors and that doing nothing scores 0, not that the gold answer scores 1.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import shutil
+import sqlite3
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from osworld_gym.tasks.cache import cloud_file_cache_path, download_cache_path
+from osworld_gym.tasks.setup_browser import HISTORY_CACHE_NAME
+
+#: Suffixes with no stand-in (GIMP's native format, camera raw, packages): such tasks are
+#: skipped.
+NO_STANDIN = frozenset({".xcf", ".vsix", ".whl", ".raw"})
+_TEXT = frozenset({".py", ".sh", ".md", ".txt", ".json", ".html", ".srt", ".js", ".css",
+                   ".tex", ".bib", ".eml", ".csv", ".code-workspace", ""})
+
+_HISTORY_SCHEMA = """
+CREATE TABLE meta(key LONGVARCHAR NOT NULL UNIQUE PRIMARY KEY, value LONGVARCHAR);
+CREATE TABLE urls(id INTEGER PRIMARY KEY AUTOINCREMENT, url LONGVARCHAR, title LONGVARCHAR,
+  visit_count INTEGER DEFAULT 0 NOT NULL, typed_count INTEGER DEFAULT 0 NOT NULL,
+  last_visit_time INTEGER NOT NULL, hidden INTEGER DEFAULT 0 NOT NULL);
+CREATE TABLE visits(id INTEGER PRIMARY KEY, url INTEGER NOT NULL, visit_time INTEGER NOT NULL,
+  from_visit INTEGER, transition INTEGER DEFAULT 0 NOT NULL, segment_id INTEGER,
+  visit_duration INTEGER DEFAULT 0 NOT NULL);
+"""
+
+
+def _numbers(seed: str, n: int = 6) -> list[int]:
+    digest = hashlib.sha256(seed.encode()).digest()
+    return [b for b in digest[:n]]
+
+
+def _suffix(name: str) -> str:
+    lower = name.lower()
+    for double in (".tar.gz", ".tar.xz"):
+        if lower.endswith(double):
+            return double
+    return Path(lower).suffix
+
+
+def _xlsx(seed: str) -> bytes:
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    ws.append(["Name", "Value"])
+    for i, v in enumerate(_numbers(seed)):
+        ws.append([f"item {i}", v])
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def _docx(seed: str) -> bytes:
+    from docx import Document
+
+    doc = Document()
+    doc.add_paragraph(f"Stand-in document {' '.join(map(str, _numbers(seed)))}")
+    if seed.startswith("gold "):  # gold files differ in structure too: structure-only metrics
+        table = doc.add_table(rows=2, cols=2)  # (compare_docx_tables) score an input 0
+        for i, cell in enumerate(table._cells):
+            cell.text = str(_numbers(seed)[i])
+        doc.add_picture(io.BytesIO(_image(seed, "PNG")))  # and compare_docx_images
+    buf = io.BytesIO()
+    doc.save(buf)
+    return buf.getvalue()
+
+
+def _pptx(seed: str) -> bytes:
+    from pptx import Presentation
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[1])
+    slide.shapes.title.text = f"Stand-in {_numbers(seed)[0]}"
+    slide.placeholders[1].text = " ".join(map(str, _numbers(seed)))
+    buf = io.BytesIO()
+    prs.save(buf)
+    return buf.getvalue()
+
+
+def _pdf(seed: str) -> bytes:
+    text = f"Stand-in PDF {' '.join(map(str, _numbers(seed)))}"
+    stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _image(seed: str, fmt: str) -> bytes:
+    from PIL import Image, ImageDraw
+
+    r, g, b, x, y, _ = _numbers(seed)
+    img = Image.new("RGB", (160, 120), (r, g, b))
+    ImageDraw.Draw(img).rectangle([x % 80, y % 60, x % 80 + 40, y % 60 + 30], fill=(g, b, r))
+    buf = io.BytesIO()
+    img.save(buf, format=fmt)
+    return buf.getvalue()
+
+
+def _media(seed: str, suffix: str, dest: Path) -> None:
+    freq = 200 + _numbers(seed)[0] * 4
+    inputs = ["-f", "lavfi", "-i", f"sine=frequency={freq}:duration=2"]
+    if suffix in (".mp4", ".mkv", ".avi", ".webm"):
+        inputs += ["-f", "lavfi", "-i", f"testsrc=duration=2:size=160x120:rate=10"]
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *inputs, "-shortest", str(dest)],
+                   check=True, timeout=60, capture_output=True)
+
+
+def _archive(seed: str, suffix: str) -> bytes:
+    payload = f"stand-in {_numbers(seed)}\n".encode()
+    buf = io.BytesIO()
+    if suffix == ".zip":
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("standin/readme.txt", payload)
+        return buf.getvalue()
+    mode = {".tar.gz": "w:gz", ".tar.xz": "w:xz"}.get(suffix)
+    if mode:
+        with tarfile.open(fileobj=buf, mode=mode) as t:
+            info = tarfile.TarInfo("standin/readme.txt")
+            info.size = len(payload)
+            t.addfile(info, io.BytesIO(payload))
+        return buf.getvalue()
+    return gzip.compress(payload) if suffix == ".gz" else lzma.compress(payload)
+
+
+def write_standin(dest: Path, seed: str) -> None:
+    """Write a generated file of ``dest``'s type at ``dest``."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    suffix = _suffix(dest.name)
+    if suffix in (".mp3", ".mp4", ".wav", ".mkv", ".avi", ".webm", ".ogg", ".flac"):
+        _media(seed, suffix, dest)
+        return
+    makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _xlsx, ".docx": _docx, ".odt": _docx,
+              ".doc": _docx, ".pptx": _pptx, ".ppt": _pptx, ".odp": _pptx, ".pdf": _pdf,
+              ".epub": lambda s: _archive(s, ".zip")}
+    if suffix in makers:
+        data = makers[suffix](seed)
+    elif suffix in (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"):
+        data = _image(seed, {".jpg": "JPEG", ".jpeg": "JPEG", ".tif": "TIFF",
+                             ".tiff": "TIFF"}.get(suffix, suffix[1:].upper()))
+    elif suffix in (".zip", ".gz", ".tar.gz", ".xz", ".tar.xz"):
+        data = _archive(seed, suffix)
+    elif suffix == ".json":
+        data = json.dumps({"standin": _numbers(seed)}).encode()
+    elif suffix == ".csv":
+        data = ("name,value\n" + "".join(f"item {i},{v}\n" for i, v in
+                                          enumerate(_numbers(seed)))).encode()
+    else:
+        data = f"stand-in {' '.join(map(str, _numbers(seed)))}\n".encode()
+    dest.write_bytes(data)
+
+
+def _getters(evaluator: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key in ("result", "expected"):
+        value = evaluator.get(key)
+        out += [g for g in (value if isinstance(value, list) else [value]) if isinstance(g, dict)]
+    return out
+
+
+def needed_files(raw: dict[str, Any], cache_root: Path) -> list[tuple[Path, str]]:
+    """``[(cache path, seed)]`` of every file ``raw`` reads from OSWorld's cache."""
+    task_id = raw["id"]
+    evaluator = raw.get("evaluator") or {}
+    out: list[tuple[Path, str]] = []
+    for step in [*(raw.get("config") or []), *(evaluator.get("postconfig") or [])]:
+        params = step.get("parameters") or {}
+        if step.get("type") == "download":
+            for f in params.get("files", []):
+                out.append((download_cache_path(cache_root, task_id, f["url"], f["path"]),
+                            f["url"]))
+        elif step.get("type") == "update_browse_history":
+            out.append((cache_root / task_id / HISTORY_CACHE_NAME, "history"))
+    for g in _getters(evaluator):
+        if g.get("type") == "cloud_file":
+            paths = g["path"] if isinstance(g["path"], list) else [g["path"]]
+            dests = g["dest"] if isinstance(g["dest"], list) else [g["dest"]]
+            for url, dest in zip(paths, dests, strict=False):
+                out.append((cloud_file_cache_path(cache_root, task_id, dest), f"gold {url}"))
+    return out
+
+
+def missing_standins(raw: dict[str, Any], cache_root: Path) -> list[str]:
+    """File names of ``raw`` for which no stand-in can be generated."""
+    return [p.name for p, _ in needed_files(raw, cache_root) if _suffix(p.name) in NO_STANDIN]
+
+
+def fill_cache(raw: dict[str, Any], cache_root: Path) -> list[Path]:
+    """Write stand-ins for every file ``raw`` reads from the cache under ``cache_root``."""
+    written = []
+    for path, seed in needed_files(raw, cache_root):
+        if path.exists():
+            continue
+        if path.name == HISTORY_CACHE_NAME:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(path)
+            con.executescript(_HISTORY_SCHEMA)
+            con.close()
+        else:
+            write_standin(path, seed)
+        written.append(path)
+    return written
+
+
+def ffmpeg_available() -> bool:
+    return shutil.which("ffmpeg") is not None

@@ -1,0 +1,141 @@
+"""OSWorld's official tasks end to end on local desktops, with stand-in files.
+
+For every official task the classifier supports here (or a sample: ``OSWORLD_STANDINS=N``,
+default 6, one per domain in turn; ``all`` for the whole set), the test fills a temporary
+OSWorld-layout cache with generated stand-ins of the right type (:mod:`standins`), then runs
+setup -> no action (``DONE``) -> evaluation on a real desktop, and requires: no infrastructure
+error, a score in [0, 1], and 0, since no official task is solved by doing nothing (the
+stand-in gold files differ from the inputs, and infeasible tasks score 1 only on ``FAIL``).
+
+The task folder comes from ``--osworld-examples`` or ``OSWORLD_EXAMPLES`` (default
+``../shared/osworld/evaluation_examples``); without it the test skips saying where it looked.
+``OSWORLD_STANDINS_REPORT=FILE`` appends one JSON line per task (id, domain, reward, seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+import pytest
+from osworld_gym.errors import OSWorldGymError
+from osworld_gym.tasks.coverage import official_tasks
+from osworld_gym.tasks.support import capabilities, classify
+from osworld_gym.tasks.task import Task
+
+from osworld_examples import OFFICIAL, SKIP_REASON
+from standins import ffmpeg_available, fill_cache, missing_standins
+
+DEFAULT_SAMPLE = 6
+#: Tasks that fail here for a known reason outside this test (each names what fixes it).
+KNOWN_GAPS = {
+    "185f29bd-5da0-40a6-b69c-ba7f4e0324ef": "compare_pdfs raises when a file of the *expected* "
+    "side is missing (this task puts the agent's PDFs there); OSWorld catches every per-pair "
+    "error and scores 0 (evaluators/metrics parity)",
+    "fba2c100-79e8-42df-ae74-b592418d54f4": "setup waits for a VLC window titled with the real "
+    "video's title metadata at 2 minutes in; the 2-second stand-in has neither",
+    "99146c54-4f37-4ab8-9327-5f3291665e1e": "data_delete_automacally answers 'true' when Chrome's "
+    "Preferences has profile.default_content_setting_values at all (OSWorld's rule), which our "
+    "fresh Chromium profile already has: doing nothing scores 1 (getter/profile parity)",
+}
+#: Setup opens a terminal with Ctrl+Alt+T and activates a window titled 'Terminal' (Ubuntu's
+#: gnome-terminal); our desktop's terminal is xterm until the Ubuntu-like desktop profile lands.
+TERMINAL_GAP = "setup activates a window titled 'Terminal' (Ubuntu's gnome-terminal after " \
+    "Ctrl+Alt+T); our desktop's terminal is xterm"
+
+
+def known_gap(raw: dict[str, Any]) -> str | None:
+    if raw["id"] in KNOWN_GAPS:
+        return KNOWN_GAPS[raw["id"]]
+    for step in raw.get("config") or []:
+        if step.get("type") == "activate_window" and (
+                step.get("parameters") or {}).get("window_name") == "Terminal":
+            return TERMINAL_GAP
+    return None
+
+
+def _examples(config: pytest.Config) -> Path:
+    option = config.getoption("--osworld-examples", default=None)
+    return Path(option) if option else OFFICIAL
+
+
+def runnable(root: Path, cache: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Official tasks supported here that have stand-ins for all their files."""
+    caps = capabilities("local")
+    return [(d, raw) for d, raw in official_tasks(root)
+            if classify(raw, caps).supported and not missing_standins(raw, cache)]
+
+
+def sample(tasks: list[tuple[str, dict[str, Any]]], n: int | None) -> list[tuple[str, dict]]:
+    """``n`` tasks taking each domain in turn (sorted by id), or all of them."""
+    if n is None:
+        return tasks
+    by_domain: dict[str, list[tuple[str, dict]]] = {}
+    for d, raw in sorted(tasks, key=lambda t: (t[0], t[1]["id"])):
+        by_domain.setdefault(d, []).append((d, raw))
+    rounds = zip_longest(*by_domain.values())
+    return [t for rnd in rounds for t in rnd if t is not None][:n]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "official" not in metafunc.fixturenames:
+        return
+    root = _examples(metafunc.config)
+    if not (root / "test_all.json").is_file():
+        metafunc.parametrize("official", [pytest.param(None, marks=pytest.mark.skip(
+            reason=SKIP_REASON if root == OFFICIAL else f"no test_all.json in {root}"))])
+        return
+    wanted = os.environ.get("OSWORLD_STANDINS", str(DEFAULT_SAMPLE))
+    tasks = sample(runnable(root, Path("/nonexistent")),
+                   None if wanted == "all" else int(wanted))
+    params = [pytest.param((d, raw), id=f"{d}/{raw['id'][:8]}", marks=[pytest.mark.xfail(
+        reason=gap, strict=False)] if (gap := known_gap(raw)) else []) for d, raw in tasks]
+    metafunc.parametrize("official", params)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> Iterator:
+    import gymnasium as gym
+
+    import osworld_gym  # noqa: F401 - registers OSWorld-v0
+
+    if not ffmpeg_available():
+        pytest.skip("stand-in media files need ffmpeg (scripts/install.sh)")
+    cache = tmp_path_factory.mktemp("osworld-cache")
+    e = gym.make("OSWorld-v0", provider="local", tasks=None, cache_dir=cache)
+    e.unwrapped.standin_cache = cache
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+def test_official_task_runs_end_to_end_on_stand_ins_and_doing_nothing_scores_0(env, official):
+    domain, raw = official
+    cache = env.unwrapped.standin_cache
+    fill_cache(raw, cache)
+    task = Task.from_dict(raw, domain)
+    t0 = time.monotonic()
+    outcome: dict[str, Any] = {"id": task.id, "domain": domain}
+    try:
+        try:
+            env.reset(options={"task": task})
+        except OSWorldGymError as exc:
+            outcome["setup_error"] = str(exc)
+            pytest.fail(f"setup failed (an infrastructure error): {exc}")
+        _, reward, terminated, _, info = env.step("DONE")
+        outcome.update(reward=reward, infra_error=info["infra_error"])
+        assert terminated
+        assert info["infra_error"] is None, info["infra_error"]
+        assert 0.0 <= reward <= 1.0
+        assert reward == 0.0, "doing nothing must not solve an official task"
+    finally:
+        outcome["seconds"] = round(time.monotonic() - t0, 1)
+        if report := os.environ.get("OSWORLD_STANDINS_REPORT"):
+            with open(report, "a") as f:
+                f.write(json.dumps(outcome) + "\n")
