@@ -172,7 +172,8 @@ def test_interpreter_exit_leaves_no_process_behind(tmp_path, how):
 def test_missing_system_programs_get_one_error_naming_the_apt_command(monkeypatch):
     real_which = local_mod.shutil.which
     monkeypatch.setattr(local_mod.shutil, "which",
-                        lambda prog: None if prog in ("Xvfb", "bwrap") else real_which(prog))
+                        lambda prog, *a, **kw: None if prog in ("Xvfb", "bwrap")
+                        else real_which(prog, *a, **kw))
     env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
     with pytest.raises(MissingDependencyError, match="apt-get install -y bubblewrap xvfb"):
         env.reset(options={"task": "os-mkdir-001"})

@@ -130,9 +130,10 @@ def test_a_usercustomize_cannot_forge_a_vm_command_line_result(env):
              f"\"sys.stdout.write('{expected}'); sys.stdout.flush(); os._exit(0)\" "
              f"> {site}/usercustomize.py && printf 'raise SystemExit(3)\\n' > ~/configparser.py")
     assert player(env, plant)["returncode"] == 0
-    # the attack works on the player's own python: it really is planted
+    # the attack works on the player's own python (Debian's; task commands get a venv of
+    # ours first on PATH, which has no user site anyway): it really is planted
     assert f"server port = {port}" in player(env, "cd ~ && env -u PYTHONNOUSERSITE "
-                                                  "python3 -c 'print(0)'")["output"]
+                                                  "/usr/bin/python3 -c 'print(0)'")["output"]
     _, reward, terminated, _, info = env.step("DONE")
     assert terminated and info["infra_error"] is None
     assert reward == 0.0

@@ -74,40 +74,16 @@ class TaskReport:
     unsupported: Counter[str] = field(default_factory=Counter)
 
 
-class _SkipCollector(logging.Handler):
-    """Keeps the reasons :func:`osworld_gym.tasks.load_tasks` logs for the tasks it skips."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.reasons: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        if msg.startswith("skipping unsupported task"):
-            self.reasons.append(_reason_key(msg))
-
-
-def _reason_key(message: str) -> str:
-    """A short reason to count tasks by ("unknown metric 'is_extension_installed'", ...)."""
-    reason = message.split(": ", 2)[-1]
-    reason = re.sub(r"^task '[^']*': ", "", reason)
-    reason = re.sub(r" \((supported:|in) [^)]*\)", "", reason)
-    reason = re.sub(r"\bstep \d+", "step N", reason)
-    return reason[:120]
-
-
 def task_report(spec: str, task_ids: list[str] | None, provider: str) -> TaskReport:
-    """Load ``spec`` as training would (unsupported tasks skipped) and count why tasks were skipped."""
+    """Load ``spec`` as training would (unsupported tasks left out) and count why tasks were
+    left out (the loader reports each in ``TaskSet.unsupported``)."""
     from arpo_trainer.tasks import resolve_tasks
 
-    handler = _SkipCollector()
-    loader_log = logging.getLogger("osworld_gym.tasks.loader")
-    loader_log.addHandler(handler)
-    try:
-        tasks = resolve_tasks(spec, task_ids, provider=provider)
-    finally:
-        loader_log.removeHandler(handler)
-    return TaskReport(supported=[t.id for t in tasks], unsupported=Counter(handler.reasons))
+    tasks = resolve_tasks(spec, task_ids, provider=provider)
+    reasons = getattr(tasks, "unsupported", {}) or {}
+    return TaskReport(supported=[t.id for t in tasks],
+                      unsupported=Counter(re.sub(r"\bstep \d+", "step N", r)[:120]
+                                          for r in reasons.values()))
 
 
 def desktop_problems(provider: str, env_kwargs: dict[str, Any]) -> list[str]:
