@@ -41,7 +41,6 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 from accelerate import Accelerator  # noqa: E402
 from arpo_trainer.chat import EncodedSequence, TurnEncoder  # noqa: E402
-from arpo_trainer.config import ARPOConfig  # noqa: E402
 from arpo_trainer.generation import (  # noqa: E402
     TransformersPolicy,
     TRLGenerationPolicy,
@@ -56,6 +55,7 @@ from arpo_trainer.vllm_rollout import (  # noqa: E402
 )
 from arpo_trainer.vllm_server import VLLMServer  # noqa: E402
 from PIL import Image  # noqa: E402
+from test_trainer_training import make_config  # noqa: E402
 from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration  # noqa: E402
 from trl.generation.vllm_client import VLLMClient  # noqa: E402
 from trl.generation.vllm_generation import VLLMGeneration  # noqa: E402
@@ -123,27 +123,12 @@ def colocate(checkpoints, tmp_path_factory):
     """An ARPOTrainer whose rollouts run in an in-process vLLM engine (fake desktops)."""
     path = checkpoints["plain"]
     model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
-    args = ARPOConfig(
-        output_dir=str(tmp_path_factory.mktemp("colocate") / "out"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
-        gradient_checkpointing=False,
+    args = make_config(
+        tmp_path_factory.mktemp("colocate"),
         per_device_train_batch_size=2,
         num_generations=2,
         max_steps=1,
-        learning_rate=1e-2,
-        provider="fake",
-        settle=False,
-        vector_env="sync",
-        screen_width=640,
-        screen_height=360,
-        max_turns=2,
         max_turn_tokens=TURN_TOKENS,
-        task_ids=["os-infeasible-001"],
-        seed=0,
         use_vllm=True,
         vllm_mode="colocate",
         vllm_max_model_length=2048,
