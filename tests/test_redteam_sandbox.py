@@ -286,3 +286,87 @@ def test_limits_and_cgroups_are_gone_after_close():
     assert not any(d.exists() for d in dirs)
     assert not any(line.split()[1] == str(home)
                    for line in Path("/proc/mounts").read_text().splitlines())
+
+
+# ---- what the agent starts is frozen while the judge reads the desktop (issue 17 b) --------
+
+#: A loop that rewrites its file as fast as it can and hops to a new pid every 20 writes (the
+#: old pid exits), so no scan of pids ever sees it for long.
+HOP = ('i=${1:-0}; while :; do i=$((i+1)); echo "hop $i" > ~/r-hop; '
+       'if [ $((i % 20)) = 0 ]; then bash ~/.hop.sh $i </dev/null >/dev/null 2>&1 & exit; fi; done')
+#: Probe run as an evaluation command: the files' state, twice, half a second apart.
+LOOK = "cat ~/r-hop; wc -c < ~/r-yes; sleep 0.5; cat ~/r-hop; wc -c < ~/r-yes"
+
+
+def test_player_loops_started_by_setsid_fork_hopping_or_an_installed_program_are_frozen(env):
+    """Each one, started from the desktop user's shell the way an agent's terminal would, keeps
+    rewriting a file; during an evaluation command none of them may change it. `yes` is an
+    installed program that no list of interpreters names, started with setsid (its parent
+    exits at once); the hopper changes pid constantly; vim runs a shell command loop."""
+    env.reset(options={"task": "os-mkdir-001"})
+    client = env.unwrapped.provider.start()
+    client.upload("/home/user/.hop.sh", HOP.encode())
+    start = ("setsid sh -c 'exec yes FORGED > ~/r-yes' </dev/null >/dev/null 2>&1 & "
+             "setsid bash ~/.hop.sh </dev/null >/dev/null 2>&1 & "
+             "setsid vim -es -c '!while :; do date +\\%N > ~/r-vim; done' </dev/null >/dev/null "
+             "2>&1 &")
+    assert player(env, start)["returncode"] == 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # all three are writing
+        out = player(env, "ls ~/r-hop ~/r-yes ~/r-vim 2>/dev/null | wc -l")["output"].strip()
+        if out == "3":
+            break
+        time.sleep(0.2)
+    assert out == "3", player(env, "ps -eo pid,ppid,stat,args")
+    for _ in range(3):
+        lines = judge(env, LOOK + "; cat ~/r-vim; sleep 0.3; cat ~/r-vim")["output"].split("\n")
+        assert lines[0] == lines[2] and lines[1] == lines[3] and lines[4] == lines[5], lines
+    # held, not killed: after the evaluation they write again
+    before = player(env, "cat ~/r-hop; wc -c < ~/r-yes; cat ~/r-vim")["output"]
+    time.sleep(0.3)
+    assert player(env, "cat ~/r-hop; wc -c < ~/r-yes; cat ~/r-vim")["output"] != before
+    env.reset(options={"task": "os-mkdir-001"})
+
+
+def test_the_player_cannot_reach_the_freezer_to_thaw_itself(env):
+    out = player(env, "ls /run/osworld/freezer; ls /sys/fs/cgroup")
+    assert "Permission denied" in out["error"] and "held" not in out["output"], out
+    assert "No such file" in out["error"], out  # no cgroupfs in the sandbox at all
+
+
+# ---- a forged app listener is the agent's doing (issue 17 a) --------------------------------
+
+FORGER = """
+import http.server, json
+tabs = [{"type": "page", "id": str(i), "title": u, "url": "http://127.0.0.1:8000/" + u}
+        for i, u in enumerate(["index.html", "staff.html", "downloads.html", "contact.html"])]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps(tabs if "list" in self.path or self.path == "/json" else {}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.end_headers(); self.wfile.write(body)
+http.server.HTTPServer.allow_reuse_address = True
+http.server.HTTPServer(("127.0.0.1", 1337), H).serve_forever()
+"""
+
+
+def test_a_forged_devtools_endpoint_scores_0_with_the_reason_not_1():
+    """chrome-tabs-001's evaluator asks Chromium's DevTools (port 1337) for the open tabs. The
+    agent kills Chromium and serves the expected tabs itself: the evaluator must not believe
+    it. A fresh env (and a second provider) so the module's desktop is not disturbed."""
+    e = gym.make("OSWorld-v0", provider="local", tasks="builtin", screen_size=(1024, 768))
+    try:
+        e.reset(options={"task": "chrome-tabs-001"})
+        client = e.unwrapped.provider.start()
+        client.upload("/home/user/.forger.py", FORGER.encode())
+        out = client.execute("pkill -9 -x chromium; pkill -9 -x chrome; sleep 1; setsid python3 ~/.forger.py "
+                             "</dev/null >/dev/null 2>&1 & sleep 0.5; for i in $(seq 50); do "
+                             "curl -sf http://127.0.0.1:1337/json/list && break; sleep 0.2; "
+                             "done", shell=True, setup=True)
+        assert "contact.html" in out["output"], out  # the forgery answers the player itself
+        _, reward, terminated, _, info = e.step("DONE")
+        assert terminated and info["infra_error"] is None, info
+        assert reward == 0.0, info
+        assert "port 1337" in info["eval_note"] and "python3" in info["eval_note"], info
+    finally:
+        e.close()

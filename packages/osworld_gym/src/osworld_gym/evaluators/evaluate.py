@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 _REPR_CHARS = 300
 #: the guest's answer when a command it ran timed out (it is alive; the command hung)
 _COMMAND_TIMED_OUT = 504
+#: the guest's answer when an evaluator command names a port the agent's process listens on
+_UNTRUSTED_LISTENER = 409
 
 
 @dataclass
@@ -134,6 +136,10 @@ def _score_metric(
         logger.info("%s: result unusable: %s", label, exc)
         return 0.0, {**info, "score": 0.0, "result": None, "note": f"result unusable: {exc}"}
     except GuestError as exc:
+        if exc.status == _UNTRUSTED_LISTENER:  # the agent's process on a task app's port
+            logger.info("%s: result source forged: %s", label, exc)
+            return 0.0, {**info, "score": 0.0, "result": None,
+                         "note": f"result source not the task's app: {exc}"}
         if exc.status != _COMMAND_TIMED_OUT:
             raise EvaluatorError(f"{label}: result getter {spec.result['type']!r} raised "
                                  f"GuestError: {exc}") from exc

@@ -67,6 +67,11 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     ident.add_argument("--runtime-dir", help="the player's XDG_RUNTIME_DIR (session bus)")
     ident.add_argument("--player-cgroup", action="append", default=[], metavar="PROCS",
                        help="cgroup.procs file every player process joins (repeatable)")
+    ident.add_argument("--player-freezer", metavar="DIR",
+                       help="the player's freezer cgroup (with a 'held' child): evaluation "
+                            "commands freeze what the agent started there")
+    ident.add_argument("--player-freezer-version", type=int, choices=(1, 2), default=2,
+                       help="cgroup version of --player-freezer")
     ident.add_argument("--player-max-memory", type=int, metavar="BYTES",
                        help="RLIMIT_AS of player processes (where there is no cgroup)")
     ident.add_argument("--player-max-procs", type=int, metavar="N",
@@ -89,7 +94,9 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
                        player_gid=a.player_gid, runtime_dir=a.runtime_dir,
                        player_cgroups=tuple(a.player_cgroup),
                        player_max_memory=a.player_max_memory,
-                       player_max_procs=a.player_max_procs)
+                       player_max_procs=a.player_max_procs,
+                       player_freezer=a.player_freezer,
+                       player_freezer_version=a.player_freezer_version)
 
 
 def read_token(cfg: GuestConfig) -> str:

@@ -22,6 +22,7 @@ from osworld_gym.errors import GuestError
 from osworld_gym.guest import homedir
 from osworld_gym.guest.a11y import Accessibility
 from osworld_gym.guest.desktop import Desktop, parse_screen
+from osworld_gym.guest.judging import Freezer, SetupRoots, trusted_pids
 from osworld_gym.guest.processes import PlayerIdentity, ProcessRegistry
 from osworld_gym.guest.recording import Recorder
 from osworld_gym.guest.screen import Screen
@@ -72,6 +73,9 @@ class GuestConfig:
     #: Per-process fallbacks where there is no cgroup: RLIMIT_AS bytes, RLIMIT_NPROC.
     player_max_memory: int | None = None
     player_max_procs: int | None = None
+    #: The player's freezer cgroup dir (and its cgroup version); ``None``: SIGSTOP fallback.
+    player_freezer: str | None = None
+    player_freezer_version: int = 2
 
     @property
     def template(self) -> Path:
@@ -116,6 +120,9 @@ class GuestApp:
     a11y: Accessibility = field(init=False)
     env: dict[str, str] = field(init=False)
     player: PlayerIdentity | None = field(init=False, default=None)
+    #: What setup launched (the roots of the judge's trust) and the player's freezer cgroup.
+    setup_roots: SetupRoots = field(default_factory=SetupRoots, init=False)
+    freezer: Freezer | None = field(init=False, default=None)
     home: Path = field(init=False)
     state_dir: Path = field(init=False)
     _reset_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -129,6 +136,8 @@ class GuestApp:
         if self.player is not None and os.geteuid() != 0:
             raise GuestError(f"--player-uid needs a guest running as (namespace) root, not uid "
                              f"{os.geteuid()}")
+        if self.player is not None and cfg.player_freezer:
+            self.freezer = Freezer(cfg.player_freezer, cfg.player_freezer_version)
         self.home = Path(os.path.abspath(cfg.home))
         homedir.prepare_home(self.home, cfg.template)
         self._hand_home_over()
@@ -222,6 +231,10 @@ class GuestApp:
             os.lchown(p, self.player.uid, self.player.gid)
             p = p.parent
 
+    def trusted_pids(self) -> set[int]:
+        """Processes the judge trusts now (see :func:`~osworld_gym.guest.judging.trusted_pids`)."""
+        return trusted_pids(self.desktop.infrastructure_pids(), self.setup_roots.pids())
+
     def command_env(self) -> dict[str, str]:
         """The environment of a setup or evaluation command: the guest's own ``PATH`` (set by
         whoever started the guest, never by the player: with shims first), home as ``HOME``,
@@ -259,6 +272,7 @@ class GuestApp:
             # Not the kept processes' subtrees: apps the WM started (Ctrl+Alt+T) must die too.
             killed = self.registry.kill_tree(keep=self.desktop.infrastructure_pids(),
                                              keep_subtrees=False)
+            self.setup_roots.clear()
             t_kill = time.perf_counter()
             if restore_home:
                 homedir.restore_home(self.home, self.config.template, self.protected_paths())

@@ -35,7 +35,13 @@ from typing import Any
 from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
 from osworld_gym.guest import files, opener
 from osworld_gym.guest.app import GuestApp
-from osworld_gym.guest.judging import player_held
+from osworld_gym.guest.judging import (
+    command_ports,
+    describe,
+    launched_program,
+    player_held,
+    untrusted_listeners,
+)
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
 from osworld_gym.guest.task_python import TaskPython
@@ -55,6 +61,8 @@ MAX_EXECUTE_TIMEOUT_S = 3600.0
 OPEN_FILE_TIMEOUT_S = 60.0
 MAX_OPEN_FILE_TIMEOUT_S = 1800.0
 MAX_TREE_ENTRIES = 20000
+#: /execute's answer when the command would talk to an app port the agent took over
+UNTRUSTED_LISTENER = 409
 
 
 def _number(body: dict[str, Any], key: str, default: float, limit: float) -> float:
@@ -141,7 +149,17 @@ def register(router: Router, app: GuestApp) -> None:
             return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
                                     judge=False)
         evaluator = dataclasses.replace(app.player, cgroup_procs=(), rlimit_prefix=())
-        with player_held(app.player.uid, app.desktop.infrastructure_pids()):
+        hold = (app.freezer.hold(app.trusted_pids) if app.freezer is not None
+                else player_held(app.player.uid, app.desktop.infrastructure_pids()))
+        with hold:
+            # an app port the command talks to must be served by what setup launched: the
+            # agent's `socat TCP-LISTEN:1337 SYSTEM:'cat forged'` in place of Chromium's DevTools
+            # is the agent's doing (409, scored 0), never an answer to believe
+            bad = untrusted_listeners(command_ports(argv), app.trusted_pids())
+            if bad:
+                raise HTTPError(UNTRUSTED_LISTENER, "; ".join(
+                    f"port {port} is served by {', '.join(describe(p) for p in pids)}, which "
+                    f"the agent started, not the task's setup" for port, pids in bad.items()))
             return app.registry.run(evaluator.wrap(argv, shell), timeout=timeout, env=env,
                                     cwd=cwd, judge=True)
 
@@ -187,6 +205,7 @@ def register(router: Router, app: GuestApp) -> None:
             with open(app.state_dir / "apps.log", "ab") as out:
                 proc = app.registry.popen(argv, shell=shell, stdout=out, stderr=subprocess.STDOUT,
                                           app=True)
+                app.setup_roots.add(proc.pid, launched_program(argv, shell, app.env.get("PATH")))
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
             raise HTTPError(400, f"cannot launch {argv!r}: {e}") from None
         log.info("launched %r (pid %d)", argv, proc.pid)
@@ -229,6 +248,7 @@ def register(router: Router, app: GuestApp) -> None:
             raise HTTPError(404, f"no such file or command: {raw}")
         with open(app.state_dir / "apps.log", "ab") as out:
             proc = app.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT, app=True)
+            app.setup_roots.add(proc.pid, launched_program(argv, False, app.env.get("PATH")))
         deadline = time.monotonic() + timeout
         while True:
             for w in app.windows.list():

@@ -354,9 +354,17 @@ class ProcessRegistry:
         return reaped
 
     def _dying(self) -> bool:
-        """True if a child of ours is a zombie :meth:`reap` could not collect yet."""
+        """True if a child of ours is a zombie :meth:`reap` could not collect yet, or has a
+        crash signal pending that it will die of.
+
+        The second case is the race a ``kill -9`` right before scoring runs into: ``kill(2)``
+        returns once SIGKILL is *queued* (``SigPnd``/``ShdPnd`` in ``/proc/PID/status``); the
+        target dies only when the scheduler next runs it, which on a loaded machine can be
+        after the guest's last reap. Such a child is neither dead nor a zombie yet.
+        """
         me = os.getpid()
-        return any(p.ppid == me and p.state == "Z" for p in all_processes())
+        return any(p.ppid == me and (p.state == "Z" or _crash_pending(p.pid))
+                   for p in all_processes())
 
     def _note_death(self, pid: int, name: str, sig: signal.Signals | None, status: int) -> None:
         """Record a crash (caller holds ``_lock``)."""
@@ -474,6 +482,23 @@ class ProcessRegistry:
             proc.wait(timeout=timeout)
         finally:
             self._forget(proc)
+
+
+_CRASH_MASK = sum(1 << (int(s) - 1) for s in CRASH_SIGNALS)
+
+
+def _crash_pending(pid: int) -> bool:
+    """Whether ``pid`` has a crash signal (:data:`CRASH_SIGNALS`) pending that it neither
+    blocks nor handles: it is about to die of it."""
+    try:
+        fields = dict(line.split(":", 1) for line in
+                      Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+        pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+        spared = int(fields["SigBlk"], 16) | int(fields["SigCgt"], 16) | int(fields["SigIgn"], 16)
+    except (OSError, KeyError, ValueError):
+        return False
+    kill = 1 << (signal.SIGKILL - 1)  # cannot be blocked, caught or ignored
+    return bool(pending & kill or pending & _CRASH_MASK & ~spared)
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -218,18 +218,100 @@ class DesktopCgroup:
         """Remove the cgroups once their processes are gone (kill them first)."""
         deadline = time.monotonic() + timeout
         for d in self.dirs:
-            for sub in (d / "judge", d / "player", d):
-                while sub.exists():
-                    try:
-                        sub.rmdir()
-                    except FileNotFoundError:
-                        break
-                    except OSError:  # EBUSY while the last processes exit
-                        if time.monotonic() > deadline:
-                            log.warning("cgroup %s still busy; left behind", sub)
-                            break
-                        time.sleep(0.01)
+            _rmdir_tree(d, deadline)
         self.dirs = []
+
+
+def _rmdir_tree(d: Path, deadline: float) -> None:
+    """rmdir a cgroup and its child cgroups, deepest first (EBUSY retried until ``deadline``)."""
+    try:
+        subs = [e for e in os.scandir(d) if e.is_dir(follow_symlinks=False)]
+    except FileNotFoundError:
+        return
+    for sub in subs:
+        _rmdir_tree(Path(sub.path), deadline)
+    while d.exists():
+        try:
+            d.rmdir()
+        except FileNotFoundError:
+            break
+        except OSError:  # EBUSY while the last processes exit
+            if time.monotonic() > deadline:
+                log.warning("cgroup %s still busy; left behind", d)
+                break
+            time.sleep(0.01)
+
+
+# ---- freezing the player during evaluation ---------------------------------------------------
+
+#: The child cgroup of the player's freezer cgroup where the guest moves the processes it holds.
+HELD = "held"
+
+
+@dataclass
+class PlayerFreezer:
+    """A freezer cgroup for the player's processes, with a ``held`` child.
+
+    Every player process joins :attr:`procs`. While an evaluation command runs, the guest (see
+    :mod:`osworld_gym.guest.judging`) freezes the whole cgroup at once, moves every process it
+    does not trust into ``held``, freezes ``held`` and thaws the rest: nothing the agent started
+    runs while the judge reads the desktop, including processes forked during the scan (a
+    frozen cgroup freezes its new children too). ``held`` is thawed afterwards.
+
+    * cgroup v2: ``cgroup.freeze`` / ``cgroup.events`` (``frozen 1``) in the desktop's
+      ``player`` cgroup, which stays a leaf for the controllers (``held`` enables none).
+    * cgroup v1: the ``freezer`` hierarchy, ``freezer.state`` (``FROZEN``/``THAWED``).
+    * Neither writable: :meth:`create` returns ``None`` and the guest falls back to SIGSTOPping
+      player processes one by one (weaker: see the README's threat model).
+    """
+
+    version: int
+    dir: Path
+    #: made by us (v1, or v2 without limits): removed with the desktop
+    owned: list[Path]
+
+    @property
+    def procs(self) -> Path:
+        return self.dir / "cgroup.procs"
+
+    @classmethod
+    def create(cls, name: str, cgroup: DesktopCgroup | None) -> PlayerFreezer | None:
+        try:
+            if (CGROUP_ROOT / "cgroup.controllers").is_file():
+                if cgroup is not None and cgroup.version == 2:
+                    d = cgroup.dirs[0] / "player"
+                    owned = []
+                else:
+                    base = CGROUP_ROOT / "osworld-gym"
+                    base.mkdir(exist_ok=True)
+                    owned = [base / f"{name}-freezer"]
+                    d = owned[0] / "player"
+                    d.mkdir(parents=True)
+                (d / HELD).mkdir()
+                if not (d / "cgroup.freeze").exists():
+                    raise OSError("cgroup.freeze missing (kernel older than 5.2)")
+                return cls(2, d, owned)
+            root = CGROUP_ROOT / "freezer"
+            if (root / "freezer.state").exists() or (root / "cgroup.procs").exists():
+                top = root / _own_cgroup("freezer").lstrip("/") / "osworld-gym" / name
+                d = top / "player"
+                (d / HELD).mkdir(parents=True)
+                return cls(1, d, [top])
+        except OSError as e:
+            log.warning("no freezer cgroup for the player (%s): evaluation holds its processes "
+                        "with SIGSTOP instead", e)
+            return None
+        log.warning("no freezer cgroup for the player: evaluation holds its processes with "
+                    "SIGSTOP instead")
+        return None
+
+    def remove(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        for d in self.owned:
+            _rmdir_tree(d, deadline)
+        if not self.owned:  # v2 inside the desktop's cgroup: only our child
+            _rmdir_tree(self.dir / HELD, deadline)
+        self.owned = []
 
 
 def _enable_v2(d: Path) -> None:
@@ -307,8 +389,8 @@ def sweep_stale(root: Path) -> int:
 
 
 def _cgroup_dirs(name: str) -> list[Path]:
-    out = [CGROUP_ROOT / "osworld-gym" / name]
-    for ctrl in ("memory", "pids"):
+    out = [CGROUP_ROOT / "osworld-gym" / name, CGROUP_ROOT / "osworld-gym" / f"{name}-freezer"]
+    for ctrl in ("memory", "pids", "freezer"):
         try:
             out.append(CGROUP_ROOT / ctrl / _own_cgroup(ctrl).lstrip("/") / "osworld-gym" / name)
         except OSError:

@@ -51,6 +51,7 @@ from osworld_gym.providers.base import Provider
 from osworld_gym.providers.limits import (
     DesktopCgroup,
     DesktopLimits,
+    PlayerFreezer,
     mount_home_tmpfs,
     parse_size,
     sweep_stale,
@@ -171,6 +172,7 @@ class LocalProvider(Provider):
                                     home_bytes=parse_size(home_size),
                                     tmp_bytes=parse_size(tmp_size))
         self._cgroup: DesktopCgroup | None = None
+        self._freezer: PlayerFreezer | None = None
         self._home_mounted = False
         self.separated = False
         self._proc: subprocess.Popen[bytes] | None = None
@@ -288,6 +290,9 @@ class LocalProvider(Provider):
         if self._home_mounted and self._dir is not None:
             unmount(self._dir / "home")
             self._home_mounted = False
+        if self._freezer is not None:
+            self._freezer.remove()
+            self._freezer = None
         if self._cgroup is not None:
             self._cgroup.remove()
             self._cgroup = None
@@ -349,6 +354,8 @@ class LocalProvider(Provider):
         elif self.separated:
             os.chown(home, self.player_host_id, self.player_host_id)
         self._cgroup = DesktopCgroup.create(self._dir.name, self.limits)
+        if self.separated:  # one identity: the player could thaw itself anyway
+            self._freezer = PlayerFreezer.create(self._dir.name, self._cgroup)
         (self._dir / "empty").write_bytes(b"")
         if self._cgroup is not None:
             for i, _ in enumerate(self._cgroup.player_procs):
@@ -374,6 +381,10 @@ class LocalProvider(Provider):
             if self._cgroup is not None:
                 for i, _ in enumerate(self._cgroup.player_procs):
                     args += ["--player-cgroup", f"{run}/player-cgroup-{i}.procs"]
+            if self._freezer is not None:
+                args += ["--player-cgroup", f"{run}/freezer/cgroup.procs",
+                         "--player-freezer", f"{run}/freezer",
+                         "--player-freezer-version", str(self._freezer.version)]
             else:
                 if self.limits.player_memory is not None:
                     args += ["--player-max-memory", str(self.limits.player_memory)]
@@ -406,6 +417,8 @@ class LocalProvider(Provider):
         if self._cgroup is not None and userns_fd is not None:
             for i, procs in enumerate(self._cgroup.player_procs):
                 cmd += ["--bind", str(procs), f"/run/osworld/player-cgroup-{i}.procs"]
+        if self._freezer is not None and userns_fd is not None:
+            cmd += ["--bind", str(self._freezer.dir), "/run/osworld/freezer"]
         for src, dst in self.extra_binds.items():
             cmd += ["--ro-bind", str(src), dst]
         cmd += ["--clearenv"]
