@@ -119,3 +119,28 @@ def test_evaluation_holds_code_runners_but_not_installed_apps():
     for prog in ("chromium", "vlc", "soffice.bin", "mousepad", "xterm", "openbox", "dbus-daemon",
                  "sleep", "socat"):
         assert not RUNS_CODE.fullmatch(prog), prog
+
+
+def test_a_child_killed_just_before_the_last_reap_is_waited_for_and_counted():
+    """The race behind an empty ``app_exits``: ``kill -9`` returns once the signal is queued,
+    before the target has run and died. A stopped child shows it deterministically: a crash
+    signal stays pending until SIGCONT, and the reap must wait for that death, not miss it."""
+    import signal
+    import threading
+
+    from osworld_gym.guest.processes import ProcessRegistry
+
+    reg = ProcessRegistry()
+    proc = reg.popen(["sleep", "30"], app=True)
+    try:
+        os.kill(proc.pid, signal.SIGSTOP)
+        while open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+            pass
+        os.kill(proc.pid, signal.SIGABRT)  # queued: the stopped child cannot act on it yet
+        threading.Timer(0.3, os.kill, (proc.pid, signal.SIGCONT)).start()
+        reg.reap_dying(timeout=10)
+        assert [c.signal for c in reg.crashes] == ["SIGABRT"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
