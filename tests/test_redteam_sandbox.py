@@ -370,3 +370,8 @@ def test_a_forged_devtools_endpoint_scores_0_with_the_reason_not_1():
         assert "port 1337" in info["eval_note"] and "python3" in info["eval_note"], info
     finally:
         e.close()
+
+
+def test_reset_info_says_the_desktop_is_separated(env):
+    _, info = env.reset(options={"task": "os-mkdir-001"})
+    assert info["separated"] is True

@@ -129,6 +129,14 @@ class ARPOConfig(GRPOConfig):
         default=None,
         metadata={"help": "Extra keyword arguments for gym.make('OSWorld-v0', ...), dict or JSON."},
     )
+    allow_unseparated_desktops: bool = field(
+        default=False,
+        metadata={
+            "help": "Train on desktops whose agent is not separated from the judge "
+            "(reset info['separated'] is False: a non-root host, judge_separation=False, the "
+            "docker image). The policy can then forge its own scores; off by default."
+        },
+    )
 
     # -- the multi-turn episode -------------------------------------------------------------------
     max_turns: int = field(

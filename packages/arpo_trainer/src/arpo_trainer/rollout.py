@@ -139,6 +139,9 @@ class Collector:
             whose episodes have all ended samples one throw-away turn (its last context again) so
             that collective generation (ZeRO-3 ``synced_gpus``, TRL's vLLM server/colocate paths)
             sees every rank in every call. See :mod:`arpo_trainer.ranks`.
+        allow_unseparated: play on desktops whose reset info says ``separated: False`` (the
+            agent shares the judge's identity). The trainer passes
+            ``allow_unseparated_desktops`` (default off): a policy trained there can forge scores.
     """
 
     def __init__(
@@ -150,8 +153,10 @@ class Collector:
         max_turns: int,
         end_on_format_error: bool = True,
         ranks: RankGroup | None = None,
+        allow_unseparated: bool = True,
     ):
         self.pool = pool
+        self.allow_unseparated = allow_unseparated
         self.ranks = ranks or RankGroup()
         self.encoder = encoder
         self.action_set = action_set
@@ -167,6 +172,11 @@ class Collector:
         t0 = time.monotonic()
         frames, infos = self.pool.reset(list(tasks))
         stats.env_seconds += time.monotonic() - t0
+        if not self.allow_unseparated and any(i.get("separated") is False for i in infos):
+            raise RuntimeError(
+                "a desktop runs the agent with the judge's identity (reset info['separated'] is "
+                "False): under RL the policy could forge its own scores. Run as root for judge "
+                "separation, or set allow_unseparated_desktops=True to train anyway.")
         trajs: list[Trajectory] = []
         shots: list[list[bytes]] = []
         live: list[bool] = []

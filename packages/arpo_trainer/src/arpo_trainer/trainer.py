@@ -177,6 +177,7 @@ class ARPOTrainer(GRPOTrainer):
                 max_turns=self.args.max_turns,
                 end_on_format_error=self.args.end_on_format_error,
                 ranks=self.ranks,
+                allow_unseparated=self.args.allow_unseparated_desktops,
             )
         assert self._collector is not None
         return self._collector

@@ -440,6 +440,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             "special": special,
             "app_exits": list(self._app_exits),
             "eval_note": eval_note,
+            # judge and agent separated (README "Threat model"); None: the provider cannot tell
+            "separated": getattr(self.provider, "separated", None),
             "variation": _variation_seed(task),
             "timings": timings,
         }

@@ -22,6 +22,9 @@ class Provider(abc.ABC):
     name: str = "provider"
     #: the password ``{CLIENT_PASSWORD}`` expands to in task commands
     client_password: str = "password"
+    #: Whether the agent's processes are separated from the judge's (README "Threat model"):
+    #: ``False`` where the agent could forge its score, ``None`` where the provider cannot tell.
+    separated: bool | None = None
 
     def __init__(self, screen_size: tuple[int, int] = (1920, 1080)):
         self.screen_size = screen_size

@@ -150,6 +150,8 @@ class DockerProvider(Provider):
     """
 
     name = "docker"
+    #: the image runs the guest and the apps as one user (README "Threat model")
+    separated = False
 
     def __init__(
         self,
