@@ -375,3 +375,40 @@ def test_a_forged_devtools_endpoint_scores_0_with_the_reason_not_1():
 def test_reset_info_says_the_desktop_is_separated(env):
     _, info = env.reset(options={"task": "os-mkdir-001"})
     assert info["separated"] is True
+
+
+def test_a_sigkilled_owner_leaves_no_home_mount_cgroup_or_state_dir_behind(tmp_path):
+    """The owning Python process is SIGKILLed (an OOM kill, a scheduler's kill -9): nothing of
+    its desktop may stay mounted or allocated, without waiting for another desktop's start."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    script = ("import json, sys, time\n"
+              "from osworld_gym.providers.local import LocalProvider\n"
+              f"p = LocalProvider(screen_size=(640, 480), root_dir={str(tmp_path)!r})\n"
+              "p.start()\n"
+              "dirs = [str(d) for d in (p._cgroup.dirs if p._cgroup else [])]\n"
+              "dirs += [str(d) for d in (p._freezer.owned if p._freezer else [])]\n"
+              "print(json.dumps({'state': str(p.state_dir), 'cgroups': dirs}), flush=True)\n"
+              "time.sleep(600)\n")
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        facts = json.loads(owner.stdout.readline())
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    state, home = Path(facts["state"]), str(Path(facts["state"]) / "home")
+    assert facts["cgroups"], "the desktop had cgroups"
+
+    def left() -> list[str]:
+        mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
+        return ([home] if home in mounts else []) + [d for d in facts["cgroups"]
+                                                     if Path(d).exists()] + (
+            [str(state)] if state.exists() else [])
+
+    deadline = time.monotonic() + 60
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left() == []

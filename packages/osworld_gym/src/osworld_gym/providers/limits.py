@@ -32,6 +32,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -365,27 +366,55 @@ def _owner_alive(state_dir: Path) -> bool:
     return _start_time(int(pid)) == start
 
 
+def _home_mounted(state: Path) -> bool:
+    try:
+        return any(line.split()[4] == str(state / "home") for line in
+                   Path("/proc/self/mountinfo").read_text().splitlines()
+                   if HOME_FSNAME in line)
+    except (OSError, IndexError):
+        return False
+
+
+def clean_state(state: Path, timeout: float = 1.0) -> None:
+    """Unmount a desktop's home tmpfs, remove its cgroups (once their processes are gone, up to
+    ``timeout`` s) and its state dir."""
+    if _home_mounted(state):
+        unmount(state / "home")
+    deadline = time.monotonic() + timeout
+    for d in _cgroup_dirs(state.name):
+        _rmdir_tree(d, deadline)
+    shutil.rmtree(state, ignore_errors=True)
+
+
 def sweep_stale(root: Path) -> int:
     """Unmount the home tmpfs, remove the cgroups and the state dir of every desktop under
-    ``root`` whose owning process died without cleaning up (SIGKILL). Returns how many."""
-    try:
-        mounted = {line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
-                   .splitlines() if HOME_FSNAME in line}
-    except (OSError, IndexError):
-        mounted = set()
+    ``root`` whose owning process died without cleaning up (and whose janitor, see
+    :func:`start_janitor`, did not either). Returns how many."""
     swept = 0
     for state in root.glob("osworld-gym-*"):
         if not (state / OWNER_FILE).is_file() or _owner_alive(state):
             continue
-        if str(state / "home") in mounted:
-            unmount(state / "home")
-        for d in _cgroup_dirs(state.name):
-            DesktopCgroup(0, [d]).remove(timeout=1.0)
-        shutil.rmtree(state, ignore_errors=True)
+        clean_state(state)
         swept += 1
     if swept:
         log.info("removed %d desktop(s) left behind by dead processes", swept)
     return swept
+
+
+def start_janitor(state: Path) -> subprocess.Popen[bytes]:
+    """A process that cleans up ``state`` (:func:`clean_state`) when this one dies, however it
+    dies (SIGKILL included): it waits for EOF on a pipe only we hold. Its own session, so a
+    signal to our process group does not reach it. Close its stdin after a normal stop (which
+    cleans up itself): it then finds nothing left and exits."""
+    return subprocess.Popen([sys.executable, "-I", __file__, "janitor", str(state)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def _janitor(state: Path) -> None:
+    sys.stdin.buffer.read()  # EOF: our owner closed the pipe or died
+    if state.is_dir():
+        clean_state(state, timeout=30.0)  # bwrap --die-with-parent is killing the desktop
 
 
 def _cgroup_dirs(name: str) -> list[Path]:
@@ -396,3 +425,10 @@ def _cgroup_dirs(name: str) -> list[Path]:
         except OSError:
             pass
     return [d for d in out if d.is_dir()]
+
+
+if __name__ == "__main__":  # run as a file (stdlib only): the janitor of one desktop
+    if len(sys.argv) == 3 and sys.argv[1] == "janitor":
+        _janitor(Path(sys.argv[2]))
+    else:
+        sys.exit(f"usage: {sys.argv[0]} janitor STATE_DIR")

@@ -54,6 +54,7 @@ from osworld_gym.providers.limits import (
     PlayerFreezer,
     mount_home_tmpfs,
     parse_size,
+    start_janitor,
     sweep_stale,
     unmount,
     write_owner,
@@ -173,6 +174,7 @@ class LocalProvider(Provider):
                                     tmp_bytes=parse_size(tmp_size))
         self._cgroup: DesktopCgroup | None = None
         self._freezer: PlayerFreezer | None = None
+        self._janitor: subprocess.Popen[bytes] | None = None
         self._home_mounted = False
         self.separated = False
         self._proc: subprocess.Popen[bytes] | None = None
@@ -210,6 +212,8 @@ class LocalProvider(Provider):
                 sweep_stale(self.root_dir or Path(tempfile.gettempdir()))
             self._dir = Path(tempfile.mkdtemp(prefix="osworld-gym-", dir=self.root_dir))
             write_owner(self._dir)
+            if self.sandbox and os.geteuid() == 0:  # mounts and cgroups outlive a SIGKILL
+                self._janitor = start_janitor(self._dir)
             home, run = self._dir / "home", self._dir / "run"
             home.mkdir()
             run.mkdir(mode=0o700)
@@ -299,6 +303,13 @@ class LocalProvider(Provider):
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+        if self._janitor is not None:  # nothing left for it: let it go
+            self._janitor.stdin.close()
+            try:
+                self._janitor.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log.warning("the desktop's janitor (pid %d) did not exit", self._janitor.pid)
+            self._janitor = None
         _LIVE.discard(self)
 
     def log_tail(self, n_bytes: int = 4000) -> str:
