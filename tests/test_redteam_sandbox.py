@@ -412,3 +412,50 @@ def test_a_sigkilled_owner_leaves_no_home_mount_cgroup_or_state_dir_behind(tmp_p
     while left() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert left() == []
+
+
+# ---- the judge's file work cannot be redirected by a symlink swap (issue 17 c) ---------------
+
+SWAPPER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (os.fsencode(os.path.expanduser(x)) for x in sys.argv[1:3])
+end = time.monotonic() + 120
+while time.monotonic() < end:  # RENAME_EXCHANGE: the name flips between a dir and a symlink
+    libc.renameat2(-100, a, -100, b, 2)
+"""
+
+
+def test_a_player_flipping_a_directory_and_a_symlink_redirects_no_judge_read_or_write(env):
+    """/file and /setup/upload check a path, then use it. The player flips ``~/box`` between a
+    real directory and a symlink to ``/etc`` (and ``~/up`` to the judge's ``/run/osworld``) as
+    fast as it can: the judge must never read ``/etc/hostname`` for ``~/box/hostname`` nor
+    write an upload into ``/run/osworld``."""
+    from osworld_gym.errors import GuestError, UnusableResultFile
+
+    env.reset(options={"task": "os-mkdir-001"})
+    client = env.unwrapped.provider.start()
+    client.upload("/home/user/.swap.py", SWAPPER.encode())
+    out = player(env, "mkdir ~/box ~/up && echo player-copy > ~/box/hostname && "
+                      "ln -s /etc ~/boxlink && ln -s /run/osworld ~/uplink && "
+                      "(setsid python3 ~/.swap.py ~/box ~/boxlink </dev/null >/dev/null 2>&1 &) && "
+                      "(setsid python3 ~/.swap.py ~/up ~/uplink </dev/null >/dev/null 2>&1 &)")
+    assert out["returncode"] == 0, out
+    run_dir = Path(env.unwrapped.provider.state_dir) / "run"
+    host_name = Path("/etc/hostname").read_bytes()
+    seen = set()
+    try:
+        for i in range(150):
+            try:
+                seen.add(client.get_file("/home/user/box/hostname"))
+            except UnusableResultFile as e:  # the swap was seen: refused, the agent's doing
+                seen.add(str(e)[:20])
+            try:
+                client.upload(f"/home/user/up/x-{i}", b"written by the judge")
+            except GuestError:
+                pass
+    finally:
+        player(env, "pkill -f .swap.py; true")
+    assert host_name not in seen and b"player-copy\n" in seen, seen
+    assert not list(run_dir.glob("x-*")), sorted(p.name for p in run_dir.iterdir())
+    env.reset(options={"task": "os-mkdir-001"})

@@ -144,3 +144,38 @@ def test_a_child_killed_just_before_the_last_reap_is_waited_for_and_counted():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+SWAPPER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (os.fsencode(x) for x in sys.argv[1:3])
+end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end:  # RENAME_EXCHANGE: the name flips between a dir and a symlink
+    libc.renameat2(-100, a, -100, b, 2)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_chown_tree_never_follows_a_directory_swapped_for_a_symlink_mid_walk(tmp_path):
+    """The judge gives the home to the player as root. A player process flips ``home/d``
+    between a real directory and a symlink to a directory outside as fast as it can; however
+    the walk interleaves with it, nothing outside changes owner."""
+    from osworld_gym.guest.homedir import chown_tree
+
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    (home / "d").mkdir(parents=True)
+    outside.mkdir()
+    for i in range(200):
+        (home / "d" / f"f{i}").write_text("mine")
+        (outside / f"f{i}").write_text("not the player's")
+    (home / "swap").symlink_to(outside)
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(home / "d"),
+                                str(home / "swap"), "60"])
+    try:
+        for i in range(40):
+            chown_tree(home, 4242 + i % 2, 4242 + i % 2)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert {p.stat().st_uid for p in outside.iterdir()} | {outside.stat().st_uid} == {0}

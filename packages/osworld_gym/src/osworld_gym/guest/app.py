@@ -213,24 +213,6 @@ class GuestApp:
         if self.player is not None:
             homedir.chown_tree(self.home, self.player.uid, self.player.gid)
 
-    def give_to_player(self, path: Path) -> None:
-        """Hand a file the judge wrote for the desktop (an upload) and its new parents in the
-        home over to the player."""
-        if self.player is None:
-            return
-        p = Path(os.path.abspath(path))
-        os.lchown(p, self.player.uid, self.player.gid)
-        p = p.parent
-        while p == self.home or self.home in p.parents:
-            try:
-                st = os.lstat(p)
-            except FileNotFoundError:
-                break
-            if st.st_uid == self.player.uid:
-                break
-            os.lchown(p, self.player.uid, self.player.gid)
-            p = p.parent
-
     def trusted_pids(self) -> set[int]:
         """Processes the judge trusts now (see :func:`~osworld_gym.guest.judging.trusted_pids`)."""
         return trusted_pids(self.desktop.infrastructure_pids(), self.setup_roots.pids())

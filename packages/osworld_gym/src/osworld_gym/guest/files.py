@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
@@ -84,7 +85,7 @@ def open_for_reading(path: Path, home: Path | str,
         FileRefused: 404 if nothing is there, 422/413 if what is there is not a readable
             regular file within the roots and the size cap.
     """
-    real = os.path.realpath(path)
+    real = _realpath(path, UNUSABLE)
     if not os.path.lexists(path):
         raise FileRefused(404, f"file not found: {path}")
     if not _within(real, allowed_roots(os.path.realpath(home))) and \
@@ -100,6 +101,13 @@ def open_for_reading(path: Path, home: Path | str,
     except OSError as e:
         raise FileRefused(UNUSABLE, f"{path} cannot be opened: {e.strerror}") from None
     try:
+        # what was opened, not what the path said a moment ago: a directory the player swapped
+        # for a symlink between the realpath above and the open is caught here
+        opened = os.readlink(f"/proc/self/fd/{fd}")
+        if not (_within(opened, allowed_roots(os.path.realpath(home)))
+                or _within(opened, allowed_roots(home))):
+            raise FileRefused(UNUSABLE, f"{path} changed while it was opened (now {opened}, "
+                                        "outside the desktop user's home and /tmp)")
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise FileRefused(UNUSABLE, f"{path} is a directory, not a file")
@@ -116,6 +124,15 @@ def open_for_reading(path: Path, home: Path | str,
     except BaseException:
         os.close(fd)
         raise
+
+
+def _realpath(path: Path | str, status: int) -> str:
+    """``os.path.realpath``, which raises when a link changes while it resolves (a player
+    flipping a directory and a symlink): refused with ``status``, the agent's doing."""
+    try:
+        return os.path.realpath(path)
+    except OSError as e:
+        raise FileRefused(status, f"{path} changed while it was resolved ({e.strerror})") from None
 
 
 def _owner_can_read(st: os.stat_result, home: Path | str) -> bool:
@@ -137,7 +154,7 @@ def upload_target(raw: str, home: Path | str) -> Path:
     """Where ``/setup/upload`` may write ``raw``: inside the roots, its parent too once
     symlinks are followed (403 otherwise), and not a directory (400)."""
     path = requested_path(raw, home)
-    parent = os.path.realpath(path.parent)
+    parent = _realpath(path.parent, OUTSIDE)
     if not (_within(parent, allowed_roots(os.path.realpath(home))) or
             _within(parent, allowed_roots(home))):
         raise FileRefused(OUTSIDE, f"{path.parent} resolves to {parent}, outside the desktop "
@@ -145,3 +162,60 @@ def upload_target(raw: str, home: Path | str) -> Path:
     if path.is_dir():
         raise FileRefused(400, f"{path} is a directory")
     return path
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write_upload(path: Path, data: bytes, home: Path | str,
+                 owner: tuple[int, int] | None = None) -> None:
+    """Write ``data`` to ``path`` (checked by :func:`upload_target`) as the judge, safely in a
+    directory the player can change at the same time: the parents are walked from the root
+    (home or ``/tmp``) one descriptor at a time with ``O_NOFOLLOW`` (made where missing, 0755,
+    given to ``owner``), the data goes to a fresh ``O_EXCL`` temp file there, owned by
+    ``owner`` from the start, and is renamed over the name (a symlink at the name is replaced,
+    not followed). A symlink on the way is refused with 403.
+    """
+    root = next(r for r in sorted(allowed_roots(home), key=len, reverse=True)
+                if _within(str(path), (r,)))
+    parts = [x for x in str(path.parent)[len(root):].split("/") if x]
+    fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        for part in parts:
+            made = False
+            try:
+                os.mkdir(part, 0o755, dir_fd=fd)
+                made = True
+            except FileExistsError:
+                pass
+            try:
+                sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as e:
+                raise FileRefused(OUTSIDE, f"cannot write {path}: {part!r} on the way is not a "
+                                           f"directory ({e.strerror})") from None
+            os.close(fd)
+            fd = sub
+            if made and owner is not None:
+                os.fchown(fd, *owner)
+        try:
+            if stat.S_ISDIR(os.stat(path.name, dir_fd=fd, follow_symlinks=False).st_mode):
+                raise FileRefused(400, f"{path} is a directory")
+        except FileNotFoundError:
+            pass
+        tmp = f".{path.name}.upload-{os.getpid()}-{threading.get_ident()}"
+        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                      0o644, dir_fd=fd)
+        try:
+            with open(out, "wb") as f:
+                if owner is not None:
+                    os.fchown(f.fileno(), *owner)
+                f.write(data)
+            os.replace(tmp, path.name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -55,12 +56,95 @@ def _clear(directory: Path, keep: set[Path]) -> None:
             pass
 
 
-def _copy_template(template: Path, home: Path) -> None:
-    shutil.copytree(template, home, symlinks=True, dirs_exist_ok=True)
-    if template.resolve() == SKEL.resolve():
-        for name in XDG_DIRS:
-            (home / name).mkdir(exist_ok=True)
-    (home / MARKER).touch()
+#: open flags of a directory the judge walks into: never through a symlink
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Deepest directory level :func:`chown_tree` and :func:`_copy_template` walk into.
+MAX_DEPTH = 128
+
+
+def _open_dir(name: str, dir_fd: int | None = None) -> int:
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def _make_dir(name: str, dir_fd: int, mode: int) -> int:
+    """Open the real directory ``name`` in ``dir_fd``, creating it; whatever else is there (a
+    symlink or file the player planted meanwhile) is removed first, never followed."""
+    for _ in range(3):
+        try:
+            os.mkdir(name, mode, dir_fd=dir_fd)
+        except FileExistsError:
+            pass
+        try:
+            return _open_dir(name, dir_fd)
+        except (NotADirectoryError, OSError) as e:  # ELOOP: a symlink; ENOTDIR: a file
+            if isinstance(e, FileNotFoundError):
+                continue
+            os.unlink(name, dir_fd=dir_fd)
+    raise HomeError(f"cannot make the directory {name!r}: it keeps being replaced")
+
+
+def _copy_into(src: Path, dst_fd: int, owner: tuple[int, int] | None, depth: int) -> None:
+    """Copy the contents of ``src`` (the template: trusted) into the directory ``dst_fd`` by
+    name relative to it, never following a symlink in the destination."""
+    with os.scandir(src) as it:
+        entries = list(it)
+    for entry in entries:
+        name = entry.name
+        if entry.is_symlink():
+            try:
+                os.unlink(name, dir_fd=dst_fd)
+            except (FileNotFoundError, IsADirectoryError, PermissionError):
+                pass
+            os.symlink(os.readlink(entry.path), name, dir_fd=dst_fd)
+            if owner is not None:
+                os.chown(name, *owner, dir_fd=dst_fd, follow_symlinks=False)
+        elif entry.is_dir():
+            if depth >= MAX_DEPTH:
+                raise HomeError(f"home template {src} is deeper than {MAX_DEPTH} levels")
+            fd = _make_dir(name, dst_fd, entry.stat().st_mode & 0o7777)
+            try:
+                if owner is not None:
+                    os.fchown(fd, *owner)
+                _copy_into(Path(entry.path), fd, owner, depth + 1)
+            finally:
+                os.close(fd)
+        elif entry.is_file():
+            try:  # O_EXCL | O_NOFOLLOW: a planted name is replaced, never written through
+                os.unlink(name, dir_fd=dst_fd)
+            except FileNotFoundError:
+                pass
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, entry.stat().st_mode & 0o7777, dir_fd=dst_fd)
+            with open(fd, "wb") as out, open(entry.path, "rb") as data:
+                if owner is not None:
+                    os.fchown(out.fileno(), *owner)
+                shutil.copyfileobj(data, out)
+            st = entry.stat()
+            os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
+                     follow_symlinks=False)
+
+
+def _copy_template(template: Path, home: Path, owner: tuple[int, int] | None = None) -> None:
+    """Copy ``template`` into ``home`` (owned by ``owner`` where given) through directory
+    descriptors: a symlink the player plants in the home meanwhile is replaced, not followed
+    (the judge writing the template through ``~/Desktop -> /etc`` would write as root)."""
+    home_fd = _open_dir(str(home))
+    try:
+        _copy_into(template, home_fd, owner, 0)
+        if template.resolve() == SKEL.resolve():
+            for name in XDG_DIRS:
+                fd = _make_dir(name, home_fd, 0o755)
+                if owner is not None:
+                    os.fchown(fd, *owner)
+                os.close(fd)
+        try:
+            os.unlink(MARKER, dir_fd=home_fd)
+        except FileNotFoundError:
+            pass
+        os.close(os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                         0o644, dir_fd=home_fd))
+    finally:
+        os.close(home_fd)
 
 
 def _protected(paths: Iterable[Path | str | None], root: Path) -> set[Path]:
@@ -119,30 +203,46 @@ def chown_tree(root: Path, uid: int, gid: int) -> int:
     """Give ``root`` and everything below it to ``uid:gid`` (symlinks themselves, never their
     targets; other mounts below ``root`` are not entered). Returns how many entries changed.
 
-    The judge (namespace root) populates and restores the home; the player must own it.
+    The judge (namespace root) populates and restores the home; the player must own it. The
+    walk goes through directory descriptors (``O_NOFOLLOW``, ``fchownat`` relative to them), so
+    a player process that swaps a directory for a symlink mid-walk redirects nothing: the swap
+    is seen as a symlink and only the link itself changes owner.
     """
+    fd = _open_dir(str(root))
+    try:
+        return _chown_dir(fd, uid, gid, os.fstat(fd).st_dev, 0)
+    finally:
+        os.close(fd)
+
+
+def _chown_dir(dfd: int, uid: int, gid: int, dev: int, depth: int) -> int:
     changed = 0
-    dev = os.lstat(root).st_dev
-    stack = [str(root)]
-    if os.lstat(root).st_uid != uid:
-        os.lchown(root, uid, gid)
+    st = os.fstat(dfd)
+    if st.st_uid != uid or st.st_gid != gid:
+        os.fchown(dfd, uid, gid)
         changed += 1
-    while stack:
+    with os.scandir(dfd) as it:
+        names = [e.name for e in it]
+    for name in names:
         try:
-            with os.scandir(stack.pop()) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode):
                 if st.st_uid != uid or st.st_gid != gid:
-                    os.lchown(entry.path, uid, gid)
+                    os.chown(name, uid, gid, dir_fd=dfd, follow_symlinks=False)
                     changed += 1
-                if entry.is_dir(follow_symlinks=False) and st.st_dev == dev:
-                    stack.append(entry.path)
-            except FileNotFoundError:
                 continue
+            if st.st_dev != dev or depth >= MAX_DEPTH:
+                continue
+            try:
+                sub = _open_dir(name, dfd)
+            except OSError:  # swapped for a symlink or a file since the stat: not entered
+                continue
+            try:
+                changed += _chown_dir(sub, uid, gid, dev, depth + 1)
+            finally:
+                os.close(sub)
+        except FileNotFoundError:
+            continue
     return changed
 
 

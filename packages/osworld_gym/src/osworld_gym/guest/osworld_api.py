@@ -27,7 +27,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -220,11 +219,8 @@ def register(router: Router, app: GuestApp) -> None:
         if data is None:
             raise HTTPError(400, "missing file field 'file_data'")
         path = files.upload_target(path_field.text, app.home)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.upload-{threading.get_ident()}")
-        tmp.write_bytes(data.data)
-        os.replace(tmp, path)
-        app.give_to_player(path)
+        owner = None if app.player is None else (app.player.uid, app.player.gid)
+        files.write_upload(path, data.data, app.home, owner)
         return text_response(f"File Uploaded: {len(data.data)} bytes")
 
     def open_file(req: Request) -> Response:
