@@ -44,6 +44,15 @@ def player(env, command: str, timeout: float = 60) -> dict:
     return client.execute(command, shell=True, setup=True, timeout=timeout)
 
 
+def agent_starts(env, argv: list[str]) -> None:
+    """Start ``argv`` in the background from the desktop user's shell, detached (``setsid``),
+    as an agent would from its terminal (``/setup/launch`` is the task's setup: trusted)."""
+    import shlex
+
+    out = player(env, f"setsid {shlex.join(argv)} </dev/null >/dev/null 2>&1 &")
+    assert out["returncode"] == 0, out
+
+
 #: Shell snippet setting $G (the guest's pid) and $X (Xvfb's pid) as the player sees them.
 JUDGE_PIDS = "X=$(pgrep -x Xvfb); G=$(ps -o ppid= -p $X | tr -d ' '); "
 
@@ -147,7 +156,7 @@ def test_a_player_loop_cannot_write_the_answer_into_an_evaluator_or_kill_it(env)
     loop = ("while :; do for p in $(pgrep -f 'Directory exists'); do "
             "[ $p != $$ ] && echo 'Directory exists.' > /proc/$p/fd/1; done 2>/dev/null; done")
     client.upload("/home/user/.forge.sh", loop.encode())
-    client.launch(["bash", "/home/user/.forge.sh"])
+    agent_starts(env, ["bash", "/home/user/.forge.sh"])
     time.sleep(0.5)
     outs = [judge(env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
                        "echo 'Directory does not exist.'")["output"] for _ in range(3)]
@@ -173,7 +182,7 @@ def test_a_disguised_player_loop_is_held_too_and_does_not_survive_a_reset(env, l
     loop = ("while :; do for p in $(pgrep -f 'Directory exists'); do "
             "[ $p != $$ ] && echo 'Directory exists.' > /proc/$p/fd/1; done 2>/dev/null; done")
     client.upload("/home/user/.forge.sh", loop.encode())
-    client.launch(launch)
+    agent_starts(env, launch)
     time.sleep(0.5)
     outs = [judge(env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
                        "echo 'Directory does not exist.'")["output"] for _ in range(3)]
@@ -294,37 +303,38 @@ def test_limits_and_cgroups_are_gone_after_close():
 #: old pid exits), so no scan of pids ever sees it for long.
 HOP = ('i=${1:-0}; while :; do i=$((i+1)); echo "hop $i" > ~/r-hop; '
        'if [ $((i % 20)) = 0 ]; then bash ~/.hop.sh $i </dev/null >/dev/null 2>&1 & exit; fi; done')
-#: Probe run as an evaluation command: the files' state, twice, half a second apart.
-LOOK = "cat ~/r-hop; wc -c < ~/r-yes; sleep 0.5; cat ~/r-hop; wc -c < ~/r-yes"
+#: Evaluation command: the three files' state, twice, half a second apart.
+STATE = "stat -c %s ~/r-dd; md5sum < ~/r-hop; md5sum < ~/r-vim"
+LOOK = f'a=$({STATE}); sleep 0.5; b=$({STATE}); [ "$a" = "$b" ] && echo same || echo "$a / $b"'
 
 
 def test_player_loops_started_by_setsid_fork_hopping_or_an_installed_program_are_frozen(env):
     """Each one, started from the desktop user's shell the way an agent's terminal would, keeps
-    rewriting a file; during an evaluation command none of them may change it. `yes` is an
+    rewriting a file; during an evaluation command none of them may change it. `dd` is an
     installed program that no list of interpreters names, started with setsid (its parent
     exits at once); the hopper changes pid constantly; vim runs a shell command loop."""
     env.reset(options={"task": "os-mkdir-001"})
     client = env.unwrapped.provider.start()
     client.upload("/home/user/.hop.sh", HOP.encode())
-    start = ("setsid sh -c 'exec yes FORGED > ~/r-yes' </dev/null >/dev/null 2>&1 & "
+    start = ("setsid sh -c 'exec dd if=/dev/zero of=$HOME/r-dd bs=1 count=100000000 "
+             "status=none' </dev/null >/dev/null 2>&1 & "
              "setsid bash ~/.hop.sh </dev/null >/dev/null 2>&1 & "
              "setsid vim -es -c '!while :; do date +\\%N > ~/r-vim; done' </dev/null >/dev/null "
              "2>&1 &")
     assert player(env, start)["returncode"] == 0
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # all three are writing
-        out = player(env, "ls ~/r-hop ~/r-yes ~/r-vim 2>/dev/null | wc -l")["output"].strip()
+        out = player(env, "ls ~/r-hop ~/r-dd ~/r-vim 2>/dev/null | wc -l")["output"].strip()
         if out == "3":
             break
         time.sleep(0.2)
     assert out == "3", player(env, "ps -eo pid,ppid,stat,args")
     for _ in range(3):
-        lines = judge(env, LOOK + "; cat ~/r-vim; sleep 0.3; cat ~/r-vim")["output"].split("\n")
-        assert lines[0] == lines[2] and lines[1] == lines[3] and lines[4] == lines[5], lines
+        assert judge(env, LOOK)["output"] == "same\n"
     # held, not killed: after the evaluation they write again
-    before = player(env, "cat ~/r-hop; wc -c < ~/r-yes; cat ~/r-vim")["output"]
+    before = player(env, STATE)["output"]
     time.sleep(0.3)
-    assert player(env, "cat ~/r-hop; wc -c < ~/r-yes; cat ~/r-vim")["output"] != before
+    assert player(env, STATE)["output"] != before
     env.reset(options={"task": "os-mkdir-001"})
 
 

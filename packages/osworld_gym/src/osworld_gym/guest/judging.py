@@ -12,9 +12,9 @@ command (``/execute``) runs with the desktop user's uid, like a setup command, b
 
 **Trusted** (keeps running, because getters query apps live: Chromium's DevTools, VLC's HTTP
 interface): the desktop's infrastructure (window manager, session bus and services), the
-processes setup launched (``/setup/launch``, ``/open_file``) whose program is an installed
-application (:func:`app_program`), and, below those, processes that run an installed
-application and have no controlling terminal -- walked from parent to child, so a shell
+processes setup launched (``/setup/launch``, ``/open_file``: the task author is trusted), and,
+below those, processes that run an installed application (:func:`app_program`) and have no
+controlling terminal -- walked from parent to child, so a shell
 anywhere in the chain (a terminal's ``bash``, ``vim``'s ``:!``, an app's helper script) makes
 its whole subtree untrusted. Everything else -- whatever the agent started from a terminal,
 through ``setsid``/double forks (orphans re-parent to the guest), from the home or ``/tmp``, or
@@ -41,7 +41,6 @@ import errno
 import logging
 import os
 import re
-import shutil
 import signal
 import threading
 import time
@@ -137,41 +136,24 @@ def app_program(pid: int) -> bool:
 _app_program = app_program  # the old name
 
 
-def launched_program(argv: list[str] | str, shell: bool, path: str | None) -> str:
-    """The program a setup launch runs, resolved on ``path``; ``""`` when it is a shell
-    command line (anything beyond plain words) or not found."""
-    if shell or isinstance(argv, str):
-        text = argv if isinstance(argv, str) else " ".join(argv)
-        if re.search(r"[;&|<>$`()\\\n*?{}\[\]!~'\"]", text):
-            return ""
-        words = text.split()
-    else:
-        words = list(argv)
-    if not words:
-        return ""
-    found = shutil.which(words[0], path=path) if "/" not in words[0] else words[0]
-    return os.path.realpath(found) if found else ""
-
-
 class SetupRoots:
     """The processes setup launched (``/setup/launch``, ``/open_file``): the roots of trust.
 
-    A root counts only while the process with its pid is the one launched (start time) and
-    only if what setup asked to run is an installed application or one of our shims: a setup
-    step that launches ``bash loop.sh`` is no more trusted than the agent's own loop.
+    The task author is trusted, so whatever setup launches keeps running while the judge
+    reads the desktop (a task's local web server, Chromium, ``socat``); a root counts only
+    while the process with its pid is the one launched (start time). Its descendants are
+    trusted only as :func:`trusted_pids` says.
     """
 
     def __init__(self) -> None:
         self._roots: dict[int, int] = {}
         self._lock = threading.Lock()
 
-    def add(self, pid: int, program: str) -> bool:
-        trusted = bool(program) and (program.startswith(OUR_SCRIPTS) or program_is_app(program))
+    def add(self, pid: int) -> None:
         start = _start(pid)
-        if trusted and start is not None:
+        if start is not None:
             with self._lock:
                 self._roots[pid] = start
-        return trusted
 
     def pids(self) -> set[int]:
         with self._lock:

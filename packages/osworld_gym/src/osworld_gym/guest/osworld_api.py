@@ -37,7 +37,6 @@ from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.judging import (
     command_ports,
     describe,
-    launched_program,
     player_held,
     untrusted_listeners,
 )
@@ -204,7 +203,7 @@ def register(router: Router, app: GuestApp) -> None:
             with open(app.state_dir / "apps.log", "ab") as out:
                 proc = app.registry.popen(argv, shell=shell, stdout=out, stderr=subprocess.STDOUT,
                                           app=True)
-                app.setup_roots.add(proc.pid, launched_program(argv, shell, app.env.get("PATH")))
+                app.setup_roots.add(proc.pid)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
             raise HTTPError(400, f"cannot launch {argv!r}: {e}") from None
         log.info("launched %r (pid %d)", argv, proc.pid)
@@ -244,7 +243,7 @@ def register(router: Router, app: GuestApp) -> None:
             raise HTTPError(404, f"no such file or command: {raw}")
         with open(app.state_dir / "apps.log", "ab") as out:
             proc = app.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT, app=True)
-            app.setup_roots.add(proc.pid, launched_program(argv, False, app.env.get("PATH")))
+            app.setup_roots.add(proc.pid)
         deadline = time.monotonic() + timeout
         while True:
             for w in app.windows.list():
