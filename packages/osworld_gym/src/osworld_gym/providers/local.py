@@ -11,7 +11,10 @@ Each :class:`LocalProvider` runs our guest server as the supervisor of its own d
   its socket, token or state;
 * an allowlist of host directories (``/usr``, ``/etc`` minus secrets, ...) instead of ``/``:
   the task cache, gold files, task JSON and this package's checkout are not there for the player;
-* a cgroup with memory and pids limits (:mod:`~osworld_gym.providers.limits`);
+* a cgroup with memory and pids limits (:mod:`~osworld_gym.providers.limits`), a freezer
+  cgroup for the player (everything the agent started is frozen while the judge evaluates,
+  see :mod:`~osworld_gym.guest.judging`) and a janitor that cleans both and the home mount
+  up if this process is SIGKILLed;
 * its own network namespace (loopback only), so Chromium's 9222/1337, VLC's 8080 and X's ``:0``
   never clash between envs and nothing inside reaches the network;
 * its own PID, IPC and UTS namespaces and a private ``/tmp``; what it sees of the host is

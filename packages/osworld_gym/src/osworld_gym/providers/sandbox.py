@@ -21,7 +21,8 @@ enter the judge's 0700 directories (``/run/osworld`` with the socket and token, 
 state dir, the interpreter and checkout). Only a privileged writer may install a two-line
 ``uid_map``, hence "host is root". Without root (``judge_separation=False`` or a non-root host)
 the sandbox falls back to one identity mapped to the caller: the player is then the judge, as
-before this module existed; that mode is logged as a warning and documented as not safe for RL.
+before this module existed; that mode is logged as a warning, reported as
+``info["separated"] is False`` and refused by the trainer unless it is told otherwise.
 
 **File system.** The sandbox binds an allowlist instead of ``/``: :data:`HOST_DIRS` read-only,
 ``/etc`` read-only with its secrets masked, fonts' caches, our own ``/tmp``, ``/run``, ``/home``.
