@@ -266,6 +266,8 @@ class Freezer:
         self.root = Path(root)
         self.held = self.root / "held"
         self.version = version
+        self._lock = threading.Lock()
+        self._holders = 0  # concurrent evaluation commands: `held` thaws after the last one
         if not (self.held / "cgroup.procs").exists():
             raise OSError(f"{self.held} is not a cgroup")
 
@@ -300,7 +302,20 @@ class Freezer:
         """Freeze the player, move every process not in ``trusted()`` (asked while everything
         is frozen) into ``held``, thaw the rest; thaw ``held`` on exit. Yields how many
         processes are held."""
-        held = 0
+        with self._lock:
+            self._holders += 1
+            self._hold_now(trusted, timeout)
+        try:
+            held = len(self.members(self.held))
+            log.debug("holding %d player processes during an evaluation command", held)
+            yield held
+        finally:
+            with self._lock:
+                self._holders -= 1
+                if self._holders == 0:
+                    self._set(self.held, False)
+
+    def _hold_now(self, trusted: Callable[[], set[int]], timeout: float) -> None:
         self._set(self.held, True)
         try:
             self._set(self.root, True)
@@ -319,13 +334,13 @@ class Freezer:
                             raise
             finally:
                 self._set(self.root, False)
-            held = len(self.members(self.held))
             if not self._wait(self.held, timeout):
                 log.warning("held player processes did not freeze within %.0f s", timeout)
-            log.debug("holding %d player processes during an evaluation command", held)
-            yield held
-        finally:
-            self._set(self.held, False)
+        except BaseException:
+            if self._holders == 1:
+                self._set(self.held, False)
+            self._holders -= 1
+            raise
 
 
 @contextmanager
