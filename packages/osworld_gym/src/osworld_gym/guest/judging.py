@@ -11,15 +11,16 @@ command (``/execute``) runs with the desktop user's uid, like a setup command, b
   ``/proc/<pid>/fd/1`` or rewrite the result file while it is read.
 
 **Trusted** (keeps running, because getters query apps live: Chromium's DevTools, VLC's HTTP
-interface): the desktop's infrastructure (window manager, session bus and services), the
-processes setup launched (``/setup/launch``, ``/open_file``: the task author is trusted), and,
+interface): the desktop's infrastructure (window manager, session bus and services); the
+processes setup launched (``/setup/launch``, ``/open_file``: the task author is trusted) and,
 below those, processes that run an installed application (:func:`app_program`) and have no
-controlling terminal -- walked from parent to child, so a shell
-anywhere in the chain (a terminal's ``bash``, ``vim``'s ``:!``, an app's helper script) makes
-its whole subtree untrusted. Everything else -- whatever the agent started from a terminal,
+controlling terminal -- walked from parent to child, so a shell anywhere in the chain (a
+terminal's ``bash``, ``vim``'s ``:!``, an app's helper script) makes its whole subtree
+untrusted; and, whoever started them, the apps getters query live (:data:`LIVE_APPS`:
+Chromium, VLC, by executable). Everything else -- whatever the agent started from a terminal,
 through ``setsid``/double forks (orphans re-parent to the guest), from the home or ``/tmp``, or
-as an interpreter -- is not, and :func:`trusted_pids` decides the same for DevTools listeners
-(see :func:`listener_pids`).
+as an interpreter -- is not, and an evaluator command that names a port such a process listens
+on is refused (:func:`untrusted_listeners`).
 
 **How it is held.** With a freezer cgroup (:class:`~osworld_gym.providers.limits.PlayerFreezer`,
 the default on a root host): the guest freezes the player's cgroup as a whole (new children of
@@ -70,6 +71,11 @@ APP_ROOTS = ("/usr/", "/opt/")
 #: ``google-chrome`` shim forwards ``pkill chrome`` to Chromium; held, it would not, and an
 #: evaluator's ``pkill chrome`` would never get Chromium's profile written).
 OUR_SCRIPTS = "/opt/osworld-gym/shims/"
+#: Installed apps whose live state getters query (Chromium's DevTools, VLC's HTTP interface):
+#: trusted whoever started them, so an agent that reopens its browser or plays a file with
+#: ``vlc song.wav &`` from a terminal (a built-in task's oracle does) is scored on that app.
+#: They are real apps reporting their real state; a relay or a script on their port is not.
+LIVE_APPS = re.compile(r"chromium(-browser)?|chrome|google-chrome[-\w]*|vlc")
 #: Seconds a freeze may take before the evaluation goes on regardless (logged).
 FREEZE_TIMEOUT_S = 10.0
 
@@ -136,6 +142,12 @@ def app_program(pid: int) -> bool:
 _app_program = app_program  # the old name
 
 
+def live_app(pid: int) -> bool:
+    """Whether ``pid`` executes one of :data:`LIVE_APPS` (by its executable, not its name)."""
+    exe = _exe(pid).removesuffix(" (deleted)")
+    return exe.startswith(APP_ROOTS) and bool(LIVE_APPS.fullmatch(os.path.basename(exe)))
+
+
 class SetupRoots:
     """The processes setup launched (``/setup/launch``, ``/open_file``): the roots of trust.
 
@@ -179,6 +191,7 @@ def trusted_pids(infrastructure: set[int], roots: set[int],
             children.setdefault(p.ppid, []).append(p.pid)
     live = {p.pid for p in procs if p.state not in "ZX"}
     out = {pid for pid in infrastructure | roots if pid in live}
+    out |= {pid for pid in live if pid not in out and live_app(pid)}
     stack = list(out)
     while stack:
         for child in children.get(stack.pop(), []):
