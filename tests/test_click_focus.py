@@ -54,8 +54,11 @@ def wait_for(predicate, what: str, timeout: float = 15.0):
 def test_the_shipped_openbox_configuration_leaves_client_clicks_to_the_guest():
     # A "Client" mouse binding would bring back the synchronous grab; the guest would notice
     # and pause after every press again (correct, but slow).
-    rc = Path(osworld_gym.guest.__file__).parent / "skel" / ".config" / "openbox" / "rc.xml"
-    assert not openbox_grabs_client_clicks(rc.read_text())
+    guest = Path(osworld_gym.guest.__file__).parent
+    for rc in (guest / "skel" / ".config" / "openbox" / "rc.xml",  # the openbox profile
+               guest / "profiles" / "ubuntu" / "openbox" / "rc.xml"):  # the ubuntu profile
+        assert rc.is_file(), rc
+        assert not openbox_grabs_client_clicks(rc.read_text()), rc
 
 
 @pytest.fixture
@@ -139,11 +142,14 @@ def test_window_decorations_and_open_menus_behave_as_with_the_window_managers_bi
                       "mousepad to be active")
     desk.execute(["wmctrl", "-r", editor, "-e", "0,700,300,800,500"])  # clear of the xterms
     # The title bar and its buttons are still openbox's: a click on the close button of an
-    # unfocused xterm closes it (frame extents: left, right, top, bottom).
+    # unfocused xterm closes it (frame extents: left, right, top, bottom). The button is the
+    # title bar's rightmost, about as wide as the bar is high (after the theme's padding: a
+    # half bar height in from the frame's edge is on it in both profiles' themes).
     extents = desk.execute(["xprop", "-id", window_id(desk, "click-close"),
                             "_NET_FRAME_EXTENTS"])["output"]
-    top = int(re.findall(r"\d+", extents.split("=")[-1])[2])
-    local_env.step(f"pyautogui.click({closing.x + closing.w - 8}, {closing.y - top // 2})")
+    _, right, top, _ = (int(v) for v in re.findall(r"\d+", extents.split("=")[-1]))
+    local_env.step(f"pyautogui.click({closing.x + closing.w + right - top // 2}, "
+                   f"{closing.y - top // 2})")
     wait_for(lambda: "click-close" not in desk.execute(["wmctrl", "-l"])["output"],
              "the xterm to close")
     assert active_title(desk) == editor

@@ -160,6 +160,29 @@ def test_a_builtin_task_runs_in_a_container_and_the_container_goes_away_on_close
     assert gone(dk, cid, timeout=10), "env.close() must remove the container"
 
 
+@pytest.mark.parametrize("profile", ["ubuntu", "openbox"])
+def test_the_container_runs_the_profile_it_is_given(dk, tag, profile, monkeypatch):
+    """Our image carries both desktop profiles; ubuntu (the default) has its top bar and dock
+    and GSettings on Ubuntu's bus path, openbox has neither."""
+    monkeypatch.delenv("OSWORLD_GYM_PROFILE", raising=False)
+    p = DockerProvider(screen_size=(1280, 720), image=tag,
+                       **({} if profile == "ubuntu" else {"profile": profile}))
+    try:
+        c = p.start()
+        run = lambda cmd: c.execute(["bash", "-c", cmd])  # noqa: E731
+        panels = [run(f"xprop -name {n} _NET_WM_WINDOW_TYPE")["returncode"] == 0
+                  for n in ("osworld-topbar", "osworld-dock")]
+        theme = run("DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus "
+                    "gsettings get org.gnome.desktop.interface gtk-theme")
+        if profile == "ubuntu":
+            assert panels == [True, True]
+            assert theme["returncode"] == 0 and theme["output"] == "'Yaru'\n", theme
+        else:
+            assert panels == [False, False]
+    finally:
+        p.stop()
+
+
 def test_the_desktop_user_home_sudo_and_isolation(dk, tag):
     a = DockerProvider(screen_size=(800, 600), image=tag)
     b = DockerProvider(screen_size=(800, 600), image=tag)

@@ -31,6 +31,7 @@ from osworld_gym.actions.primitives import Click, TypeText
 from osworld_gym.client import OSWORLD_PYAUTOGUI_PREFIX, OSWorldCompatClient
 from osworld_gym.errors import MissingDependencyError
 from osworld_gym.image import APPS, containers, default_tag, render_dockerfile
+from osworld_gym.image.recipe import SYSTEM_PACKAGES
 from osworld_gym.providers import make_provider
 from osworld_gym.providers.docker import (
     OSWORLD_IMAGE,
@@ -49,7 +50,7 @@ def test_our_desktop_container_has_no_network_no_ports_and_our_labels():
                                   home_template="/tpl", labels=labels)
     assert spec["network_mode"] == "none" and "ports" not in spec
     assert spec["auto_remove"] and spec["detach"]
-    assert spec["command"] == ["--screen", "1280x720x24", "--home-template",
+    assert spec["command"] == ["--screen", "1280x720x24", "--wm", "ubuntu", "--home-template",
                                "/opt/osworld-gym-home-template"]
     assert spec["volumes"] == {
         "/tmp/osworld-gym-docker-x": {"bind": "/run/osworld", "mode": "rw"},
@@ -61,14 +62,21 @@ def test_our_desktop_container_has_no_network_no_ports_and_our_labels():
     assert spec["nano_cpus"] == 2_000_000_000 and spec["mem_limit"] == "3g"
 
 
-def test_ubuntu_profile_is_passed_to_the_guest_and_its_packages_are_in_the_full_image():
-    spec = desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080), profile="ubuntu")
-    assert spec["command"] == ["--screen", "1920x1080x24", "--wm", "ubuntu"]
+def test_the_profile_is_passed_to_the_guest_and_every_image_carries_ubuntus_packages(monkeypatch):
+    spec = desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080), profile="openbox")
+    assert spec["command"] == ["--screen", "1920x1080x24", "--wm", "openbox"]
     assert desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080))["command"] == [
-        "--screen", "1920x1080x24"]  # openbox, the guest's default
+        "--screen", "1920x1080x24", "--wm", "ubuntu"]  # the default profile
     from osworld_gym.guest.profiles import UBUNTU_PROGRAMS, UBUNTU_THEMES
 
-    assert set(UBUNTU_PROGRAMS.values()) | set(UBUNTU_THEMES.values()) <= set(APPS["full"])
+    for apps in APPS:  # the default profile must start in the minimal image too
+        packages = set(SYSTEM_PACKAGES) | set(APPS[apps])
+        assert set(UBUNTU_PROGRAMS.values()) | set(UBUNTU_THEMES.values()) <= packages, apps
+    monkeypatch.delenv("OSWORLD_GYM_PROFILE", raising=False)
+    assert DockerProvider(docker_client=object()).profile == "ubuntu"
+    monkeypatch.setenv("OSWORLD_GYM_PROFILE", "openbox")
+    assert DockerProvider(docker_client=object()).profile == "openbox"
+    assert DockerProvider(profile="ubuntu", docker_client=object()).profile == "ubuntu"
     with pytest.raises(ValueError, match="unknown desktop profile 'kde'"):
         DockerProvider(profile="kde", docker_client=object())
 

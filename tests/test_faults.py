@@ -159,6 +159,9 @@ def test_a_hundred_episodes_leave_nothing_behind():
     finally:
         env.close()
     print(f"desktop processes per episode: first {counts[:3]}, last {counts[-3:]}")
-    assert max(counts[-10:]) <= max(counts[:10]) + 1, "processes accumulate across episodes"
+    # Compared from the second ten on: the first GTK app (GNOME Terminal on the ubuntu profile)
+    # starts the AT-SPI bus by D-Bus activation, which then stays, as on Ubuntu; each ten holds
+    # one episode with a terminal, so the two tens are alike.
+    assert max(counts[-10:]) <= max(counts[10:20]) + 1, "processes accumulate across episodes"
     assert not alive(seen | {env.unwrapped.provider.pid or 0} - {0})
     assert not state_dir.exists()

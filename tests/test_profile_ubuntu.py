@@ -3,17 +3,21 @@ Ubuntu 22.04 GNOME image (top bar, dock, GNOME Terminal, Nautilus, GSettings ove
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
-from osworld_gym.errors import MissingDependencyError
+from osworld_gym.errors import MissingDependencyError, TaskError
 from osworld_gym.guest.profiles import FAVOURITES, Geometry
 from osworld_gym.providers import local as local_mod
 from osworld_gym.providers.local import LocalProvider
+from osworld_gym.tasks import load_tasks
+from osworld_gym.tasks.support import classify, local_capabilities
 
 pytestmark = pytest.mark.desktop
 
@@ -182,6 +186,44 @@ def test_an_official_gsettings_task_is_solvable_in_gnome_terminal(ubuntu_env):
     get = "gsettings get org.gnome.settings-daemon.plugins.power idle-dim"
     deadline = time.monotonic() + 20
     while _sh(ubuntu_env, get) != "false\n":
+        assert time.monotonic() < deadline, "the command typed into GNOME Terminal did not run"
+        time.sleep(0.2)
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 1.0
+
+
+#: OSWorld's os/a4d98375-215b-4a4d-aee9-3d4370fccc41 ("automatically locked"), copied verbatim
+#: from its evaluation_examples: set up with gsettings, judged with gsettings.
+LOCK_SCREEN = json.loads((Path(__file__).parent / "data" /
+                          "osworld_os_a4d98375_lock_screen.json").read_text())
+
+
+def test_official_gsettings_tasks_are_supported_on_ubuntu_only():
+    ubuntu, openbox = local_capabilities("ubuntu"), local_capabilities("openbox")
+    assert ubuntu.gsettings and not openbox.gsettings
+    assert classify(LOCK_SCREEN, ubuntu).supported
+    assert classify(LOCK_SCREEN, openbox).reason == "needs GNOME (gsettings)"
+    # the env loads its tasks for its own desktop's profile
+    assert [t.id for t in load_tasks([LOCK_SCREEN], provider=ubuntu)] == [LOCK_SCREEN["id"]]
+    with pytest.raises(TaskError, match="needs GNOME"):
+        load_tasks([LOCK_SCREEN], provider=openbox, strict=True)
+
+
+def test_an_official_gsettings_task_scores_zero_untouched_and_one_after_gsettings(ubuntu_env):
+    ubuntu_env.reset(options={"task": LOCK_SCREEN})
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0
+
+    ubuntu_env.reset(options={"task": LOCK_SCREEN})
+    assert _sh(ubuntu_env, "gsettings get org.gnome.desktop.screensaver lock-enabled") == \
+        "false\n"  # the task's setup ran (Ubuntu's default is true)
+    ubuntu_env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
+    _wait_for_window(ubuntu_env, "gnome-terminal-server.Gnome-terminal")
+    ubuntu_env.step("pyautogui.write('gsettings set org.gnome.desktop.screensaver lock-enabled "
+                    "true\\n')")
+    get = "gsettings get org.gnome.desktop.screensaver lock-enabled"
+    deadline = time.monotonic() + 20
+    while _sh(ubuntu_env, get) != "true\n":
         assert time.monotonic() < deadline, "the command typed into GNOME Terminal did not run"
         time.sleep(0.2)
     _, reward, terminated, _, info = ubuntu_env.step("DONE")

@@ -4,7 +4,7 @@
     osworld-gym tasks list [--domain D] [--json]
     osworld-gym tasks show ID [--variation N]
     osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K]
-    osworld-gym tasks coverage PATH [--provider P] [--json|--markdown] [--write-meta F]
+    osworld-gym tasks coverage PATH [--provider P] [--profile P] [--json|--markdown] [--write-meta F]
     osworld-gym doctor [--root DIR] [--json]                    what the desktop and its tasks need
     osworld-gym image build|ls|prune                            the docker provider's image
 """
@@ -113,7 +113,7 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 def cmd_tasks_coverage(args: argparse.Namespace) -> int:
     from osworld_gym.tasks.coverage import coverage
 
-    cov = coverage(args.path, provider=args.provider, meta=args.meta)
+    cov = coverage(args.path, provider=args.provider, meta=args.meta, profile=args.profile)
     if args.write_meta:
         Path(args.write_meta).write_text(json.dumps(cov.supported_ids(), indent=2) + "\n")
     if args.json:
@@ -179,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     cov.add_argument("--meta", default=None, help="meta file in PATH (default test_all.json)")
     cov.add_argument("--provider", default="local",
                      help="classify for this provider (local: this machine's sandbox)")
+    cov.add_argument("--profile", choices=("openbox", "ubuntu"), default=None,
+                     help="local desktop profile (default: $OSWORLD_GYM_PROFILE, else ubuntu); "
+                     "gsettings/dconf tasks run on ubuntu only")
     cov.add_argument("--json", action="store_true", help="every unsupported task with reasons")
     cov.add_argument("--markdown", action="store_true", help="a README table")
     cov.add_argument("--write-meta", metavar="FILE",

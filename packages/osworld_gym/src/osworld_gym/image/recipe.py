@@ -58,6 +58,10 @@ SYSTEM_PACKAGES: tuple[str, ...] = (
     # (oracles click at pixel positions)
     "fonts-dejavu-core", "fonts-dejavu-extra", "fonts-liberation2", "fonts-droid-fallback",
     "fonts-noto-mono",
+    # the "ubuntu" desktop profile (``--wm ubuntu``, the default): panels, themes, GNOME
+    # Terminal and Nautilus, GSettings over dconf
+    "tint2", "yaru-theme-gtk", "yaru-theme-icon", "gnome-terminal", "nautilus", "dconf-cli",
+    "libglib2.0-bin",
 )
 
 #: App sets: ``minimal`` runs the os and text-editor tasks; ``full`` the office, browser and
@@ -67,9 +71,6 @@ APPS: dict[str, tuple[str, ...]] = {
     "full": ("xterm", "mousepad", "libreoffice-common", "libreoffice-calc", "libreoffice-writer",
              "libreoffice-impress",
              "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi",
-             # the "ubuntu" desktop profile (``--wm ubuntu``): panels, themes, GNOME apps, dconf
-             "tint2", "yaru-theme-gtk", "yaru-theme-icon", "gnome-terminal", "nautilus",
-             "dconf-cli", "libglib2.0-bin",
              # whole OSWorld domains (GIMP, Thunderbird) and Ubuntu's PDF viewer
              "gimp", "thunderbird", "evince"),
 }

@@ -23,7 +23,7 @@ episode replaces the container (a VM boot).
 (False, True)
 >>> spec = desktop_container_spec("osworld-gym:x", "/tmp/osworld-gym-docker-1", (1280, 720))
 >>> spec["network_mode"], spec["command"], spec["volumes"]["/tmp/osworld-gym-docker-1"]["bind"]
-('none', ['--screen', '1280x720x24'], '/run/osworld')
+('none', ['--screen', '1280x720x24', '--wm', 'ubuntu'], '/run/osworld')
 """
 
 from __future__ import annotations
@@ -61,13 +61,11 @@ def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int
                            depth: int = 24, network: str = "none", shm_size: str = "1g",
                            cpus: float | None = None, mem_limit: str | None = None,
                            extra_binds: dict[str, str] | None = None,
-                           home_template: str | None = None, profile: str = "openbox",
+                           home_template: str | None = None, profile: str = "ubuntu",
                            labels: dict[str, str] | None = None) -> dict[str, Any]:
     """``containers.run`` arguments for a desktop of our image."""
     w, h = screen_size
-    command = ["--screen", f"{w}x{h}x{depth}"]
-    if profile != "openbox":  # the guest's default; the "ubuntu" profile needs the "full" apps
-        command += ["--wm", profile]
+    command = ["--screen", f"{w}x{h}x{depth}", "--wm", profile]
     volumes: dict[str, dict[str, str]] = {run_dir: {"bind": RUN_MOUNT, "mode": "rw"}}
     if home_template is not None:
         volumes[str(Path(home_template).resolve())] = {"bind": HOME_TEMPLATE_MOUNT, "mode": "ro"}
@@ -137,8 +135,9 @@ class DockerProvider(Provider):
         shm_size, cpus, mem_limit: container resources (``/dev/shm`` for Chromium, CPU, memory).
         extra_binds: ``{host_path: container_path}`` read-only binds (e.g. a task file cache).
         home_template: host directory copied into ``/home/user`` on every reset.
-        profile: desktop profile of our image, ``"openbox"`` or ``"ubuntu"`` (needs an image
-            built with ``--apps full``); as :class:`~osworld_gym.providers.local.LocalProvider`.
+        profile: desktop profile of our image, ``"openbox"`` or ``"ubuntu"``; as
+            :class:`~osworld_gym.providers.local.LocalProvider` (default: ``$OSWORLD_GYM_PROFILE``,
+            else ``"ubuntu"``). Every image of ours carries both.
         owner_watchdog: stop the container when this process dies, even by SIGKILL.
         ram_size, cpu_cores, disk_size: OSWorld's VM resources (its env variables).
         kvm: give OSWorld's VM ``/dev/kvm`` (default: when present; without it QEMU emulates,
@@ -168,7 +167,7 @@ class DockerProvider(Provider):
         mem_limit: str | None = None,
         extra_binds: dict[str, str] | None = None,
         home_template: str | os.PathLike[str] | None = None,
-        profile: str = "openbox",
+        profile: str | None = None,
         owner_watchdog: bool = True,
         ram_size: str = "4G",
         cpu_cores: int = 4,
@@ -192,9 +191,13 @@ class DockerProvider(Provider):
         self.extra_binds = dict(extra_binds or {})
         self.home_template = str(home_template) if home_template else None
         self.owner_watchdog = owner_watchdog
-        if profile not in ("openbox", "ubuntu"):
-            raise ValueError(f"unknown desktop profile {profile!r}; use openbox or ubuntu")
-        self.profile = profile
+        from osworld_gym.providers.local import DEFAULT_PROFILE, PROFILE_ENV, PROFILES
+
+        self.profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown desktop profile {self.profile!r} (from "
+                             f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "
+                             f"{', '.join(PROFILES)}")
         self.ram_size, self.cpu_cores, self.disk_size = ram_size, cpu_cores, disk_size
         self.kvm = kvm
         self.host_ip = host_ip

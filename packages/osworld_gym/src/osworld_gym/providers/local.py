@@ -90,9 +90,11 @@ _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Desktop profiles (see osworld_gym.guest.profiles); the env var picks one when none is given.
 PROFILES = ("openbox", "ubuntu")
 PROFILE_ENV = "OSWORLD_GYM_PROFILE"
+#: The profile when neither ``profile=`` nor the env var names one: OSWorld's look.
+DEFAULT_PROFILE = "ubuntu"
 
 
-def check_system(sandbox: bool = True, profile: str = "openbox") -> None:
+def check_system(sandbox: bool = True, profile: str = DEFAULT_PROFILE) -> None:
     """Raise one :class:`MissingDependencyError` naming every missing program and the apt command."""
     needed = {**SYSTEM_PROGRAMS, **(SANDBOX_PROGRAMS if sandbox else {})}
     missing = {prog: pkg for prog, pkg in needed.items() if shutil.which(prog) is None}
@@ -123,7 +125,7 @@ class LocalProvider(Provider):
         home_template: directory copied into ``/home/user`` on every reset (default: ours).
         profile: the desktop's look: ``"openbox"`` (bare, fastest) or ``"ubuntu"`` (OSWorld's
             Ubuntu 22.04 look: top bar, dock, Yaru, GNOME Terminal, Nautilus, dconf). Default:
-            ``$OSWORLD_GYM_PROFILE``, else ``"openbox"``.
+            ``$OSWORLD_GYM_PROFILE``, else ``"ubuntu"``.
         extra_binds: ``{host_path: sandbox_path}`` read-only binds. They are visible to the
             player too: never bind a task cache or gold files.
         judge_separation: run the guest and evaluation as namespace root and the agent's apps
@@ -165,7 +167,7 @@ class LocalProvider(Provider):
         self.start_timeout = start_timeout
         self.home_template = Path(home_template) if home_template else None
         self.extra_binds = dict(extra_binds or {})
-        self.profile = profile or os.environ.get(PROFILE_ENV) or "openbox"
+        self.profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
         if self.profile not in PROFILES:
             raise ValueError(f"unknown desktop profile {self.profile!r} (from "
                              f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "

@@ -155,9 +155,10 @@ def _read(file: Path) -> Any:
 
 
 def coverage(path: str | os.PathLike[str], *, provider: str = "local",
-             meta: str | None = None) -> Coverage:
-    """Classify every task of the OSWorld task set at ``path`` for ``provider``."""
-    caps = support.capabilities(provider)
+             meta: str | None = None, profile: str | None = None) -> Coverage:
+    """Classify every task of the OSWorld task set at ``path`` for ``provider`` (for
+    ``local``: with desktop ``profile``, default as the local provider's)."""
+    caps = support.capabilities(provider, profile)
     cov = Coverage()
     for domain, raw in official_tasks(path, meta):
         task_id = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"

@@ -18,7 +18,9 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
 * ``needs the network``: a step that installs software (``apt-get install``, ``pip install``,
   ``snap``, ...; :mod:`.needs`);
 * ``needs VS Code``: domain ``vs_code``, a ``code`` command, a ``vscode_config`` getter;
-* ``needs GNOME``: a ``gsettings``/``dconf`` command, ``change_wallpaper``, ``vm_wallpaper``;
+* ``needs GNOME``: a ``gsettings``/``dconf`` command (fine on the local ``ubuntu`` desktop
+  profile, which runs GSettings over dconf; not on ``openbox``), ``change_wallpaper``,
+  ``vm_wallpaper`` (GNOME Shell's wallpaper: no local profile);
 * ``needs apps not installed``: apps the domain, ``related_apps``, commands, opened files or
   getters imply (chromium, libreoffice and its calc/writer/impress modules, gimp, vlc,
   thunderbird), with the ``apt-get install`` line;
@@ -31,7 +33,9 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
 * ``invalid task``: anything else task validation rejects.
 
 The first four describe the local sandbox only: for any other provider name (a VM or container
-running OSWorld's image) network, Google, VS Code, GNOME and all apps are assumed present.
+running OSWorld's image) network, Google, VS Code, GNOME and all apps are assumed present. For
+``local``, GSettings follows the desktop profile (``profile=``, else ``$OSWORLD_GYM_PROFILE``,
+else ``ubuntu``).
 
 >>> task = {"id": "t", "instruction": "x", "snapshot": "vscode", "related_apps": ["vscode"],
 ...         "config": [{"type": "launch", "parameters": {"command": ["code"]}}],
@@ -81,9 +85,11 @@ class Capabilities:
         network: the desktop can reach websites.
         google: Google Drive / login steps can run (credentials configured).
         vscode: VS Code is installed.
-        gnome: a GNOME session with ``gsettings`` is running.
+        gnome: a GNOME session with ``gsettings`` is running (GNOME Shell: wallpaper too).
         apps: installed apps among :data:`APP_KEYS`, or ``None`` for "all".
         path: the desktop's ``PATH`` for launched programs (``None``: do not check).
+        gsettings: ``gsettings``/``dconf`` work on a session bus without GNOME Shell (the local
+            ``ubuntu`` profile); implied by ``gnome``.
     """
 
     network: bool
@@ -92,6 +98,7 @@ class Capabilities:
     gnome: bool
     apps: frozenset[str] | None = None
     path: str | None = None
+    gsettings: bool = False
 
 
 #: App keys :func:`classify` knows, with the programs that provide them.
@@ -130,25 +137,34 @@ def desktop_path() -> str:
     return os.pathsep.join([*parts, str(_SHIMS), DESKTOP_PATH])
 
 
-def local_capabilities() -> Capabilities:
-    """This machine as the local sandbox sees it: no network, Google, VS Code or GNOME."""
+def local_capabilities(profile: str | None = None) -> Capabilities:
+    """This machine as the local sandbox sees it: no network, Google or GNOME Shell; VS Code
+    and the apps where installed; ``gsettings``/``dconf`` on the ``ubuntu`` desktop profile
+    (``profile``, else ``$OSWORLD_GYM_PROFILE``, else the default) when its programs are."""
+    from osworld_gym.guest.profiles import missing_programs as profile_missing
+    from osworld_gym.providers.local import DEFAULT_PROFILE, PROFILE_ENV
+
     path = desktop_path()
     apps = frozenset(k for k in APP_KEYS if _installed(k, path))
     vscode = shutil.which("code", path=path) is not None
-    return Capabilities(
-        network=False, google=False, vscode=vscode, gnome=False, apps=apps, path=path
-    )
+    profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
+    gsettings = profile == "ubuntu" and not profile_missing()
+    return Capabilities(network=False, google=False, vscode=vscode, gnome=False, apps=apps,
+                        path=path, gsettings=gsettings)
 
 
 #: OSWorld's own image (any provider other than ``local``).
 OSWORLD_IMAGE = Capabilities(network=True, google=True, vscode=True, gnome=True)
 
 
-def capabilities(provider: str | Capabilities) -> Capabilities:
-    """Capabilities of a provider name (``"local"``/``"fake"``: this machine) or as given."""
+def capabilities(provider: str | Capabilities, profile: str | None = None) -> Capabilities:
+    """Capabilities of a provider name (``"local"``/``"fake"``: this machine, with desktop
+    ``profile`` as :func:`local_capabilities` takes it) or as given."""
     if isinstance(provider, Capabilities):
         return provider
-    return local_capabilities() if provider in ("local", "fake") else OSWORLD_IMAGE
+    if provider not in ("local", "fake"):
+        return OSWORLD_IMAGE
+    return local_capabilities(profile) if profile else local_capabilities()
 
 
 # -- what a task uses --------------------------------------------------------------------------
@@ -298,12 +314,12 @@ def _vscode(task: Task, uses: _Uses) -> list[str]:
     return []
 
 
-def _gnome(uses: _Uses) -> list[str]:
+def _gnome(uses: _Uses, gsettings: bool) -> list[str]:
     if any(s.get("type") == "change_wallpaper" for s in uses.steps) or any(
         g.get("type") == "vm_wallpaper" for g in uses.getters
     ):
         return ["needs GNOME (wallpaper)"]
-    for _, text, _ in uses.commands:
+    for _, text, _ in uses.commands if not gsettings else ():
         if m := _GNOME.search(text):
             return [f"needs GNOME ({m.group(0)})"]
     return []
@@ -399,7 +415,7 @@ def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local"
     if not caps.vscode:
         reasons += _vscode(parsed, uses)
     if not caps.gnome:
-        reasons += _gnome(uses)
+        reasons += _gnome(uses, caps.gsettings)
     reasons += _apps(parsed, uses, caps)
     reasons += missing_programs(raw, caps.path, skip=_APP_PROGRAMS)
     reasons += _implementation(uses)
