@@ -63,6 +63,7 @@ def _xlsx(seed: str) -> bytes:
 
     wb = Workbook()
     ws = wb.active
+    ws.title = "Sheet1"  # LibreOffice's and Excel's first sheet: rules name it (RNSheet1)
     ws.append(["Name", "Value"])
     for i, v in enumerate(_numbers(seed)):
         ws.append([f"item {i}", v])
@@ -81,8 +82,57 @@ def _docx(seed: str) -> bytes:
         for i, cell in enumerate(table._cells):
             cell.text = str(_numbers(seed)[i])
         doc.add_picture(io.BytesIO(_image(seed, "PNG")))  # and compare_docx_images
+        doc.add_paragraph("References")  # compare_references scores 1 when neither side
+        doc.add_paragraph(f"Author, A. ({2000 + _numbers(seed)[0]}). Stand-in.")  # has one
     buf = io.BytesIO()
     doc.save(buf)
+    return buf.getvalue()
+
+
+def _odt(seed: str) -> bytes:
+    """A real OpenDocument text (LibreOffice refuses a ``.odt`` holding OOXML); the input's
+    first word is highlighted yellow, so check_highlighted_words scores an untouched input 0."""
+    from odf.opendocument import OpenDocumentText
+    from odf.style import Style, TextProperties
+    from odf.text import P, Span
+
+    doc = OpenDocumentText()
+    yellow = Style(name="Highlight", family="text")
+    yellow.addElement(TextProperties(backgroundcolor="#ffff00"))
+    doc.automaticstyles.addElement(yellow)
+    para = P()
+    if not seed.startswith("gold "):
+        para.addElement(Span(stylename=yellow, text="Stand-in"))
+        para.addText(" ")
+    para.addText(f"document {' '.join(map(str, _numbers(seed)))}")
+    doc.text.addElement(para)
+    buf = io.BytesIO()
+    doc.write(buf)
+    return buf.getvalue()
+
+
+def _ods(seed: str) -> bytes:
+    """A real OpenDocument spreadsheet, sheet ``Sheet1``, the same rows as :func:`_xlsx`."""
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+
+    doc = OpenDocumentSpreadsheet()
+    table = Table(name="Sheet1")
+    rows = [("Name", "Value"), *((f"item {i}", v) for i, v in enumerate(_numbers(seed)))]
+    for name, value in rows:
+        row = TableRow()
+        row.addElement(cell := TableCell(valuetype="string"))
+        cell.addElement(P(text=name))
+        if isinstance(value, int):
+            row.addElement(cell := TableCell(valuetype="float", value=value))
+        else:
+            row.addElement(cell := TableCell(valuetype="string"))
+        cell.addElement(P(text=str(value)))
+        table.addElement(row)
+    doc.spreadsheet.addElement(table)
+    buf = io.BytesIO()
+    doc.write(buf)
     return buf.getvalue()
 
 
@@ -164,7 +214,7 @@ def write_standin(dest: Path, seed: str) -> None:
     if suffix in (".mp3", ".mp4", ".wav", ".mkv", ".avi", ".webm", ".ogg", ".flac"):
         _media(seed, suffix, dest)
         return
-    makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _xlsx, ".docx": _docx, ".odt": _docx,
+    makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _ods, ".docx": _docx, ".odt": _odt,
               ".doc": _docx, ".pptx": _pptx, ".ppt": _pptx, ".odp": _pptx, ".pdf": _pdf,
               ".epub": lambda s: _archive(s, ".zip")}
     if suffix in makers:

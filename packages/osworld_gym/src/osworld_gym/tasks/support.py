@@ -19,6 +19,8 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
   ``snap``, ...; :mod:`.needs`);
 * ``needs VS Code``: domain ``vs_code``, a ``code`` command, a ``vscode_config`` getter;
 * ``needs GNOME``: a ``gsettings``/``dconf`` command, ``change_wallpaper``, ``vm_wallpaper``;
+  a ``default_video_player`` getter (GNOME's Totem is OSWorld's default; here VLC is the only
+  video player, so such a task would start solved);
 * ``needs apps not installed``: apps the domain, ``related_apps``, commands, opened files or
   getters imply (chromium, libreoffice and its calc/writer/impress modules, gimp, vlc,
   thunderbird), with the ``apt-get install`` line;
@@ -309,6 +311,14 @@ def _gnome(uses: _Uses) -> list[str]:
     return []
 
 
+def _default_apps(uses: _Uses) -> list[str]:
+    """Tasks that ask to make an app the default need another default to start from: OSWorld's
+    Ubuntu opens videos with Totem; the local desktop has VLC only, so doing nothing would win."""
+    if any(g.get("type") == "default_video_player" for g in uses.getters):
+        return ["needs GNOME (its default video player, Totem: here VLC already is the default)"]
+    return []
+
+
 def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
     wanted: set[str] = set()
     for name in [task.domain, *task.related_apps]:
@@ -400,6 +410,8 @@ def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local"
         reasons += _vscode(parsed, uses)
     if not caps.gnome:
         reasons += _gnome(uses)
+    if not caps.gnome:
+        reasons += _default_apps(uses)
     reasons += _apps(parsed, uses, caps)
     reasons += missing_programs(raw, caps.path, skip=_APP_PROGRAMS)
     reasons += _implementation(uses)
