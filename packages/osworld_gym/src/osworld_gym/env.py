@@ -127,7 +127,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.provider = make_provider(provider, screen_size=screen_size, **(provider_kwargs or {}))
         self.screen_size = tuple(self.provider.screen_size)
-        self.tasks: TaskSet | None = None if tasks is None else load_tasks(tasks)
+        self.tasks: TaskSet | None = None if tasks is None else load_tasks(
+            tasks, provider=self.provider.name)  # classified for the provider in use
         self.action_set = (action_set if isinstance(action_set, ActionSet)
                            else make_action_set(action_set, screen_size=self.screen_size,
                                                 **(action_set_kwargs or {})))
