@@ -34,9 +34,6 @@ from standins import ffmpeg_available, fill_cache, missing_standins
 DEFAULT_SAMPLE = 6
 #: Tasks that fail here for a known reason outside this test (each names what fixes it).
 KNOWN_GAPS = {
-    "185f29bd-5da0-40a6-b69c-ba7f4e0324ef": "compare_pdfs raises when a file of the *expected* "
-    "side is missing (this task puts the agent's PDFs there); OSWorld catches every per-pair "
-    "error and scores 0 (evaluators/metrics parity)",
     "fba2c100-79e8-42df-ae74-b592418d54f4": "setup waits for a VLC window titled with the real "
     "video's title metadata at 2 minutes in; the 2-second stand-in has neither",
     "99146c54-4f37-4ab8-9327-5f3291665e1e": "data_delete_automacally answers 'true' when Chrome's "
