@@ -21,6 +21,7 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
 * ``needs GNOME``: a ``gsettings``/``dconf`` command, ``change_wallpaper``, ``vm_wallpaper``;
   a ``default_video_player`` getter (GNOME's Totem is OSWorld's default; here VLC is the only
   video player, so such a task would start solved);
+* ``needs systemd``: ``timedatectl`` and its siblings (:func:`.needs.systemd_programs`);
 * ``needs apps not installed``: apps the domain, ``related_apps``, commands, opened files or
   getters imply (chromium, libreoffice and its calc/writer/impress modules, gimp, vlc,
   thunderbird), with the ``apt-get install`` line;
@@ -58,7 +59,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from osworld_gym.errors import TaskError
-from osworld_gym.tasks.needs import missing_programs, network_steps
+from osworld_gym.tasks.needs import missing_programs, network_steps, systemd_programs
 from osworld_gym.tasks.programs import is_shell
 from osworld_gym.tasks.task import Task
 
@@ -412,6 +413,7 @@ def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local"
         reasons += _gnome(uses)
     if not caps.gnome:
         reasons += _default_apps(uses)
+        reasons += systemd_programs(raw)  # OSWorld's Ubuntu boots systemd; the sandbox does not
     reasons += _apps(parsed, uses, caps)
     reasons += missing_programs(raw, caps.path, skip=_APP_PROGRAMS)
     reasons += _implementation(uses)
