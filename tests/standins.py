@@ -17,6 +17,8 @@ import hashlib
 import io
 import json
 import lzma
+import math
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -148,7 +150,7 @@ def _pptx(seed: str) -> bytes:
     return buf.getvalue()
 
 
-def _pdf(seed: str) -> bytes:
+def _pdf(seed: str, title: str | None = None) -> bytes:
     text = f"Stand-in PDF {' '.join(map(str, _numbers(seed)))}"
     stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -157,6 +159,9 @@ def _pdf(seed: str) -> bytes:
                b"/Resources << /Font << /F1 5 0 R >> >> >>",
                b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
                b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    if title is not None:  # viewers title their window "<file> — <Title>"
+        utf16 = "\ufeff".encode("utf-16-be") + title.encode("utf-16-be")
+        objects.append(b"<< /Title <" + utf16.hex().encode() + b"> >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for i, body in enumerate(objects, 1):
@@ -165,8 +170,9 @@ def _pdf(seed: str) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
+    info = b" /Info %d 0 R" % len(objects) if title is not None else b""
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, info, xref)
     return bytes(out)
 
 
@@ -181,13 +187,15 @@ def _image(seed: str, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def _media(seed: str, suffix: str, dest: Path) -> None:
+def _media(seed: str, suffix: str, dest: Path, title: str | None = None,
+           seconds: float = 2) -> None:
     freq = 200 + _numbers(seed)[0] * 4
-    inputs = ["-f", "lavfi", "-i", f"sine=frequency={freq}:duration=2"]
+    inputs = ["-f", "lavfi", "-i", f"sine=frequency={freq}:duration={seconds}"]
     if suffix in (".mp4", ".mkv", ".avi", ".webm"):
-        inputs += ["-f", "lavfi", "-i", f"testsrc=duration=2:size=160x120:rate=10"]
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *inputs, "-shortest", str(dest)],
-                   check=True, timeout=60, capture_output=True)
+        inputs += ["-f", "lavfi", "-i", f"testsrc=duration={seconds}:size=160x120:rate=10"]
+    meta = ["-metadata", f"title={title}"] if title is not None else []
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *inputs, *meta, "-shortest", str(dest)],
+                   check=True, timeout=300, capture_output=True)
 
 
 def _archive(seed: str, suffix: str) -> bytes:
@@ -207,12 +215,16 @@ def _archive(seed: str, suffix: str) -> bytes:
     return gzip.compress(payload) if suffix == ".gz" else lzma.compress(payload)
 
 
-def write_standin(dest: Path, seed: str) -> None:
-    """Write a generated file of ``dest``'s type at ``dest``."""
+def write_standin(dest: Path, seed: str, title: str | None = None, seconds: float = 2) -> None:
+    """Write a generated file of ``dest``'s type at ``dest``; ``title`` goes into a PDF's or a
+    media file's metadata, ``seconds`` is a media file's length."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     suffix = _suffix(dest.name)
     if suffix in (".mp3", ".mp4", ".wav", ".mkv", ".avi", ".webm", ".ogg", ".flac"):
-        _media(seed, suffix, dest)
+        _media(seed, suffix, dest, title, seconds)
+        return
+    if suffix == ".pdf":
+        dest.write_bytes(_pdf(seed, title))
         return
     makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _ods, ".docx": _docx, ".odt": _odt,
               ".doc": _docx, ".pptx": _pptx, ".ppt": _pptx, ".odp": _pptx, ".pdf": _pdf,
@@ -264,6 +276,33 @@ def needed_files(raw: dict[str, Any], cache_root: Path) -> list[tuple[Path, str]
     return out
 
 
+_VLC_SUFFIX = " - VLC media player"
+
+
+def metadata_hints(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{guest file name: {"title": ..., "seconds": ...}}`` for downloaded files whose metadata
+    setup depends on: a later ``activate_window`` waits for the window title an app derives from
+    it (a PDF viewer's "<file> — <Title>", VLC's "<title> - VLC media player"), and VLC launched
+    with ``--start-time=S`` needs a file longer than S seconds to show it at all."""
+    steps = raw.get("config") or []
+    names = [Path(f["path"]).name for s in steps if s.get("type") == "download"
+             for f in (s.get("parameters") or {}).get("files", [])]
+    hints: dict[str, dict[str, Any]] = {}
+    for step in steps:
+        params = step.get("parameters") or {}
+        window = params.get("window_name") if step.get("type") == "activate_window" else None
+        command = json.dumps(params.get("command")) if step.get("type") == "launch" else ""
+        for name in names:
+            if isinstance(window, str) and window.startswith(f"{name} — "):
+                hints.setdefault(name, {})["title"] = window[len(name) + 3:]
+            elif (isinstance(window, str) and window.endswith(_VLC_SUFFIX)
+                  and Path(name).stem in window):
+                hints.setdefault(name, {})["title"] = window[:-len(_VLC_SUFFIX)]
+            if name in command and (m := re.search(r"--start-time=([\d.]+)", command)):
+                hints.setdefault(name, {})["seconds"] = math.ceil(float(m.group(1))) + 3
+    return hints
+
+
 def missing_standins(raw: dict[str, Any], cache_root: Path) -> list[str]:
     """File names of ``raw`` for which no stand-in can be generated."""
     return [p.name for p, _ in needed_files(raw, cache_root) if _suffix(p.name) in NO_STANDIN]
@@ -272,6 +311,10 @@ def missing_standins(raw: dict[str, Any], cache_root: Path) -> list[str]:
 def fill_cache(raw: dict[str, Any], cache_root: Path) -> list[Path]:
     """Write stand-ins for every file ``raw`` reads from the cache under ``cache_root``."""
     written = []
+    hints = metadata_hints(raw)
+    guest_names = {download_cache_path(cache_root, raw["id"], f["url"], f["path"]): Path(f["path"]).name
+                   for s in raw.get("config") or [] if s.get("type") == "download"
+                   for f in (s.get("parameters") or {}).get("files", [])}
     for path, seed in needed_files(raw, cache_root):
         if path.exists():
             continue
@@ -281,7 +324,7 @@ def fill_cache(raw: dict[str, Any], cache_root: Path) -> list[Path]:
             con.executescript(_HISTORY_SCHEMA)
             con.close()
         else:
-            write_standin(path, seed)
+            write_standin(path, seed, **hints.get(guest_names.get(path, ""), {}))
         written.append(path)
     return written
 
