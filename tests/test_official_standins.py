@@ -37,9 +37,6 @@ KNOWN_GAPS = {
     "dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397": "check_csv's 'unexpect' rule passes on an empty "
     "account list (OSWorld's rule too): the stand-in Thunderbird profile has no account and the "
     "stand-in firefox_decrypt.py prints none, so doing nothing scores 1 (stand-in limit)",
-    "99146c54-4f37-4ab8-9327-5f3291665e1e": "data_delete_automacally answers 'true' when Chrome's "
-    "Preferences has profile.default_content_setting_values at all (OSWorld's rule), which our "
-    "fresh Chromium profile already has: doing nothing scores 1 (getter/profile parity)",
 }
 #: Setup opens a terminal with Ctrl+Alt+T and activates a window titled 'Terminal' (Ubuntu's
 #: GNOME Terminal): the ``ubuntu`` desktop profile has it, the default ``openbox`` one xterm.
