@@ -198,12 +198,24 @@ def _media(seed: str, suffix: str, dest: Path, title: str | None = None,
                    check=True, timeout=300, capture_output=True)
 
 
-def _archive(seed: str, suffix: str) -> bytes:
+def _member(seed: str, name: str) -> bytes:
+    """A stand-in of ``name``'s type, as bytes (written through a scratch file)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(name).name
+        write_standin(path, f"{seed} {name}")
+        return path.read_bytes()
+
+
+def _archive(seed: str, suffix: str, members: tuple[str, ...] = ()) -> bytes:
     payload = f"stand-in {_numbers(seed)}\n".encode()
     buf = io.BytesIO()
     if suffix == ".zip":
         with zipfile.ZipFile(buf, "w") as z:
             z.writestr("standin/readme.txt", payload)
+            for name in members:  # files later setup steps open from the unpacked archive
+                z.writestr(name, _member(seed, name))
         return buf.getvalue()
     mode = {".tar.gz": "w:gz", ".tar.xz": "w:xz"}.get(suffix)
     if mode:
@@ -215,9 +227,11 @@ def _archive(seed: str, suffix: str) -> bytes:
     return gzip.compress(payload) if suffix == ".gz" else lzma.compress(payload)
 
 
-def write_standin(dest: Path, seed: str, title: str | None = None, seconds: float = 2) -> None:
+def write_standin(dest: Path, seed: str, title: str | None = None, seconds: float = 2,
+                  members: tuple[str, ...] = ()) -> None:
     """Write a generated file of ``dest``'s type at ``dest``; ``title`` goes into a PDF's or a
-    media file's metadata, ``seconds`` is a media file's length."""
+    media file's metadata, ``seconds`` is a media file's length, ``members`` are extra paths a
+    zip archive holds (stand-ins of their types)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     suffix = _suffix(dest.name)
     if suffix in (".mp3", ".mp4", ".wav", ".mkv", ".avi", ".webm", ".ogg", ".flac"):
@@ -235,7 +249,7 @@ def write_standin(dest: Path, seed: str, title: str | None = None, seconds: floa
         data = _image(seed, {".jpg": "JPEG", ".jpeg": "JPEG", ".tif": "TIFF",
                              ".tiff": "TIFF"}.get(suffix, suffix[1:].upper()))
     elif suffix in (".zip", ".gz", ".tar.gz", ".xz", ".tar.xz"):
-        data = _archive(seed, suffix)
+        data = _archive(seed, suffix, members)
     elif suffix == ".json":
         data = json.dumps({"standin": _numbers(seed)}).encode()
     elif suffix == ".csv":
@@ -300,6 +314,16 @@ def metadata_hints(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 hints.setdefault(name, {})["title"] = window[:-len(_VLC_SUFFIX)]
             if name in command and (m := re.search(r"--start-time=([\d.]+)", command)):
                 hints.setdefault(name, {})["seconds"] = math.ceil(float(m.group(1))) + 3
+    # a zip unpacked next to itself whose files a later `open` step opens
+    zips = [Path(f["path"]) for s in steps if s.get("type") == "download"
+            for f in (s.get("parameters") or {}).get("files", []) if f["path"].endswith(".zip")]
+    opened = [Path(p) for s in steps if s.get("type") == "open"
+              and isinstance(p := (s.get("parameters") or {}).get("path"), str)]
+    for archive in zips:
+        members = tuple(str(o.relative_to(archive.parent)) for o in opened
+                        if o.is_relative_to(archive.parent) and o.name not in names)
+        if members:
+            hints.setdefault(archive.name, {})["members"] = members
     return hints
 
 
