@@ -17,6 +17,8 @@ import hashlib
 import io
 import json
 import lzma
+import math
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -63,6 +65,7 @@ def _xlsx(seed: str) -> bytes:
 
     wb = Workbook()
     ws = wb.active
+    ws.title = "Sheet1"  # LibreOffice's and Excel's first sheet: rules name it (RNSheet1)
     ws.append(["Name", "Value"])
     for i, v in enumerate(_numbers(seed)):
         ws.append([f"item {i}", v])
@@ -81,8 +84,57 @@ def _docx(seed: str) -> bytes:
         for i, cell in enumerate(table._cells):
             cell.text = str(_numbers(seed)[i])
         doc.add_picture(io.BytesIO(_image(seed, "PNG")))  # and compare_docx_images
+        doc.add_paragraph("References")  # compare_references scores 1 when neither side
+        doc.add_paragraph(f"Author, A. ({2000 + _numbers(seed)[0]}). Stand-in.")  # has one
     buf = io.BytesIO()
     doc.save(buf)
+    return buf.getvalue()
+
+
+def _odt(seed: str) -> bytes:
+    """A real OpenDocument text (LibreOffice refuses a ``.odt`` holding OOXML); the input's
+    first word is highlighted yellow, so check_highlighted_words scores an untouched input 0."""
+    from odf.opendocument import OpenDocumentText
+    from odf.style import Style, TextProperties
+    from odf.text import P, Span
+
+    doc = OpenDocumentText()
+    yellow = Style(name="Highlight", family="text")
+    yellow.addElement(TextProperties(backgroundcolor="#ffff00"))
+    doc.automaticstyles.addElement(yellow)
+    para = P()
+    if not seed.startswith("gold "):
+        para.addElement(Span(stylename=yellow, text="Stand-in"))
+        para.addText(" ")
+    para.addText(f"document {' '.join(map(str, _numbers(seed)))}")
+    doc.text.addElement(para)
+    buf = io.BytesIO()
+    doc.write(buf)
+    return buf.getvalue()
+
+
+def _ods(seed: str) -> bytes:
+    """A real OpenDocument spreadsheet, sheet ``Sheet1``, the same rows as :func:`_xlsx`."""
+    from odf.opendocument import OpenDocumentSpreadsheet
+    from odf.table import Table, TableCell, TableRow
+    from odf.text import P
+
+    doc = OpenDocumentSpreadsheet()
+    table = Table(name="Sheet1")
+    rows = [("Name", "Value"), *((f"item {i}", v) for i, v in enumerate(_numbers(seed)))]
+    for name, value in rows:
+        row = TableRow()
+        row.addElement(cell := TableCell(valuetype="string"))
+        cell.addElement(P(text=name))
+        if isinstance(value, int):
+            row.addElement(cell := TableCell(valuetype="float", value=value))
+        else:
+            row.addElement(cell := TableCell(valuetype="string"))
+        cell.addElement(P(text=str(value)))
+        table.addElement(row)
+    doc.spreadsheet.addElement(table)
+    buf = io.BytesIO()
+    doc.write(buf)
     return buf.getvalue()
 
 
@@ -98,7 +150,7 @@ def _pptx(seed: str) -> bytes:
     return buf.getvalue()
 
 
-def _pdf(seed: str) -> bytes:
+def _pdf(seed: str, title: str | None = None) -> bytes:
     text = f"Stand-in PDF {' '.join(map(str, _numbers(seed)))}"
     stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -107,6 +159,9 @@ def _pdf(seed: str) -> bytes:
                b"/Resources << /Font << /F1 5 0 R >> >> >>",
                b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
                b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    if title is not None:  # viewers title their window "<file> — <Title>"
+        utf16 = "\ufeff".encode("utf-16-be") + title.encode("utf-16-be")
+        objects.append(b"<< /Title <" + utf16.hex().encode() + b"> >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for i, body in enumerate(objects, 1):
@@ -115,8 +170,9 @@ def _pdf(seed: str) -> bytes:
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
+    info = b" /Info %d 0 R" % len(objects) if title is not None else b""
+    out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, info, xref)
     return bytes(out)
 
 
@@ -131,21 +187,35 @@ def _image(seed: str, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def _media(seed: str, suffix: str, dest: Path) -> None:
+def _media(seed: str, suffix: str, dest: Path, title: str | None = None,
+           seconds: float = 2) -> None:
     freq = 200 + _numbers(seed)[0] * 4
-    inputs = ["-f", "lavfi", "-i", f"sine=frequency={freq}:duration=2"]
+    inputs = ["-f", "lavfi", "-i", f"sine=frequency={freq}:duration={seconds}"]
     if suffix in (".mp4", ".mkv", ".avi", ".webm"):
-        inputs += ["-f", "lavfi", "-i", f"testsrc=duration=2:size=160x120:rate=10"]
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *inputs, "-shortest", str(dest)],
-                   check=True, timeout=60, capture_output=True)
+        inputs += ["-f", "lavfi", "-i", f"testsrc=duration={seconds}:size=160x120:rate=10"]
+    meta = ["-metadata", f"title={title}"] if title is not None else []
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *inputs, *meta, "-shortest", str(dest)],
+                   check=True, timeout=300, capture_output=True)
 
 
-def _archive(seed: str, suffix: str) -> bytes:
+def _member(seed: str, name: str) -> bytes:
+    """A stand-in of ``name``'s type, as bytes (written through a scratch file)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(name).name
+        write_standin(path, f"{seed} {name}")
+        return path.read_bytes()
+
+
+def _archive(seed: str, suffix: str, members: tuple[str, ...] = ()) -> bytes:
     payload = f"stand-in {_numbers(seed)}\n".encode()
     buf = io.BytesIO()
     if suffix == ".zip":
         with zipfile.ZipFile(buf, "w") as z:
             z.writestr("standin/readme.txt", payload)
+            for name in members:  # files later setup steps open from the unpacked archive
+                z.writestr(name, _member(seed, name))
         return buf.getvalue()
     mode = {".tar.gz": "w:gz", ".tar.xz": "w:xz"}.get(suffix)
     if mode:
@@ -157,14 +227,20 @@ def _archive(seed: str, suffix: str) -> bytes:
     return gzip.compress(payload) if suffix == ".gz" else lzma.compress(payload)
 
 
-def write_standin(dest: Path, seed: str) -> None:
-    """Write a generated file of ``dest``'s type at ``dest``."""
+def write_standin(dest: Path, seed: str, title: str | None = None, seconds: float = 2,
+                  members: tuple[str, ...] = ()) -> None:
+    """Write a generated file of ``dest``'s type at ``dest``; ``title`` goes into a PDF's or a
+    media file's metadata, ``seconds`` is a media file's length, ``members`` are extra paths a
+    zip archive holds (stand-ins of their types)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     suffix = _suffix(dest.name)
     if suffix in (".mp3", ".mp4", ".wav", ".mkv", ".avi", ".webm", ".ogg", ".flac"):
-        _media(seed, suffix, dest)
+        _media(seed, suffix, dest, title, seconds)
         return
-    makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _xlsx, ".docx": _docx, ".odt": _docx,
+    if suffix == ".pdf":
+        dest.write_bytes(_pdf(seed, title))
+        return
+    makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _ods, ".docx": _docx, ".odt": _odt,
               ".doc": _docx, ".pptx": _pptx, ".ppt": _pptx, ".odp": _pptx, ".pdf": _pdf,
               ".epub": lambda s: _archive(s, ".zip")}
     if suffix in makers:
@@ -173,7 +249,7 @@ def write_standin(dest: Path, seed: str) -> None:
         data = _image(seed, {".jpg": "JPEG", ".jpeg": "JPEG", ".tif": "TIFF",
                              ".tiff": "TIFF"}.get(suffix, suffix[1:].upper()))
     elif suffix in (".zip", ".gz", ".tar.gz", ".xz", ".tar.xz"):
-        data = _archive(seed, suffix)
+        data = _archive(seed, suffix, members)
     elif suffix == ".json":
         data = json.dumps({"standin": _numbers(seed)}).encode()
     elif suffix == ".csv":
@@ -214,6 +290,43 @@ def needed_files(raw: dict[str, Any], cache_root: Path) -> list[tuple[Path, str]
     return out
 
 
+_VLC_SUFFIX = " - VLC media player"
+
+
+def metadata_hints(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{guest file name: {"title": ..., "seconds": ...}}`` for downloaded files whose metadata
+    setup depends on: a later ``activate_window`` waits for the window title an app derives from
+    it (a PDF viewer's "<file> — <Title>", VLC's "<title> - VLC media player"), and VLC launched
+    with ``--start-time=S`` needs a file longer than S seconds to show it at all."""
+    steps = raw.get("config") or []
+    names = [Path(f["path"]).name for s in steps if s.get("type") == "download"
+             for f in (s.get("parameters") or {}).get("files", [])]
+    hints: dict[str, dict[str, Any]] = {}
+    for step in steps:
+        params = step.get("parameters") or {}
+        window = params.get("window_name") if step.get("type") == "activate_window" else None
+        command = json.dumps(params.get("command")) if step.get("type") == "launch" else ""
+        for name in names:
+            if isinstance(window, str) and window.startswith(f"{name} — "):
+                hints.setdefault(name, {})["title"] = window[len(name) + 3:]
+            elif (isinstance(window, str) and window.endswith(_VLC_SUFFIX)
+                  and Path(name).stem in window):
+                hints.setdefault(name, {})["title"] = window[:-len(_VLC_SUFFIX)]
+            if name in command and (m := re.search(r"--start-time=([\d.]+)", command)):
+                hints.setdefault(name, {})["seconds"] = math.ceil(float(m.group(1))) + 3
+    # a zip unpacked next to itself whose files a later `open` step opens
+    zips = [Path(f["path"]) for s in steps if s.get("type") == "download"
+            for f in (s.get("parameters") or {}).get("files", []) if f["path"].endswith(".zip")]
+    opened = [Path(p) for s in steps if s.get("type") == "open"
+              and isinstance(p := (s.get("parameters") or {}).get("path"), str)]
+    for archive in zips:
+        members = tuple(str(o.relative_to(archive.parent)) for o in opened
+                        if o.is_relative_to(archive.parent) and o.name not in names)
+        if members:
+            hints.setdefault(archive.name, {})["members"] = members
+    return hints
+
+
 def missing_standins(raw: dict[str, Any], cache_root: Path) -> list[str]:
     """File names of ``raw`` for which no stand-in can be generated."""
     return [p.name for p, _ in needed_files(raw, cache_root) if _suffix(p.name) in NO_STANDIN]
@@ -222,6 +335,10 @@ def missing_standins(raw: dict[str, Any], cache_root: Path) -> list[str]:
 def fill_cache(raw: dict[str, Any], cache_root: Path) -> list[Path]:
     """Write stand-ins for every file ``raw`` reads from the cache under ``cache_root``."""
     written = []
+    hints = metadata_hints(raw)
+    guest_names = {download_cache_path(cache_root, raw["id"], f["url"], f["path"]): Path(f["path"]).name
+                   for s in raw.get("config") or [] if s.get("type") == "download"
+                   for f in (s.get("parameters") or {}).get("files", [])}
     for path, seed in needed_files(raw, cache_root):
         if path.exists():
             continue
@@ -231,7 +348,7 @@ def fill_cache(raw: dict[str, Any], cache_root: Path) -> list[Path]:
             con.executescript(_HISTORY_SCHEMA)
             con.close()
         else:
-            write_standin(path, seed)
+            write_standin(path, seed, **hints.get(guest_names.get(path, ""), {}))
         written.append(path)
     return written
 

@@ -302,3 +302,24 @@ def test_a_missing_postconfig_window_is_the_agents_doing_not_an_infra_error(tmp_
                 step("close_window", window_name="x")], phase="postconfig")
     with pytest.raises(SetupError, match="config step 0 \\(activate_window\\) failed"):
         runner.run([step("activate_window", window_name="Terminal")])
+    # setup waited for it first: polls adding up to 20 s
+    assert sum(sleeps) >= 20.0
+
+
+class SlowWindow(RecordingGuest):
+    """A window that maps on the fourth look (a terminal still starting)."""
+
+    def __init__(self):
+        super().__init__()
+        self.looks = 0
+
+    def activate_window(self, window_name, strict=False, by_class=False):
+        self.looks += 1
+        if self.looks < 4:
+            raise GuestError(f"no window matches {window_name!r}", status=404)
+
+
+def test_config_activate_window_waits_for_a_window_a_step_just_opened(tmp_path, sleeps):
+    guest = SlowWindow()
+    make_runner(guest, tmp_path, sleeps).run([step("activate_window", window_name="Terminal")])
+    assert guest.looks == 4 and len(sleeps) == 3

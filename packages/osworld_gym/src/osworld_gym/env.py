@@ -64,7 +64,7 @@ from osworld_gym.providers import Provider, make_provider
 from osworld_gym.settle import SettleConfig, wait_until_settled
 from osworld_gym.spaces import MAX_A11Y_CHARS, MAX_INSTRUCTION_CHARS, UnicodeText
 from osworld_gym.tasks import SetupRunner, Task, TaskSet, load_tasks
-from osworld_gym.tasks.support import local_capabilities
+from osworld_gym.tasks.support import capabilities
 from osworld_gym.tasks.validation import HostAccess, check_host_access, validate_task
 
 log = logging.getLogger(__name__)
@@ -128,8 +128,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.provider = make_provider(provider, screen_size=screen_size, **(provider_kwargs or {}))
         self.screen_size = tuple(self.provider.screen_size)
-        # what the tasks may use depends on the desktop (gsettings: its profile)
-        caps = local_capabilities(getattr(self.provider, "profile", None))
+        # what the tasks may use depends on the desktop: its provider, and on local desktops
+        # its profile (gsettings)
+        caps = capabilities(self.provider.name, getattr(self.provider, "profile", None))
         self.tasks: TaskSet | None = None if tasks is None else load_tasks(tasks, provider=caps)
         self.action_set = (action_set if isinstance(action_set, ActionSet)
                            else make_action_set(action_set, screen_size=self.screen_size,

@@ -60,6 +60,7 @@ _GETTERS: dict[str, str | Getter] = {
     "gimp_config_file": f"{_G}.apps:get_gimp_config_file",
     "default_video_player": f"{_G}.apps:get_default_video_player",
     "vm_screen_size": f"{_G}.apps:get_vm_screen_size",
+    "vm_window_size": f"{_G}.info:get_vm_window_size",
     "audio_in_slide": f"{_G}.slides:get_audio_in_slide",
     "background_image_in_slide": f"{_G}.slides:get_background_image_in_slide",
 }
@@ -78,6 +79,9 @@ _METRICS: dict[str, str | Metric] = {
     "compare_docx_files": f"{_M}.docs:compare_docx_files",
     "compare_pptx_files": f"{_M}.slides:compare_pptx_files",
     "compare_pdfs": f"{_M}.pdf:compare_pdfs",
+    "compare_audios": f"{_M}.media:compare_audios",
+    "compare_videos": f"{_M}.media:compare_videos",
+    "compare_pdf_images": f"{_M}.media:compare_pdf_images",
     "compare_images": f"{_M}.images:compare_images",
     "is_expected_url_pattern_match": f"{_M}.chrome:is_expected_url_pattern_match",
     "is_expected_active_tab": f"{_M}.chrome:is_expected_active_tab",

@@ -328,6 +328,13 @@ def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
         if seconds:
             timings["dependencies"] = seconds
         shutil.copytree(deps, ctx / "wheels" / "deps", ignore=shutil.ignore_patterns(".complete"))
+        from osworld_gym.guest import task_python
+
+        task_deps, seconds = download_dependencies(task_python.requirements(), opts, machine)
+        if seconds:
+            timings["task_python"] = seconds
+        shutil.copytree(task_deps, ctx / "wheels" / "task",
+                        ignore=shutil.ignore_patterns(".complete"))
         dockerfile = recipe.render_dockerfile(opts.apps)
         (ctx / "Dockerfile").write_text(dockerfile)
         (ctx / "entrypoint.sh").write_text(recipe.entrypoint_script())
@@ -338,7 +345,8 @@ def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
             base_id = base  # pulled by the build
         digest = _digest([dockerfile.encode(), recipe.entrypoint_script().encode(),
                           wheel.read_bytes(), base_id.encode(),
-                          "\n".join(sorted(p.name for p in deps.glob("*.whl"))).encode()])
+                          "\n".join(sorted(p.name for p in deps.glob("*.whl"))).encode(),
+                          "\n".join(sorted(p.name for p in task_deps.glob("*.whl"))).encode()])
         try:
             existing = client.images.get(tag)
         except docker.errors.ImageNotFound:

@@ -9,7 +9,8 @@ last one:
    upgraded: Xvfb, openbox, D-Bus, window tools, Python, real ``sudo``, CLI tools, fonts;
 3. the apps of the chosen set (:data:`APPS`);
 4. the desktop user ``user`` (uid 1000, home ``/home/user``, sudo password ``password``);
-5. the guest's Python dependencies, installed by pip from wheels downloaded on the host;
+5. the guest's Python dependencies, installed by pip from wheels downloaded on the host, and
+   the task python (:data:`TASK_PYTHON`, the same pinned venv as the local sandbox's);
 6. osworld-gym itself, from a wheel built from this source tree;
 7. the entrypoint (:file:`entrypoint.sh`): user mapping, guest start, owner watchdog.
 
@@ -33,6 +34,9 @@ BASE_TAG = "osworld-gym/debian:bookworm-minbase"
 VENV = "/opt/osworld-gym"
 #: An empty X authority file: python-xlib refuses to connect when it finds none at all.
 XAUTHORITY = f"{VENV}/Xauthority"
+#: The task-author Python (``osworld_gym.guest.task_python``'s default venv, where
+#: ``scripts/install.sh`` puts it on the local sandbox): pyautogui for OSWorld's task steps.
+TASK_PYTHON = "/opt/osworld-gym-task-python"
 #: Labels every image and container of ours carries (cleanup only ever touches these).
 LABEL_IMAGE = "osworld-gym.image"
 LABEL_APPS = "osworld-gym.apps"
@@ -140,6 +144,16 @@ RUN python3 -m venv {VENV} \\
  && {VENV}/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels/deps \\
       -r /tmp/wheels/deps/requirements.txt \\
  && rm -rf /tmp/wheels && touch {XAUTHORITY}
+
+# the task python: what OSWorld's setup/postconfig/evaluator commands import (pyautogui), pinned
+# as on the local sandbox (guest/task_python_requirements.txt); the guest puts it first on the
+# PATH of task commands only
+COPY wheels/task /tmp/wheels/task
+RUN python3 -m venv {TASK_PYTHON} \\
+ && {TASK_PYTHON}/bin/pip install --no-cache-dir --no-index --find-links /tmp/wheels/task \\
+      -r /tmp/wheels/task/requirements.txt \\
+ && cp /tmp/wheels/task/requirements.txt {TASK_PYTHON}/requirements.txt \\
+ && rm -rf /tmp/wheels && touch {TASK_PYTHON}/Xauthority
 
 # osworld-gym itself; google-chrome names Chromium as in our local sandbox
 COPY wheels/*.whl /tmp/wheels/

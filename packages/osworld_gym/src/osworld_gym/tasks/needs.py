@@ -1,6 +1,6 @@
 """What a task needs from the desktop beyond its apps: programs on the PATH, and the network.
 
-Two of :func:`osworld_gym.tasks.support.classify`'s checks, each giving at most one reason:
+Three of :func:`osworld_gym.tasks.support.classify`'s checks, each giving at most one reason:
 
 * :func:`missing_programs`: every program a setup step, postconfig step or evaluator command
   runs (read by :func:`osworld_gym.tasks.programs.task_programs`) must be found on the PATH the
@@ -12,6 +12,9 @@ Two of :func:`osworld_gym.tasks.support.classify`'s checks, each giving at most 
   offline desktop, and neither can a browser task whose instruction sends the agent to a
   website the config does not serve locally (the instruction names a real host and the task
   opens a browser).
+* :func:`systemd_programs`: ``timedatectl`` and its siblings ask systemd's services over the
+  system bus; a desktop without systemd as init (the local sandbox) answers only an error, so
+  the evaluator would read no state at all (reason ``needs systemd``).
 
 >>> raw = {"config": [{"type": "execute", "parameters": {
 ...     "command": "echo pw | sudo -S apt-get install -y htop", "shell": "true"}}]}
@@ -19,6 +22,9 @@ Two of :func:`osworld_gym.tasks.support.classify`'s checks, each giving at most 
 ['needs the network (apt-get install in a setup step)']
 >>> network_steps({"related_apps": ["chrome"], "config": []}, "Open www.amazon.com and ...")
 ['needs a live website (www.amazon.com, named in the instruction)']
+>>> systemd_programs({"evaluator": {"func": "is_utc_0", "result": {
+...     "type": "vm_command_line", "command": "timedatectl status", "shell": True}}})
+['needs systemd (timedatectl asks systemd over the system bus; this desktop has no systemd)']
 """
 
 from __future__ import annotations
@@ -118,3 +124,16 @@ def missing_programs(raw: dict[str, Any], path: str | None,
     if unknown:
         hints.append(f"no package known to osworld-gym: {', '.join(unknown)}")
     return [f"needs programs not on the desktop: {', '.join(missing)} ({'; '.join(hints)})"]
+
+
+#: Programs that only talk to systemd's services (timedated, hostnamed, localed, logind).
+SYSTEMD_PROGRAMS = frozenset({"timedatectl", "hostnamectl", "localectl", "loginctl"})
+
+
+def systemd_programs(raw: dict[str, Any]) -> list[str]:
+    """At most one reason: ``raw`` runs a program that needs systemd as init."""
+    found = sorted(task_programs(raw) & SYSTEMD_PROGRAMS)
+    if not found:
+        return []
+    return [f"needs systemd ({', '.join(found)} asks systemd over the system bus; this desktop "
+            "has no systemd)"]

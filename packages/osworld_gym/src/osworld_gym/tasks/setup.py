@@ -101,6 +101,8 @@ _UNTIL_KEYS = {"returncode", "stdout", "stderr"}
 #: guest answers meaning "not with the desktop as it is now" (not "the guest is broken")
 _DESKTOP_STATE_REFUSALS = frozenset({400, 404, 409, 422})
 _POLL_INTERVAL_S = 0.3
+#: Seconds a config ``activate_window`` waits for a window a previous step opened.
+_WINDOW_APPEAR_S = 20.0
 _MAX_REQUEST_FAILURES = 5
 
 
@@ -429,7 +431,19 @@ class SetupRunner:
 
     def _activate_window(self, window_name: str, strict: bool = False, by_class: bool = False):
         with self._window_of_the_agent(window_name):
-            self.client.activate_window(window_name, strict=strict, by_class=by_class)
+            waited = 0.0  # counted in polls, not read off a clock
+            while True:
+                try:
+                    self.client.activate_window(window_name, strict=strict, by_class=by_class)
+                    return
+                except GuestError as exc:
+                    # in config the window is one a step just opened (Ctrl+Alt+T's terminal):
+                    # give it time to map, as on OSWorld's faster VM it already has
+                    if (exc.status != 404 or getattr(self, "_phase", "config") != "config"
+                            or waited >= _WINDOW_APPEAR_S):
+                        raise
+                self._sleep(_POLL_INTERVAL_S)
+                waited += _POLL_INTERVAL_S
 
     def _close_window(self, window_name: str, strict: bool = False, by_class: bool = False):
         with self._window_of_the_agent(window_name):

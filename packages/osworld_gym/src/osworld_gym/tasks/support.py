@@ -20,7 +20,10 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
 * ``needs VS Code``: domain ``vs_code``, a ``code`` command, a ``vscode_config`` getter;
 * ``needs GNOME``: a ``gsettings``/``dconf`` command (fine on the local ``ubuntu`` desktop
   profile, which runs GSettings over dconf; not on ``openbox``), ``change_wallpaper``,
-  ``vm_wallpaper`` (GNOME Shell's wallpaper: no local profile);
+  ``vm_wallpaper`` (GNOME Shell's wallpaper: no local profile); a ``default_video_player``
+  getter (GNOME's Totem is OSWorld's default; here VLC is the only video player, so such a
+  task would start solved);
+* ``needs systemd``: ``timedatectl`` and its siblings (:func:`.needs.systemd_programs`);
 * ``needs apps not installed``: apps the domain, ``related_apps``, commands, opened files or
   getters imply (chromium, libreoffice and its calc/writer/impress modules, gimp, vlc,
   thunderbird), with the ``apt-get install`` line;
@@ -60,7 +63,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from osworld_gym.errors import TaskError
-from osworld_gym.tasks.needs import missing_programs, network_steps
+from osworld_gym.tasks.needs import missing_programs, network_steps, systemd_programs
 from osworld_gym.tasks.programs import is_shell
 from osworld_gym.tasks.task import Task
 
@@ -158,11 +161,11 @@ OSWORLD_IMAGE = Capabilities(network=True, google=True, vscode=True, gnome=True)
 
 
 def capabilities(provider: str | Capabilities, profile: str | None = None) -> Capabilities:
-    """Capabilities of a provider name (``"local"``/``"fake"``: this machine, with desktop
+    """Capabilities of a provider name (``"local"``/``"fake"``/``"docker"``: this machine, with desktop
     ``profile`` as :func:`local_capabilities` takes it) or as given."""
     if isinstance(provider, Capabilities):
         return provider
-    if provider not in ("local", "fake"):
+    if provider not in ("local", "fake", "docker"):  # our docker image installs what local does
         return OSWORLD_IMAGE
     return local_capabilities(profile) if profile else local_capabilities()
 
@@ -325,6 +328,14 @@ def _gnome(uses: _Uses, gsettings: bool) -> list[str]:
     return []
 
 
+def _default_apps(uses: _Uses) -> list[str]:
+    """Tasks that ask to make an app the default need another default to start from: OSWorld's
+    Ubuntu opens videos with Totem; the local desktop has VLC only, so doing nothing would win."""
+    if any(g.get("type") == "default_video_player" for g in uses.getters):
+        return ["needs GNOME (its default video player, Totem: here VLC already is the default)"]
+    return []
+
+
 def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
     wanted: set[str] = set()
     for name in [task.domain, *task.related_apps]:
@@ -416,6 +427,8 @@ def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local"
         reasons += _vscode(parsed, uses)
     if not caps.gnome:
         reasons += _gnome(uses, caps.gsettings)
+        reasons += _default_apps(uses)
+        reasons += systemd_programs(raw)  # OSWorld's Ubuntu boots systemd; the sandbox does not
     reasons += _apps(parsed, uses, caps)
     reasons += missing_programs(raw, caps.path, skip=_APP_PROGRAMS)
     reasons += _implementation(uses)

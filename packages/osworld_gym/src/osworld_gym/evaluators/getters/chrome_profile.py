@@ -115,11 +115,22 @@ def get_find_installed_extension_name(ctx: EvalContext, config: dict[str, Any]) 
     return [e["manifest"]["name"] for e in exts.values() if "name" in e.get("manifest", {})]
 
 
+#: Chrome's content-setting value "session only": site data is deleted when Chrome closes.
+SESSION_ONLY = 4
+
+
 def get_data_delete_automacally(ctx: EvalContext, config: dict[str, Any]) -> str | None:
-    """``"true"`` if the profile has any ``default_content_setting_values`` (OSWorld's test for
-    "delete site data on exit"; the misspelt name is OSWorld's)."""
+    """``"true"`` if Chrome deletes site data on close: the cookies content setting's default
+    is "session only" (``profile.default_content_setting_values.cookies == 4``, what the
+    settings toggle writes); the misspelt name is OSWorld's.
+
+    Stricter than OSWorld, which answers "true" when ``default_content_setting_values`` exists
+    at all: a fresh Chromium profile already has that key (with other settings), so doing
+    nothing would pass. The right answer passes both rules.
+    """
     prefs = _prefs(ctx)
     if prefs is None:
         return None
-    values = prefs.get("profile", {}).get("default_content_setting_values")
-    return "true" if values is not None else "false"
+    values = (prefs.get("profile") or {}).get("default_content_setting_values")
+    cookies = values.get("cookies") if isinstance(values, dict) else None
+    return "true" if cookies == SESSION_ONLY else "false"

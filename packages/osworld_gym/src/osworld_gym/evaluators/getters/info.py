@@ -37,3 +37,48 @@ def get_vm_terminal_output(ctx: EvalContext, config: dict[str, Any]) -> str | No
     """The text of the desktop's open terminal, read through the accessibility tree (OSWorld's
     ``/terminal``); ``None`` when no terminal is open (the metric then scores 0)."""
     return ctx.client.terminal()
+
+
+#: Prints ``{"width": w, "height": h}`` of the first client window (``_NET_CLIENT_LIST``) whose
+#: WM_CLASS names the class in argv[1] (case-insensitive), or ``null``; run by the task python.
+_WINDOW_SIZE_SCRIPT = r"""
+import json, sys
+from Xlib import X, display, error
+d = display.Display()
+root = d.screen().root
+want = sys.argv[1].lower()
+prop = root.get_full_property(d.intern_atom("_NET_CLIENT_LIST"), X.AnyPropertyType)
+size = None
+for wid in (prop.value if prop else []):
+    try:
+        w = d.create_resource_object("window", wid)
+        cls = w.get_wm_class()
+        if cls and want in [c.lower() for c in cls]:
+            g = w.get_geometry()
+            size = {"width": g.width, "height": g.height}
+            break
+    except error.XError:
+        continue
+print(json.dumps(size))
+"""
+
+
+def get_vm_window_size(ctx: EvalContext, config: dict[str, Any]) -> dict[str, int] | None:
+    """``{"width", "height"}`` of the first window of class ``config["app_class_name"]``, as
+    OSWorld's ``/window_size`` (the client window's X geometry); ``None`` if no such window is
+    open (the metric then scores 0)."""
+    import json
+
+    from osworld_gym.errors import EvaluatorError
+
+    result = ctx.client.execute(["python", "-c", _WINDOW_SIZE_SCRIPT,
+                                 str(config["app_class_name"])], timeout=30.0)
+    output = (result.get("output") or "").strip()
+    try:
+        size = json.loads(output.splitlines()[-1]) if output else None
+    except ValueError as exc:
+        raise EvaluatorError(f"window size probe printed {output[-200:]!r}: "
+                             f"{result.get('error')!r}") from exc
+    if result.get("returncode", 0) != 0 or not (size is None or isinstance(size, dict)):
+        raise EvaluatorError(f"window size probe failed: {result.get('error')!r}")
+    return size

@@ -25,8 +25,9 @@ def compare_pdfs(result: str | list[str | None] | None, expected: str | list[str
     """Text similarity of two PDFs (``2 * LCS / total length``), in ``[0, 1]``.
 
     ``result`` and ``expected`` may be parallel lists (a ``multi`` getter); the score is then the
-    mean over the pairs. A pair whose result is missing or unreadable counts 0; an unreadable gold
-    file raises.
+    mean over the pairs. A pair with a missing or unreadable file on either side counts 0, as in
+    OSWorld (which catches every per-pair error): some tasks put the agent's files on the
+    ``expected`` side, so an unreadable file there is the agent's doing, not infrastructure.
 
     >>> compare_pdfs(None, "gold.pdf")
     0.0
@@ -39,12 +40,10 @@ def compare_pdfs(result: str | list[str | None] | None, expected: str | list[str
         return 0.0
     total = 0.0
     for mine, gold in zip(results, golds, strict=False):
-        if not mine:
+        if not mine or not gold:
             continue
         try:
-            text = pdf_text(mine)
-        except Exception as exc:  # noqa: BLE001 - any unreadable result PDF scores 0
-            logger.info("compare_pdfs: cannot read result %s: %s", mine, exc)
-            continue
-        total += fuzzy_ratio(text, pdf_text(gold))
+            total += fuzzy_ratio(pdf_text(mine), pdf_text(gold))
+        except Exception as exc:  # noqa: BLE001 - any unreadable PDF scores its pair 0
+            logger.info("compare_pdfs: cannot read %s or %s: %s", mine, gold, exc)
     return total / len(golds)
