@@ -42,15 +42,15 @@ KNOWN_GAPS = {
     "stand-in firefox_decrypt.py prints none, so doing nothing scores 1 (stand-in limit)",
 }
 #: Setup opens a terminal with Ctrl+Alt+T and activates a window titled 'Terminal' (Ubuntu's
-#: GNOME Terminal): the ``ubuntu`` desktop profile has it, the default ``openbox`` one xterm.
+#: GNOME Terminal): the default ``ubuntu`` desktop profile has it, ``openbox`` has xterm.
 TERMINAL_GAP = "setup activates a window titled 'Terminal' (Ubuntu's gnome-terminal after " \
     "Ctrl+Alt+T); the openbox profile's terminal is xterm (OSWORLD_GYM_PROFILE=ubuntu has it)"
 
 
 def _profile() -> str:
-    from osworld_gym.providers.local import PROFILE_ENV
+    from osworld_gym.providers.local import DEFAULT_PROFILE, PROFILE_ENV
 
-    return os.environ.get(PROFILE_ENV) or "openbox"
+    return os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
 
 
 def known_gap(raw: dict[str, Any]) -> str | None:
