@@ -26,6 +26,7 @@ from Xlib import error as xerror
 from osworld_gym.errors import GuestError, MissingDependencyError
 from osworld_gym.guest.processes import ProcessRegistry, descendants
 from osworld_gym.guest.profiles import PROFILES, UbuntuSession
+from osworld_gym.guest.xgrab import make_impervious
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +238,7 @@ class Desktop:
         except (xerror.DisplayError, ConnectionError, OSError):
             return False
         try:
+            make_impervious(d)
             return d.get_selection_owner(d.intern_atom("WM_S0")) != 0
         except (xerror.XError, ConnectionError, OSError):
             return False
