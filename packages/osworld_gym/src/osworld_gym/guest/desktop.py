@@ -16,6 +16,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ from Xlib import error as xerror
 from osworld_gym.errors import GuestError, MissingDependencyError
 from osworld_gym.guest.processes import ProcessRegistry, descendants
 from osworld_gym.guest.profiles import PROFILES, UbuntuSession
+from osworld_gym.guest.xgrab import GrabControlError, make_impervious
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +140,10 @@ class Desktop:
     bus: subprocess.Popen | None = field(default=None, init=False)
     bus_address: str | None = field(default=None, init=False)
     session: UbuntuSession | None = field(default=None, init=False)
+    #: one kept, grab-impervious connection for liveness: a new connection is not served while
+    #: a player client holds an X server grab, so ``can_connect`` would hang until it ends
+    _probe: xdisplay.Display | None = field(default=None, init=False, repr=False)
+    _probe_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     # ---- X server ---------------------------------------------------------------------------
     def start_x(self, timeout: float = 15.0) -> None:
@@ -159,11 +165,37 @@ class Desktop:
         log.info("started Xvfb %s (pid %d)", self.display, self.xvfb.pid)
         _wait_for(lambda: can_connect(self.display), timeout, f"Xvfb {self.display}", self.xvfb,
                   log_path)
+        self.x_alive()  # opens the liveness connection now, before any player client runs
 
     def x_alive(self) -> bool:
+        """True if the X server answers a round trip (on a connection a grab cannot stall)."""
         if self.xvfb is not None and self.xvfb.poll() is not None:
+            self._close_probe()
             return False
-        return can_connect(self.display)
+        with self._probe_lock:
+            try:
+                if self._probe is None:
+                    self._probe = make_impervious(xdisplay.Display(self.display))
+                self._probe.get_input_focus()  # a round trip
+                return True
+            except (xerror.DisplayError, xerror.XError, ConnectionError, OSError,
+                    GrabControlError):
+                probe, self._probe = self._probe, None
+        if probe is not None:
+            try:
+                probe.close()
+            except Exception:  # noqa: BLE001 - already broken
+                pass
+        return False
+
+    def _close_probe(self) -> None:
+        with self._probe_lock:
+            probe, self._probe = self._probe, None
+        if probe is not None:
+            try:
+                probe.close()
+            except Exception:  # noqa: BLE001 - the server may be gone
+                pass
 
     # ---- session bus ------------------------------------------------------------------------
     def start_bus(self, env: dict[str, str], timeout: float = 10.0) -> str | None:
@@ -237,6 +269,7 @@ class Desktop:
         except (xerror.DisplayError, ConnectionError, OSError):
             return False
         try:
+            make_impervious(d)
             return d.get_selection_owner(d.intern_atom("WM_S0")) != 0
         except (xerror.XError, ConnectionError, OSError):
             return False
@@ -285,6 +318,7 @@ class Desktop:
         """Stop the profile's panels, WM, bus and X server (in that order); reaps them."""
         if self.session is not None:
             self.session.stop()
+        self._close_probe()
         for proc in (self.wm_proc, self.bus, self.xvfb):
             self.registry.terminate(proc, timeout=3.0)
         n = display_number(self.display)

@@ -21,6 +21,8 @@ import mss
 from PIL import Image, ImageDraw
 from Xlib import display as xdisplay
 
+from osworld_gym.guest.xgrab import make_impervious, make_mss_impervious
+
 log = logging.getLogger(__name__)
 
 #: zlib level for PNGs: 1 is ~5x faster than the default and only slightly larger.
@@ -43,7 +45,7 @@ class Screen:
 
     def __init__(self, display_name: str):
         self.display_name = display_name
-        self._x = xdisplay.Display(display_name)
+        self._x = make_impervious(xdisplay.Display(display_name))
         self._xlock = threading.Lock()
         screen = self._x.screen()
         self.width, self.height = screen.width_in_pixels, screen.height_in_pixels
@@ -52,6 +54,7 @@ class Screen:
         if self._xfixes:
             self._x.xfixes_query_version()
         self._grabber = mss.MSS(display=display_name)
+        make_mss_impervious(self._grabber)  # a player's XGrabServer cannot stall screenshots
         self._grab_lock = threading.Lock()
 
     def capture(self, cursor: bool = True) -> Frame:

@@ -26,6 +26,7 @@ from Xlib.protocol import event as xevent
 
 from osworld_gym.errors import MissingDependencyError
 from osworld_gym.guest.processes import ProcessRegistry
+from osworld_gym.guest.xgrab import make_impervious
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class Windows:
         with self._xlock:
             try:
                 if self._x is None:
-                    self._x = xdisplay.Display(self._display_name)
+                    self._x = make_impervious(xdisplay.Display(self._display_name))
                 root = self._x.screen().root
                 prop = root.get_full_property(self._x.intern_atom("_NET_ACTIVE_WINDOW"),
                                               X.AnyPropertyType)

@@ -43,6 +43,7 @@ from osworld_gym.actions.primitives import (
 )
 from osworld_gym.errors import ActionError, GuestError
 from osworld_gym.guest.windows import ClickFocus, FocusMode
+from osworld_gym.guest.xgrab import make_impervious
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class XInput:
         self._d = xdisplay.Display(display_name)
         if not self._d.has_extension("XTEST"):
             raise GuestError(f"X server {display_name} lacks the XTEST extension")
+        make_impervious(self._d)  # a player's XGrabServer cannot stall input
         screen = self._d.screen()
         self.width, self.height = screen.width_in_pixels, screen.height_in_pixels
         self._lock = threading.RLock()

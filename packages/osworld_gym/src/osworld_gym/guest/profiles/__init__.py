@@ -29,6 +29,7 @@ from pathlib import Path
 from osworld_gym.errors import GuestError, MissingDependencyError
 from osworld_gym.guest.processes import ProcessRegistry
 from osworld_gym.guest.profiles import wallpaper
+from osworld_gym.guest.xgrab import make_impervious
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +257,7 @@ class UbuntuSession:
         from Xlib import display as xdisplay
 
         g = Geometry(*self.size)
-        d = xdisplay.Display(self.display)
+        d = make_impervious(xdisplay.Display(self.display))
         try:
             atom = d.intern_atom("_NET_WORKAREA")
             deadline = time.monotonic() + timeout

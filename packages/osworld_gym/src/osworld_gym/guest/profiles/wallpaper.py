@@ -12,6 +12,8 @@ import numpy as np
 from Xlib import X
 from Xlib import display as xdisplay
 
+from osworld_gym.guest.xgrab import make_impervious
+
 #: (position 0..1 along the diagonal, RGB)
 STOPS = ((0.0, (0x2c, 0x00, 0x1e)), (0.55, (0x77, 0x21, 0x6f)), (1.0, (0xe9, 0x54, 0x20)))
 
@@ -33,7 +35,7 @@ def gradient(width: int, height: int) -> np.ndarray:
 
 def paint(display_name: str) -> None:
     """Set the gradient as the root window's background and repaint the root."""
-    d = xdisplay.Display(display_name)
+    d = make_impervious(xdisplay.Display(display_name))
     try:
         screen = d.screen()
         root = screen.root
