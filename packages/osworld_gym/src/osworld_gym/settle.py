@@ -23,11 +23,24 @@ Two ways, chosen per step by the env:
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+
+#: ``OSWORLD_GYM_SETTLE=poll`` makes polling the default everywhere (to compare the two, e.g.
+#: in the training demo's env seconds); ``signal`` (the default) uses the guest's signal.
+SETTLE_ENV = "OSWORLD_GYM_SETTLE"
+
+
+def _signal_default() -> bool:
+    value = os.environ.get(SETTLE_ENV, "signal")
+    if value not in ("signal", "poll"):
+        raise ValueError(f"${SETTLE_ENV} must be 'signal' or 'poll', not {value!r}")
+    return value == "signal"
 
 
 @dataclass(frozen=True)
@@ -46,7 +59,7 @@ class SettleConfig:
         stride: sample every ``stride``-th pixel in each direction when comparing.
         signal: ask the guest to say when its desktop has gone idle (XDamage and process
             activity) where it can; the other fields then only apply to the fallback, except
-            ``max_s``, which caps both.
+            ``max_s``, which caps both. Default: true unless ``$OSWORLD_GYM_SETTLE`` is ``poll``.
     """
 
     min_s: float = 0.05
@@ -56,7 +69,7 @@ class SettleConfig:
     poll_s: float = 0.05
     threshold: float = 2e-4
     stride: int = 4
-    signal: bool = True
+    signal: bool = field(default_factory=_signal_default)
 
 
 def changed_fraction(a: np.ndarray, b: np.ndarray, stride: int = 1) -> float:

@@ -14,9 +14,10 @@ pixels, so the wait ends as soon as everything involved has gone idle:
   but not yet scheduled -- a loaded machine -- is runnable, so load makes the wait longer,
   never shorter. Before declaring the desktop idle every *thread* is checked, not just main
   threads (a renderer's compositor thread may be the one still working).
-* **Launches**: when a process appeared after the input and nothing has been drawn since, the
-  wait goes on (up to ``first_change_s``) for the new window -- an app reading its files
-  between bursts of CPU must not end the wait.
+* **Launches**: when a process appeared after the input and nothing has been drawn since it
+  appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
+  after the input, for its window: an app idle between bursts of CPU (reading files, waiting
+  for the bus) must not end the wait.
 
 The desktop has settled when no damage and no CPU activity were seen for ``quiet_s`` and no
 thread is runnable. What this cannot see: a timer an app armed before going idle (a tooltip
@@ -252,22 +253,25 @@ class SettleSignal:
         prev = base
         looks = 0
         launched = capped = False
+        drawn_after_launch = True
         while True:
             now = time.monotonic()
-            drawn = self.damage.look()
             cur = self.procs.sample()
+            drawn = self.damage.look()  # after the sample: a drawing by a new process counts
             looks += 1
+            if cur.pids - prev.pids - base.pids:  # a process started since the last look
+                launched, drawn_after_launch = True, False
             if drawn:
-                self._drawn_since_mark = True
+                self._drawn_since_mark = drawn_after_launch = True
             if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
                 last_activity = now
-            launched = launched or bool(cur.pids - base.pids)
             prev = cur
             if now - start >= max_s:
                 capped = True
                 break
-            waiting_for_window = (launched and not self._drawn_since_mark
-                                  and now - start < self.first_change_s)
+            # a launch (even behind a typed command's echo) has not drawn yet: its window may
+            # come after a pause (files, the bus), so keep waiting a while
+            waiting_for_window = not drawn_after_launch and now - start < self.first_change_s
             if now - last_activity >= self.quiet_s and not waiting_for_window:
                 if not ProcessActivity.busy_threads(cur.pids):
                     break
