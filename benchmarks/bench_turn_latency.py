@@ -29,8 +29,10 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from osworld_gym.actions.primitives import Click, Hotkey, MoveTo, Press, Primitive, Scroll, TypeText
 from osworld_gym.client import GuestClient
@@ -150,20 +152,22 @@ class Record:
     extra: dict = field(default_factory=dict)
 
 
-def observe(client: GuestClient, method: str, previous: np.ndarray) -> tuple[np.ndarray, bool]:
+def observe(client: GuestClient, method: str, previous: np.ndarray) -> tuple[np.ndarray, dict]:
+    """The observation after an action, the way ``method`` gets it, and its settle facts."""
     if method == "signal":
         got = client.settled_screenshot_array(3.0)
         if got is None:
             raise RuntimeError("the guest has no settle signal (no DAMAGE extension?)")
-        return got[0], bool(got[1].get("settle_capped"))
+        return got
     if method == "polling":
-        frame, facts = wait_until_settled(client.screenshot_array, SettleConfig(), previous)
-        return frame, bool(facts["settle_capped"])
+        return wait_until_settled(client.screenshot_array, SettleConfig(), previous)
     time.sleep(FIXED_PAUSE_S)
-    return client.screenshot_array(), False
+    return client.screenshot_array(), {}
 
 
-def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top: int) -> list[Record]:
+def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top: int,
+        save: Path | None = None) -> list[Record]:
+    """Every scenario once per method; ``save``: a folder for the frame pairs of stale turns."""
     records: list[Record] = []
     for sc in scs:
         for method in methods:
@@ -177,20 +181,28 @@ def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top
                 prims = step.prims(geom)
                 t0 = time.perf_counter()
                 client.run_actions(prims)
-                frame_new, capped = observe(client, method, frame)
-                rec = Record(sc.name, step.kind, method, 1000 * (time.perf_counter() - t0), capped=capped)
+                frame_new, facts = observe(client, method, frame)
+                rec = Record(sc.name, step.kind, method, 1000 * (time.perf_counter() - t0),
+                             capped=bool(facts.get("settle_capped")))
+                timers = int(facts.get("settle_timers", 0))
                 if method != "fixed":
                     time.sleep(LATER_S)
                     later = client.screenshot_array()
                     d = compare_later(frame_new, later, ignore_top=ignore_top)
                     rec.stale = d.kind
                     rec.extra = {"box": d.box, "pixels": d.pixels}
+                    if save is not None and not d.explained:
+                        save.mkdir(parents=True, exist_ok=True)
+                        stem = f"{sc.name}-{method}-{len(records):03d}"
+                        Image.fromarray(frame_new).save(save / f"{stem}-observed.png")
+                        Image.fromarray(later).save(save / f"{stem}-later.png")
                     frame = later
                 else:
                     frame = frame_new
                 records.append(rec)
                 print(f"{sc.name:12s} {method:8s} {step.kind:20s} {rec.ms:7.0f} ms "
-                      f"{rec.stale}{' capped' if capped else ''} {rec.extra.get('box') or ''}",
+                      f"{rec.stale}{' capped' if rec.capped else ''}"
+                      f"{f' timers={timers}' if timers else ''} {rec.extra.get('box') or ''}",
                       flush=True)
     return records
 
@@ -223,6 +235,7 @@ def main() -> None:
     ap.add_argument("--apps", default="xterm,mousepad,libreoffice,chromium,vlc")
     ap.add_argument("--methods", default="signal,polling,fixed")
     ap.add_argument("--json", help="also write every measurement to this file")
+    ap.add_argument("--save-stale", type=Path, help="folder for the frame pairs of stale turns")
     args = ap.parse_args()
     wanted = args.apps.split(",")
     scs = [s for s in scenarios() if s.name in wanted]
@@ -231,7 +244,8 @@ def main() -> None:
     provider = LocalProvider(profile=args.profile)
     client = provider.start()
     try:
-        records = run(client, scs, methods, TOPBAR_ROWS if args.profile == "ubuntu" else 0)
+        records = run(client, scs, methods, TOPBAR_ROWS if args.profile == "ubuntu" else 0,
+                      args.save_stale)
     finally:
         provider.stop()
     load1 = open("/proc/loadavg").read().split()[:3]

@@ -4,6 +4,7 @@ A small X client (a subprocess of this test, so one of the "desktop processes" t
 watches) paints its window white when clicked -- after computing for a while, after running a
 child process, or continuously. The signal must not say "settled" before the paint: the checks
 look at the pixels captured right after the wait, never at how long it took.
+``test_settle_stale.py`` runs the same check over real apps.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ while True:
         continue
     if mode == "compute":
         burn(0.4)
+    elif mode == "timer":  # draw at once, then once more from a timer (LibreOffice's way)
+        win.fill_rectangle(grey, 0, 0, 400, 300); d.flush()
+        import select; select.select([], [], [], 0.25)
     elif mode == "child":
         subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
                         "while time.process_time() - t < 0.4: pass"], check=True)
@@ -124,10 +128,11 @@ def stop(proc: subprocess.Popen) -> None:
     proc.wait(10)
 
 
-@pytest.mark.parametrize("mode", ["compute", "child"])
+@pytest.mark.parametrize("mode", ["compute", "child", "timer"])
 def test_the_wait_lasts_until_the_app_has_drawn_its_answer(display, parts, mode):
-    """The app computes 0.4 s of CPU (itself, or in a child it waits for) before it paints:
-    however loaded the machine, the frame taken after the wait shows the paint."""
+    """The app computes 0.4 s of CPU (itself, or in a child it waits for) before it paints, or
+    paints grey and then white from a 0.25 s timer: however loaded the machine, the frame
+    taken after the wait shows the final paint."""
     client = start_client(display, mode)
     try:
         signal, _, screen = parts
@@ -181,5 +186,31 @@ def test_the_recorders_subtree_can_be_left_out():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         assert child.pid not in ProcessActivity(exclude=lambda: {child.pid}).sample().pids
+    finally:
+        stop(child)
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import select; select.select([], [], [], 123)", 123.0),
+    ("import select; select.poll().poll(45000)", 45.0),
+    ("import sys; sys.stdin.read()", None),  # no timeout: not a timer
+])
+def test_next_wakeup_reads_the_timeout_a_sleeping_event_loop_waits_with(code, expected):
+    from osworld_gym.guest.wakeups import next_wakeup
+
+    child = subprocess.Popen([sys.executable, "-c", f"print('go', flush=True); {code}"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "go"
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "S":
+            assert time.monotonic() < deadline, "the child never went to sleep"
+            time.sleep(0.02)
+        time.sleep(0.1)  # asleep in the call itself, not on the way to it
+        got = next_wakeup(child.pid)
+        if expected is None:
+            assert got is None
+        else:
+            assert got is not None and expected - 0.5 < got <= expected
     finally:
         stop(child)

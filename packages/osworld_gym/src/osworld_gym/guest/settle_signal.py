@@ -14,14 +14,20 @@ pixels, so the wait ends as soon as everything involved has gone idle:
   but not yet scheduled -- a loaded machine -- is runnable, so load makes the wait longer,
   never shorter. Before declaring the desktop idle every *thread* is checked, not just main
   threads (a renderer's compositor thread may be the one still working).
+* **Timers about to fire**: when the action made something draw and then everything went idle,
+  the main threads' event loops are asked when they will wake next (the timeout of the
+  ``poll``/``select`` they sleep in, :mod:`~osworld_gym.guest.wakeups`); one due within
+  ``timer_s`` is waited for, once (LibreOffice redraws its toolbars and status bar 300 ms after
+  an edit, from a timer).
 * **Launches**: when a process appeared after the input and nothing has been drawn since it
   appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
   after the input, for its window: an app idle between bursts of CPU (reading files, waiting
   for the bus) must not end the wait.
 
 The desktop has settled when no damage and no CPU activity were seen for ``quiet_s`` and no
-thread is runnable. What this cannot see: a timer an app armed before going idle (a tooltip
-after hovering for half a second, a caret's blink), and processes outside the guest's tree.
+thread is runnable. What this cannot see: a timer due later than ``timer_s`` or armed when
+nothing was drawn (a tooltip after hovering for half a second; a caret's blink), a second timer
+armed by the first, and processes outside the guest's tree.
 The benchmark's stale-frame check (``benchmarks/bench_turn_latency.py``) measures what that
 costs.
 
@@ -46,6 +52,8 @@ from Xlib import X
 from Xlib import display as xdisplay
 from Xlib.protocol import rq
 
+from osworld_gym.guest.wakeups import next_wakeup
+
 log = logging.getLogger(__name__)
 
 #: Seconds without damage and without CPU activity after which the desktop counts as idle.
@@ -54,6 +62,11 @@ QUIET_S = 0.05
 POLL_S = 0.01
 #: How long a launch (a new process, nothing drawn yet) may take to draw before we stop waiting.
 FIRST_CHANGE_S = 1.0
+
+#: A main thread asleep with a timeout this short (or shorter) is about to run a timer, which
+#: may draw (LibreOffice updates toolbars and status bar 300 ms after an edit): wait for it.
+#: Longer ones are a caret's blink (GTK: 400/800 ms) or a clock, not the action's doing.
+TIMER_S = 0.32
 
 _DAMAGE_REPORT_NON_EMPTY = 3
 
@@ -220,10 +233,11 @@ class SettleSignal:
 
     def __init__(self, display_name: str, exclude: Callable[[], set[int]] = lambda: set(),
                  quiet_s: float = QUIET_S, poll_s: float = POLL_S,
-                 first_change_s: float = FIRST_CHANGE_S):
+                 first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S):
         self.damage = DamageMonitor(display_name)
         self.procs = ProcessActivity(exclude=exclude)
         self.quiet_s, self.poll_s, self.first_change_s = quiet_s, poll_s, first_change_s
+        self.timer_s = timer_s
         self._lock = threading.Lock()
         self._mark: _Mark | None = None
         self._drawn_since_mark = False
@@ -254,6 +268,7 @@ class SettleSignal:
         looks = 0
         launched = capped = False
         drawn_after_launch = True
+        timers: list[int] = []
         while True:
             now = time.monotonic()
             cur = self.procs.sample()
@@ -273,16 +288,32 @@ class SettleSignal:
             # come after a pause (files, the bus), so keep waiting a while
             waiting_for_window = not drawn_after_launch and now - start < self.first_change_s
             if now - last_activity >= self.quiet_s and not waiting_for_window:
-                if not ProcessActivity.busy_threads(cur.pids):
+                if ProcessActivity.busy_threads(cur.pids):
+                    last_activity = time.monotonic()
+                elif (not timers and self._drawn_since_mark
+                      and (due := self._timer_due(cur.pids)) is not None):
+                    # the app drew and has a timer about to fire: let it fire, then look again
+                    # (once: event loops with periodic timers would otherwise hold us to max_s)
+                    timers.append(round(1000 * due))
+                    last_activity = time.monotonic() + due
+                else:
                     break
-                last_activity = time.monotonic()
             time.sleep(self.poll_s)
         self._mark = None
         end = time.monotonic()
         return {"settle_ms": 1000 * (end - t0), "since_input_ms": 1000 * (end - start),
                 "settle_looks": float(looks), "settle_capped": float(capped),
                 "screen_changed": float(self._drawn_since_mark),
-                "settle_launch": float(launched)}
+                "settle_launch": float(launched), "settle_timers": float(len(timers))}
+
+    def _timer_due(self, pids: frozenset[int]) -> float | None:
+        """The soonest wake-up, if within ``timer_s``, of a desktop process's main thread."""
+        soonest = None
+        for pid in pids:
+            t = next_wakeup(pid)
+            if t is not None and t <= self.timer_s and (soonest is None or t < soonest):
+                soonest = t
+        return soonest
 
     def close(self) -> None:
         with self._lock:
