@@ -17,8 +17,9 @@ pixels, so the wait ends as soon as everything involved has gone idle:
 * **Timers about to fire**: when the action made something draw and then everything went idle,
   the main threads' event loops are asked when they will wake next (the timeout of the
   ``poll``/``select`` they sleep in, :mod:`~osworld_gym.guest.wakeups`); one due within
-  ``timer_s`` is waited for, once (LibreOffice redraws its toolbars and status bar 300 ms after
-  an edit, from a timer).
+  ``timer_s`` is waited for, and the next one too as long as the last one led to drawing
+  (LibreOffice lays out an edit from one timer, then redraws its toolbars and status bar from
+  another, 300 ms later).
 * **Launches**: when a process appeared after the input and nothing has been drawn since it
   appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
   after the input, for its window: an app idle between bursts of CPU (reading files, waiting
@@ -26,8 +27,8 @@ pixels, so the wait ends as soon as everything involved has gone idle:
 
 The desktop has settled when no damage and no CPU activity were seen for ``quiet_s`` and no
 thread is runnable. What this cannot see: a timer due later than ``timer_s`` or armed when
-nothing was drawn (a tooltip after hovering for half a second; a caret's blink), a second timer
-armed by the first, and processes outside the guest's tree.
+nothing was drawn (a tooltip after hovering for half a second; a caret's blink), a timer armed
+by one that drew nothing, and processes outside the guest's tree.
 The benchmark's stale-frame check (``benchmarks/bench_turn_latency.py``) measures what that
 costs.
 
@@ -64,9 +65,14 @@ POLL_S = 0.01
 FIRST_CHANGE_S = 1.0
 
 #: A main thread asleep with a timeout this short (or shorter) is about to run a timer, which
-#: may draw (LibreOffice updates toolbars and status bar 300 ms after an edit): wait for it.
-#: Longer ones are a caret's blink (GTK: 400/800 ms) or a clock, not the action's doing.
+#: may draw: wait for it (LibreOffice updates its toolbars and status bar from a 300 ms timer
+#: after an edit). Longer ones are mostly a caret's blink (GTK: 400/800 ms; LibreOffice and
+#: Chromium: 500 ms): waiting for those made every mousepad turn 0.6-0.8 s, for no change of
+#: what the frame shows beyond the caret.
 TIMER_S = 0.32
+#: At most this long in all is spent waiting for timers in one settle (a timer that draws may
+#: arm the next, e.g. a blinking caret: followed until ``max_s`` otherwise).
+TIMER_BUDGET_S = 0.4
 
 _DAMAGE_REPORT_NON_EMPTY = 3
 
@@ -269,6 +275,7 @@ class SettleSignal:
         launched = capped = False
         drawn_after_launch = True
         timers: list[int] = []
+        draws = draws_before_timer = 0
         while True:
             now = time.monotonic()
             cur = self.procs.sample()
@@ -278,6 +285,7 @@ class SettleSignal:
                 launched, drawn_after_launch = True, False
             if drawn:
                 self._drawn_since_mark = drawn_after_launch = True
+                draws += 1
             if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
                 last_activity = now
             prev = cur
@@ -290,10 +298,13 @@ class SettleSignal:
             if now - last_activity >= self.quiet_s and not waiting_for_window:
                 if ProcessActivity.busy_threads(cur.pids):
                     last_activity = time.monotonic()
-                elif (not timers and self._drawn_since_mark
+                elif (draws > draws_before_timer and sum(timers) < 1000 * TIMER_BUDGET_S
                       and (due := self._timer_due(cur.pids)) is not None):
-                    # the app drew and has a timer about to fire: let it fire, then look again
-                    # (once: event loops with periodic timers would otherwise hold us to max_s)
+                    # something drew since the input (or since the last timer we waited for)
+                    # and a timer is about to fire: let it fire, then look again. A timer that
+                    # draws nothing ends this (periodic timers would hold us to max_s).
+                    draws_before_timer = draws
+                    due = min(due, TIMER_BUDGET_S - sum(timers) / 1000)
                     timers.append(round(1000 * due))
                     last_activity = time.monotonic() + due
                 else:
