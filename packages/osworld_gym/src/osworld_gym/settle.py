@@ -118,7 +118,7 @@ class LaterDifference:
     """How a returned observation differs from the screen a while later (the stale-frame check).
 
     ``kind`` is ``"same"``; ``"caret"`` (all differing pixels in one caret-sized box: a text
-    caret blinked); ``"masked"`` (differences only in the ignored top rows, e.g. the top bar's
+    caret blinked, or a block cursor of one character cell, solid in one frame); ``"masked"`` (differences only in the ignored top rows, e.g. the top bar's
     clock); or ``"changed"``: the observation was returned before the screen got where it went.
     """
 
@@ -133,11 +133,14 @@ class LaterDifference:
 
 
 def compare_later(observed: np.ndarray, later: np.ndarray, *, ignore_top: int = 0,
-                  caret: tuple[int, int] = (4, 48)) -> LaterDifference:
+                  caret: tuple[int, int] = (4, 48), cell: tuple[int, int] = (16, 48)
+                  ) -> LaterDifference:
     """Classify the difference between an observation and the screen later on.
 
     ``ignore_top`` rows are not compared (a top bar with a clock); a difference that fits in a
-    ``caret`` = (width, height) box is a blinking text caret.
+    ``caret`` = (width, height) box is a blinking text caret, and one that changes every pixel
+    of a box no larger than a character ``cell``, solid in one frame, a terminal's blinking
+    block cursor (a glyph typed onto the background changes only some of its pixels).
 
     >>> import numpy as np
     >>> a = np.zeros((100, 100, 3), np.uint8); b = a.copy(); b[40:56, 30:32] = 255
@@ -145,6 +148,10 @@ def compare_later(observed: np.ndarray, later: np.ndarray, *, ignore_top: int = 
     ('caret', 'same')
     >>> b[5, 90] = 1; compare_later(a, b).kind, compare_later(a, b, ignore_top=10).kind
     ('changed', 'caret')
+    >>> c = a.copy(); c[20:38, 60:69] = 200; compare_later(a, c).kind   # a block cursor
+    'caret'
+    >>> c[25, 62] = 0; compare_later(a, c).kind   # a pixel of the cell unchanged: a glyph
+    'changed'
     """
     if observed.shape != later.shape:
         return LaterDifference("changed", None, int(np.prod(later.shape[:2])))
@@ -156,5 +163,14 @@ def compare_later(observed: np.ndarray, later: np.ndarray, *, ignore_top: int = 
         return LaterDifference("masked" if masked else "same")
     box = (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
     w, h = box[2] - box[0], box[3] - box[1]
-    kind = "caret" if w <= caret[0] and h <= caret[1] else "changed"
+    x0, y0, x1, y1 = box
+
+    def solid(frame: np.ndarray) -> bool:
+        region = frame[y0:y1, x0:x1].reshape(-1, frame.shape[-1])
+        return bool((region == region[0]).all())
+
+    bar = w <= caret[0] and h <= caret[1]
+    block = (w <= cell[0] and h <= cell[1] and len(ys) == w * h  # the whole cell changed
+             and (solid(observed) or solid(later)))
+    kind = "caret" if bar or block else "changed"
     return LaterDifference(kind, box, int(len(ys)))

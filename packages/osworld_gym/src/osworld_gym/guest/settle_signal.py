@@ -260,7 +260,8 @@ class SettleSignal:
 
         Facts: ``settle_ms`` (this wait), ``since_input_ms``, ``settle_looks``, ``settle_capped``
         (1.0 when ``max_s`` ran out), ``screen_changed`` (1.0 when anything was drawn since the
-        input), ``settle_launch`` (1.0 when a process appeared after the input).
+        input), ``settle_launch`` (1.0 when a process appeared after the input),
+        ``settle_timers`` (how many event-loop timers were waited for).
         """
         with self._lock:
             return self._wait(max_s)
