@@ -17,6 +17,9 @@ the top bar's clock, whose rows are masked) counts as stale, and is listed.
 
     uv run python benchmarks/bench_turn_latency.py [--profile openbox|ubuntu] [--apps xterm,mousepad]
 
+``--env-steps N`` instead times ``env.step`` itself for the issue's six terminal actions (a
+launch, two commands typed, three that change nothing), N episodes per way.
+
 The machine's load (``/proc/loadavg``) is printed with the table: absolute numbers on a loaded
 machine are worse than idle, and the settle signal waits longer under load by design.
 """
@@ -229,6 +232,42 @@ def table(records: list[Record], methods: list[str]) -> str:
     return "\n".join(lines)
 
 
+ENV_ACTIONS = [("hotkey ctrl+alt+t", "pyautogui.hotkey('ctrl', 'alt', 't')"),
+               ("write 'ls -la /usr/bin | head\\n'", "pyautogui.write('ls -la /usr/bin | head\\n')"),
+               ("write 'echo hi\\n'", "pyautogui.write('echo hi\\n')"),
+               ("click on the terminal", "pyautogui.click(300, 300)"),
+               ("scroll", "pyautogui.scroll(-3)"),
+               ("moveTo", "pyautogui.moveTo(500, 400)")]
+
+
+def env_steps(profile: str, reps: int) -> str:
+    """The issue's measurement: ``env.step`` wall time per action on a terminal desktop, the
+    settle signal against polling, alternating episodes of task os-mkdir-001."""
+    import gymnasium as gym
+
+    import osworld_gym  # noqa: F401 - registers OSWorld-v0
+
+    times: dict[tuple[str, bool], list[float]] = {}
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin", max_steps=50,
+                   provider_kwargs={"profile": profile})
+    try:
+        for _ in range(reps):
+            for signal in (True, False):
+                env.unwrapped.settle = SettleConfig(signal=signal)
+                env.reset(options={"task": "os-mkdir-001"})
+                for name, action in ENV_ACTIONS:
+                    t0 = time.perf_counter()
+                    env.step(action)
+                    times.setdefault((name, signal), []).append(1000 * (time.perf_counter() - t0))
+    finally:
+        env.close()
+    lines = ["| env.step action | signal p50 ms | polling p50 ms |", "|---|---:|---:|"]
+    for name, _ in ENV_ACTIONS:
+        lines.append(f"| {name.replace('|', chr(92) + '|')} | {statistics.median(times[(name, True)]):.0f} | "
+                     f"{statistics.median(times[(name, False)]):.0f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="openbox", choices=["openbox", "ubuntu"])
@@ -236,7 +275,14 @@ def main() -> None:
     ap.add_argument("--methods", default="signal,polling,fixed")
     ap.add_argument("--json", help="also write every measurement to this file")
     ap.add_argument("--save-stale", type=Path, help="folder for the frame pairs of stale turns")
+    ap.add_argument("--env-steps", type=int, metavar="REPS",
+                    help="instead: time env.step per action on a terminal desktop, REPS episodes")
     args = ap.parse_args()
+    if args.env_steps:
+        load = open("/proc/loadavg").read().split()[:3]
+        table_text = env_steps(args.profile, args.env_steps)
+        print(f"profile {args.profile}, load average {' '.join(load)} at start\n\n{table_text}")
+        return
     wanted = args.apps.split(",")
     scs = [s for s in scenarios() if s.name in wanted]
     methods = args.methods.split(",")
