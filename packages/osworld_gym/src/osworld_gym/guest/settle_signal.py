@@ -20,6 +20,9 @@ pixels, so the wait ends as soon as everything involved has gone idle:
   ``timer_s`` is waited for, and the next one too as long as the last one led to drawing
   (LibreOffice lays out an edit from one timer, then redraws its toolbars and status bar from
   another, 300 ms later).
+* **Work in slices**: a main thread that sleeps at most ``CHUNK_S`` between wake-ups is
+  working through a job (LibreOffice's layout and word count after an edit run from a 10 ms
+  timer and draw only at the end) and counts as busy, for up to ``CHUNKED_BUDGET_S``.
 * **Launches**: when a process appeared after the input and nothing has been drawn since it
   appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
   after the input, for its window: an app idle between bursts of CPU (reading files, waiting
@@ -73,6 +76,13 @@ TIMER_S = 0.32
 #: At most this long in all is spent waiting for timers in one settle (a timer that draws may
 #: arm the next, e.g. a blinking caret: followed until ``max_s`` otherwise).
 TIMER_BUDGET_S = 0.4
+
+#: A main thread asleep for at most this long is working through a job in slices between its
+#: events (LibreOffice's idle layout and word count run from a 10 ms timer): still busy...
+CHUNK_S = 0.03
+#: ...for at most this long after it was first seen in one settle (GTK's file dialog polls that
+#: fast for seconds; an app that does so forever must not hold every turn to ``max_s``).
+CHUNKED_BUDGET_S = 0.8
 
 _DAMAGE_REPORT_NON_EMPTY = 3
 
@@ -277,6 +287,7 @@ class SettleSignal:
         drawn_after_launch = True
         timers: list[int] = []
         draws = draws_before_timer = 0
+        chunked_since: float | None = None
         while True:
             now = time.monotonic()
             cur = self.procs.sample()
@@ -299,6 +310,13 @@ class SettleSignal:
             if now - last_activity >= self.quiet_s and not waiting_for_window:
                 if ProcessActivity.busy_threads(cur.pids):
                     last_activity = time.monotonic()
+                elif ((chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
+                      and self._drawn_since_mark
+                      and (due := self._timer_due(cur.pids, CHUNK_S)) is not None):
+                    # an event loop waking every few ms is working through a job in slices
+                    # (LibreOffice lays out and counts words so): busy, not idle
+                    chunked_since = now if chunked_since is None else chunked_since
+                    last_activity = time.monotonic() + due
                 elif (draws > draws_before_timer and sum(timers) < 1000 * TIMER_BUDGET_S
                       and (due := self._timer_due(cur.pids)) is not None):
                     # something drew since the input (or since the last timer we waited for)
@@ -318,12 +336,14 @@ class SettleSignal:
                 "screen_changed": float(self._drawn_since_mark),
                 "settle_launch": float(launched), "settle_timers": float(len(timers))}
 
-    def _timer_due(self, pids: frozenset[int]) -> float | None:
-        """The soonest wake-up, if within ``timer_s``, of a desktop process's main thread."""
+    def _timer_due(self, pids: frozenset[int], within: float | None = None) -> float | None:
+        """The soonest wake-up, if within ``within`` (default ``timer_s``) seconds, of a desktop
+        process's main thread."""
+        within = self.timer_s if within is None else within
         soonest = None
         for pid in pids:
             t = next_wakeup(pid)
-            if t is not None and t <= self.timer_s and (soonest is None or t < soonest):
+            if t is not None and t <= within and (soonest is None or t < soonest):
                 soonest = t
         return soonest
 
