@@ -16,6 +16,7 @@ Example (needs a running guest)::
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -57,6 +58,9 @@ class GuestClient:
         #: The guest's count of task-app crashes, as of the last answer that carried it (every
         #: raw screenshot, action batch and health check). None until one did.
         self.crash_count: int | None = None
+        #: False once the guest said it cannot tell when its screen settles (no XDamage, or a
+        #: guest from before the signal): callers poll screenshots instead.
+        self.settle_supported: bool = True
 
     # ---- plumbing ---------------------------------------------------------------------------
     def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
@@ -157,9 +161,42 @@ class GuestClient:
 
     def screenshot_array(self, cursor: bool = True) -> np.ndarray:
         """The screen as an ``(H, W, 3)`` uint8 array (raw transfer, no PNG)."""
+        return self._raw_screenshot({"format": "raw", "cursor": "1" if cursor else "0"})[0]
+
+    def settled_screenshot_array(self, max_s: float = 3.0, cursor: bool = True
+                                 ) -> tuple[np.ndarray, dict[str, float]] | None:
+        """The screen once the desktop has finished reacting to the last actions.
+
+        The guest waits until nothing was drawn and no desktop process ran for a moment (see
+        :mod:`osworld_gym.guest.settle_signal`), at most ``max_s`` after the last input, then
+        captures. Returns ``(frame, facts)``, or None where the guest cannot tell (no XDamage,
+        an older guest, OSWorld's server): then poll :meth:`screenshot_array` instead.
+        """
+        if not self.settle_supported:
+            return None
+        params = {"format": "raw", "cursor": "1" if cursor else "0", "settle": f"{max_s:g}"}
+        try:
+            arr, resp = self._raw_screenshot(params, timeout=max(self.timeout, max_s + 10))
+        except GuestError as e:
+            if e.status != 501:
+                raise
+            self.settle_supported = False
+            return None
+        header = resp.headers.get("X-Settle")
+        if header is None:  # a guest that ignores the parameter: this frame was not waited for
+            self.settle_supported = False
+            return None
+        try:
+            facts = {str(k): float(v) for k, v in json.loads(header).items()}
+        except (ValueError, TypeError, AttributeError):
+            raise GuestError(f"unreadable X-Settle header {header[:100]!r}",
+                             endpoint="/osworld_gym/screenshot") from None
+        return arr, facts
+
+    def _raw_screenshot(self, params: dict[str, str], timeout: float | None = None
+                        ) -> tuple[np.ndarray, httpx.Response]:
         t0 = time.perf_counter()
-        resp = self._request("GET", "/osworld_gym/screenshot",
-                             params={"format": "raw", "cursor": "1" if cursor else "0"})
+        resp = self._request("GET", "/osworld_gym/screenshot", params=params, timeout=timeout)
         try:
             w, h = int(resp.headers["X-Width"]), int(resp.headers["X-Height"])
         except (KeyError, ValueError):
@@ -174,7 +211,7 @@ class GuestClient:
                              "encode_ms": float(resp.headers.get("X-Encode-Ms", "nan")),
                              "total_ms": (time.perf_counter() - t0) * 1000,
                              "bytes": float(len(resp.content))}
-        return arr
+        return arr, resp
 
     def screen_size(self) -> tuple[int, int]:
         d = self._json("POST", "/screen_size")
@@ -443,6 +480,10 @@ class OSWorldCompatClient(GuestClient):
                          status=501, endpoint="/osworld_gym/reset")
 
     # ---- observation ------------------------------------------------------------------------
+    def settled_screenshot_array(self, max_s: float = 3.0, cursor: bool = True) -> None:
+        """OSWorld's server cannot tell when its screen settles: always None (poll instead)."""
+        return None
+
     def screenshot_array(self, cursor: bool = True) -> np.ndarray:
         """``/screenshot`` decoded to ``(H, W, 3)`` uint8 (the server always draws the cursor)."""
         import io

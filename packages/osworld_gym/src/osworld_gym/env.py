@@ -57,6 +57,7 @@ from gymnasium import spaces
 from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
 from osworld_gym.actions.primitives import Wait
 from osworld_gym.actions.typecheck import action_type_error
+from osworld_gym.client import GuestClient
 from osworld_gym.errors import ActionError, EvaluatorError, InfraError, TaskError
 from osworld_gym.evaluators import EvalContext, evaluate
 from osworld_gym.evaluators.evaluate import EvalResult
@@ -374,11 +375,16 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
     def _observe_frame(self, client, timings: dict[str, float], previous: np.ndarray | None,
                        settle: bool = True) -> np.ndarray:
         t0 = time.monotonic()
+        settled = None
         if self.settle is None or not settle:
             frame = client.screenshot_array()
-        else:
+        elif (self.settle.signal and previous is not None and isinstance(client, GuestClient)
+              and (settled := client.settled_screenshot_array(self.settle.max_s)) is not None):
+            frame, facts = settled  # the guest watched the X server and the apps go idle
+            timings.update(facts, settle_signal=1.0)
+        else:  # after a reset's setup (no input to time from) or where the guest cannot tell
             frame, facts = wait_until_settled(client.screenshot_array, self.settle, previous)
-            timings.update(facts)
+            timings.update(facts, settle_signal=0.0)
         timings["observe_ms"] = 1000 * (time.monotonic() - t0)
         for k, v in getattr(client, "last_timings", {}).items():
             timings[f"screenshot_{k}"] = float(v)

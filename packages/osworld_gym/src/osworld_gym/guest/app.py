@@ -26,6 +26,7 @@ from osworld_gym.guest.judging import Freezer, SetupRoots, trusted_pids
 from osworld_gym.guest.processes import PlayerIdentity, ProcessRegistry
 from osworld_gym.guest.recording import Recorder
 from osworld_gym.guest.screen import Screen
+from osworld_gym.guest.settle_signal import DamageUnavailable, SettleSignal
 from osworld_gym.guest.windows import Windows
 from osworld_gym.guest.xinput import XInput
 
@@ -118,6 +119,8 @@ class GuestApp:
     windows: Windows = field(init=False)
     recorder: Recorder = field(init=False)
     a11y: Accessibility = field(init=False)
+    #: Tells when the desktop has finished reacting to input; None without XDamage.
+    settle: SettleSignal | None = field(init=False, default=None)
     env: dict[str, str] = field(init=False)
     player: PlayerIdentity | None = field(init=False, default=None)
     #: What setup launched (the roots of the judge's trust) and the player's freezer cgroup.
@@ -178,8 +181,17 @@ class GuestApp:
         self.recorder = Recorder(self.registry, cfg.display, (self.screen.width,
                                                                self.screen.height), self.state_dir)
         self.a11y = Accessibility(self.registry, env)
+        try:
+            self.settle = SettleSignal(cfg.display, exclude=self._not_the_desktop)
+        except DamageUnavailable as e:
+            log.warning("%s: the host will poll screenshots to see the screen settle", e)
         log.info("guest ready on display %s (%dx%d), home %s", cfg.display, self.screen.width,
                  self.screen.height, self.home)
+
+    def _not_the_desktop(self) -> set[int]:
+        """Processes whose CPU use is ours, not the desktop's reaction to input."""
+        pid = self.recorder.pid
+        return set() if pid is None else {pid}
 
     def stop(self) -> None:
         """Stop recordings, kill every descendant, then WM, bus and X; reap everything.
@@ -187,7 +199,7 @@ class GuestApp:
         Safe after a partial :meth:`start`.
         """
         for name, method in (("recorder", "abort"), ("xinput", "close"), ("screen", "close"),
-                             ("windows", "disconnect")):
+                             ("windows", "disconnect"), ("settle", "close")):
             part = getattr(self, name, None)
             if part is None:
                 continue

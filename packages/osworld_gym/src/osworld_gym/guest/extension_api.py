@@ -3,6 +3,7 @@ health."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from osworld_gym.actions.primitives import Wait, from_dict
@@ -15,6 +16,8 @@ from osworld_gym.guest.server import HTTPError, Request, Response, Router, json_
 PREFIX = "/osworld_gym"
 #: Most primitives accepted in one request.
 MAX_ACTIONS = 256
+#: Longest settle wait a screenshot request may ask for, in seconds.
+MAX_SETTLE_S = 30.0
 
 
 def register(router: Router, app: GuestApp) -> None:
@@ -37,6 +40,8 @@ def register(router: Router, app: GuestApp) -> None:
                                      "send the actions around it in separate requests")
             prims.append(p)
         t0 = time.perf_counter()
+        if app.settle is not None:
+            app.settle.mark_input()  # what the screen does from here on is these actions' doing
         app.xinput.run(prims)
         exec_ms = (time.perf_counter() - t0) * 1000
         return json_response({"status": "success", "executed": len(prims),
@@ -48,6 +53,9 @@ def register(router: Router, app: GuestApp) -> None:
         if fmt not in ("png", "raw"):
             raise HTTPError(400, f"format must be png or raw, got {fmt!r}")
         cursor = req.query.get("cursor", "1") not in ("0", "false", "no")
+        settled = {}
+        if "settle" in req.query:
+            settled = _settle(req.query["settle"])
         frame = app.screen.capture(cursor=cursor)
         t0 = time.perf_counter()
         if fmt == "raw":
@@ -59,7 +67,24 @@ def register(router: Router, app: GuestApp) -> None:
         return Response(200, body, ctype, {"X-Width": str(w), "X-Height": str(h),
                                            "X-Capture-Ms": f"{frame.capture_ms:.2f}",
                                            "X-Encode-Ms": f"{encode_ms:.2f}",
-                                           "X-Crashes": str(app.registry.crash_count)})
+                                           "X-Crashes": str(app.registry.crash_count),
+                                           **settled})
+
+    def _settle(value: str) -> dict[str, str]:
+        """Wait (at most ``value`` seconds after the last input) until the desktop is idle;
+        the facts as a JSON ``X-Settle`` header. 501 where the X server has no DAMAGE."""
+        try:
+            max_s = float(value)
+        except ValueError:
+            raise HTTPError(400, f"settle must be a number of seconds, got {value!r}") from None
+        if not 0 <= max_s <= MAX_SETTLE_S:
+            raise HTTPError(400, f"settle must be between 0 and {MAX_SETTLE_S} seconds, "
+                                 f"got {max_s}")
+        if app.settle is None:
+            raise HTTPError(501, "this desktop's X server has no DAMAGE extension: poll "
+                                 "screenshots to see the screen settle")
+        facts = app.settle.wait(max_s)
+        return {"X-Settle": json.dumps({k: round(v, 2) for k, v in facts.items()})}
 
     def reset(req: Request) -> Response:
         body = req.json()

@@ -1,0 +1,352 @@
+"""When has the desktop finished reacting to an action? Ask the X server and the kernel.
+
+The host used to poll screenshots until the picture had been still for 0.3 s (and waited a
+whole second when nothing changed). Inside the guest we can watch what actually produces
+pixels, so the wait ends as soon as everything involved has gone idle:
+
+* **XDamage** on the root window, on a connection of its own (the judge's, never the
+  player's): every drawing operation that reaches the screen, from any client, reports damage.
+  A round trip (``XSync``) before each look makes the answer exact: every damage the server
+  made before it is in our queue.
+* **The desktop's processes** (the guest's descendants: Xvfb, the window manager, the task
+  apps and what they spawn): their CPU time, their number, and whether any of them is
+  *runnable* (state ``R``) or in disk sleep (``D``). A process that has been handed the input
+  but not yet scheduled -- a loaded machine -- is runnable, so load makes the wait longer,
+  never shorter. Before declaring the desktop idle every *thread* is checked, not just main
+  threads (a renderer's compositor thread may be the one still working).
+* **Timers about to fire**: when the action made something draw and then everything went idle,
+  the main threads' event loops are asked when they will wake next (the timeout of the
+  ``poll``/``select`` they sleep in, :mod:`~osworld_gym.guest.wakeups`); one due within
+  ``timer_s`` is waited for, and the next one too as long as the last one led to drawing
+  (LibreOffice lays out an edit from one timer, then redraws its toolbars and status bar from
+  another, 300 ms later).
+* **Work in slices**: a main thread that sleeps at most ``CHUNK_S`` between wake-ups is
+  working through a job (LibreOffice's layout and word count after an edit run from a 10 ms
+  timer and draw only at the end) and counts as busy, for up to ``CHUNKED_BUDGET_S``.
+* **Launches**: when a process appeared after the input and nothing has been drawn since it
+  appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
+  after the input, for its window: an app idle between bursts of CPU (reading files, waiting
+  for the bus) must not end the wait.
+
+The desktop has settled when no damage and no CPU activity were seen for ``quiet_s`` and no
+thread is runnable. What this cannot see: a timer due later than ``timer_s`` or armed when
+nothing was drawn (a tooltip after hovering for half a second; a caret's blink), a timer armed
+by one that drew nothing, and processes outside the guest's tree.
+The benchmark's stale-frame check (``benchmarks/bench_turn_latency.py``) measures what that
+costs.
+
+Usage (in the guest)::
+
+    signal = SettleSignal(":0")
+    signal.mark_input()          # just before injecting input
+    xinput.run(actions)
+    facts = signal.wait(max_s=3.0)   # then capture the screen
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from Xlib import X
+from Xlib import display as xdisplay
+from Xlib.protocol import rq
+
+from osworld_gym.guest.wakeups import next_wakeup
+
+log = logging.getLogger(__name__)
+
+#: Seconds without damage and without CPU activity after which the desktop counts as idle.
+QUIET_S = 0.05
+#: Seconds between looks (each look is one X round trip and one read of the desktop's /proc).
+POLL_S = 0.01
+#: How long a launch (a new process, nothing drawn yet) may take to draw before we stop waiting.
+FIRST_CHANGE_S = 1.0
+
+#: A main thread asleep with a timeout this short (or shorter) is about to run a timer, which
+#: may draw: wait for it (LibreOffice updates its toolbars and status bar from a 300 ms timer
+#: after an edit). Longer ones are mostly a caret's blink (GTK: 400/800 ms; LibreOffice and
+#: Chromium: 500 ms): waiting for those made every mousepad turn 0.6-0.8 s, for no change of
+#: what the frame shows beyond the caret.
+TIMER_S = 0.32
+#: At most this long in all is spent waiting for timers in one settle (a timer that draws may
+#: arm the next, e.g. a blinking caret: followed until ``max_s`` otherwise).
+TIMER_BUDGET_S = 0.4
+
+#: A main thread asleep for at most this long is working through a job in slices between its
+#: events (LibreOffice's idle layout and word count run from a 10 ms timer): still busy...
+CHUNK_S = 0.03
+#: ...for at most this long after it was first seen in one settle (GTK's file dialog polls that
+#: fast for seconds; an app that does so forever must not hold every turn to ``max_s``).
+CHUNKED_BUDGET_S = 0.8
+
+_DAMAGE_REPORT_NON_EMPTY = 3
+
+
+class _DamageQueryVersion(rq.ReplyRequest):
+    _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(0), rq.RequestLength(),
+                         rq.Card32("major_version"), rq.Card32("minor_version"))
+    _reply = rq.Struct(rq.ReplyCode(), rq.Pad(1), rq.Card16("sequence_number"),
+                       rq.ReplyLength(), rq.Card32("major_version"),
+                       rq.Card32("minor_version"), rq.Pad(16))
+
+
+class _DamageCreate(rq.Request):
+    _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(1), rq.RequestLength(),
+                         rq.Card32("damage"), rq.Card32("drawable"), rq.Card8("level"),
+                         rq.Pad(3))
+
+
+class _DamageSubtract(rq.Request):
+    _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(3), rq.RequestLength(),
+                         rq.Card32("damage"), rq.Card32("repair"), rq.Card32("parts"))
+
+
+class DamageUnavailable(RuntimeError):
+    """The X server has no DAMAGE extension (the host falls back to polling screenshots)."""
+
+
+class DamageMonitor:
+    """Reports whether anything was drawn on the screen since the last look.
+
+    Uses the DAMAGE extension at report level *non-empty*: the server sends one event when the
+    damaged region of the root window becomes non-empty, and we empty it again after each
+    event. Looking is ``sync; drain; subtract``: a drawing after the subtract makes a new event,
+    which the next look's round trip is sure to bring, so no drawing goes unseen.
+    The requests are spelled out here (python-xlib's own damage module is not loaded by every
+    version that may be installed). Not thread-safe: :class:`SettleSignal` serialises calls.
+    """
+
+    def __init__(self, display_name: str):
+        self._d = xdisplay.Display(display_name)
+        info = self._d.query_extension("DAMAGE")
+        if info is None or not info.present:
+            self._d.close()
+            raise DamageUnavailable(f"X server {display_name} lacks the DAMAGE extension")
+        self._opcode = info.major_opcode
+        self._event = info.first_event  # DamageNotify is event 0 of the extension
+        _DamageQueryVersion(display=self._d.display, opcode=self._opcode, major_version=1,
+                            minor_version=1)
+        self._damage = self._d.display.allocate_resource_id()
+        _DamageCreate(display=self._d.display, opcode=self._opcode, damage=self._damage,
+                      drawable=self._d.screen().root.id, level=_DAMAGE_REPORT_NON_EMPTY)
+        self._d.sync()
+        self.look()  # forget what was drawn before we started
+
+    def look(self) -> bool:
+        """True if anything was drawn since the previous look."""
+        self._d.sync()
+        drawn = False
+        while self._d.pending_events():
+            ev = self._d.next_event()
+            if (ev.type & 0x7F) == self._event:
+                drawn = True
+        if drawn:
+            _DamageSubtract(display=self._d.display, opcode=self._opcode, damage=self._damage,
+                            repair=X.NONE, parts=X.NONE)
+            self._d.flush()
+        return drawn
+
+    def close(self) -> None:
+        try:
+            self._d.close()
+        except Exception:  # noqa: BLE001 - the X server may be gone already
+            log.debug("closing the damage connection failed", exc_info=True)
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    """The desktop's processes at one moment."""
+
+    pids: frozenset[int]
+    #: utime + stime + cutime + cstime of all of them, in clock ticks (children's time counts,
+    #: so a short-lived ``ls`` that came and went still shows as activity).
+    ticks: int
+    #: Processes whose main thread is runnable or in disk sleep.
+    busy: frozenset[int]
+
+
+def _stat(pid: int | str, task: str | None = None) -> list[str] | None:
+    path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2:].decode("ascii", "replace").split()
+
+
+class ProcessActivity:
+    """Samples the processes below ``root`` (the guest: Xvfb, WM, apps), minus ``exclude()``
+    (e.g. the recorder's encoder, which is busy by design)."""
+
+    def __init__(self, root: int | None = None,
+                 exclude: Callable[[], set[int]] = lambda: set()):
+        """``exclude()`` names processes whose whole subtree is left out."""
+        self.root = os.getpid() if root is None else root
+        self.exclude = exclude
+
+    def sample(self) -> ProcSample:
+        parent: dict[int, int] = {}
+        ticks: dict[int, int] = {}
+        busy: set[int] = set()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            f = _stat(name)
+            if f is None or len(f) < 15:
+                continue
+            pid = int(name)
+            parent[pid] = int(f[1])
+            ticks[pid] = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+            if f[0] in ("R", "D"):
+                busy.add(pid)
+        ours = self._descendants(parent, self.exclude())
+        return ProcSample(frozenset(ours), sum(ticks[p] for p in ours), frozenset(busy & ours))
+
+    def _descendants(self, parent: dict[int, int], skip: set[int]) -> set[int]:
+        children: dict[int, list[int]] = {}
+        for pid, ppid in parent.items():
+            children.setdefault(ppid, []).append(pid)
+        out: set[int] = set()
+        stack = [self.root]
+        while stack:
+            for c in children.get(stack.pop(), ()):
+                if c not in out and c not in skip:
+                    out.add(c)
+                    stack.append(c)
+        return out
+
+    @staticmethod
+    def busy_threads(pids: frozenset[int]) -> list[int]:
+        """Processes with any thread runnable or in disk sleep (one read per thread)."""
+        out = []
+        for pid in pids:
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks:
+                f = _stat(pid, tid)
+                if f is not None and f[0] in ("R", "D"):
+                    out.append(pid)
+                    break
+        return out
+
+
+@dataclass
+class _Mark:
+    at: float
+    sample: ProcSample
+
+
+class SettleSignal:
+    """Waits until the desktop has gone idle after input. Thread-safe (one lock)."""
+
+    def __init__(self, display_name: str, exclude: Callable[[], set[int]] = lambda: set(),
+                 quiet_s: float = QUIET_S, poll_s: float = POLL_S,
+                 first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S):
+        self.damage = DamageMonitor(display_name)
+        self.procs = ProcessActivity(exclude=exclude)
+        self.quiet_s, self.poll_s, self.first_change_s = quiet_s, poll_s, first_change_s
+        self.timer_s = timer_s
+        self._lock = threading.Lock()
+        self._mark: _Mark | None = None
+        self._drawn_since_mark = False
+
+    def mark_input(self) -> None:
+        """Call just before injecting input: what happens from now on is the input's doing."""
+        with self._lock:
+            self.damage.look()
+            self._drawn_since_mark = False
+            self._mark = _Mark(time.monotonic(), self.procs.sample())
+
+    def wait(self, max_s: float = 3.0) -> dict[str, float]:
+        """Block until the desktop is idle (or ``max_s`` after the last input); timing facts.
+
+        Facts: ``settle_ms`` (this wait), ``since_input_ms``, ``settle_looks``, ``settle_capped``
+        (1.0 when ``max_s`` ran out), ``screen_changed`` (1.0 when anything was drawn since the
+        input), ``settle_launch`` (1.0 when a process appeared after the input),
+        ``settle_timers`` (how many event-loop timers were waited for).
+        """
+        with self._lock:
+            return self._wait(max_s)
+
+    def _wait(self, max_s: float) -> dict[str, float]:
+        t0 = time.monotonic()
+        mark = self._mark or _Mark(t0, self.procs.sample())
+        start, base = mark.at, mark.sample
+        last_activity = t0
+        prev = base
+        looks = 0
+        launched = capped = False
+        drawn_after_launch = True
+        timers: list[int] = []
+        draws = draws_before_timer = 0
+        chunked_since: float | None = None
+        while True:
+            now = time.monotonic()
+            cur = self.procs.sample()
+            drawn = self.damage.look()  # after the sample: a drawing by a new process counts
+            looks += 1
+            if cur.pids - prev.pids - base.pids:  # a process started since the last look
+                launched, drawn_after_launch = True, False
+            if drawn:
+                self._drawn_since_mark = drawn_after_launch = True
+                draws += 1
+            if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
+                last_activity = now
+            prev = cur
+            if now - start >= max_s:
+                capped = True
+                break
+            # a launch (even behind a typed command's echo) has not drawn yet: its window may
+            # come after a pause (files, the bus), so keep waiting a while
+            waiting_for_window = not drawn_after_launch and now - start < self.first_change_s
+            if now - last_activity >= self.quiet_s and not waiting_for_window:
+                if ProcessActivity.busy_threads(cur.pids):
+                    last_activity = time.monotonic()
+                elif ((chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
+                      and self._drawn_since_mark
+                      and (due := self._timer_due(cur.pids, CHUNK_S)) is not None):
+                    # an event loop waking every few ms is working through a job in slices
+                    # (LibreOffice lays out and counts words so): busy, not idle
+                    chunked_since = now if chunked_since is None else chunked_since
+                    last_activity = time.monotonic() + due
+                elif (draws > draws_before_timer and sum(timers) < 1000 * TIMER_BUDGET_S
+                      and (due := self._timer_due(cur.pids)) is not None):
+                    # something drew since the input (or since the last timer we waited for)
+                    # and a timer is about to fire: let it fire, then look again. A timer that
+                    # draws nothing ends this (periodic timers would hold us to max_s).
+                    draws_before_timer = draws
+                    due = min(due, TIMER_BUDGET_S - sum(timers) / 1000)
+                    timers.append(round(1000 * due))
+                    last_activity = time.monotonic() + due
+                else:
+                    break
+            time.sleep(self.poll_s)
+        self._mark = None
+        end = time.monotonic()
+        return {"settle_ms": 1000 * (end - t0), "since_input_ms": 1000 * (end - start),
+                "settle_looks": float(looks), "settle_capped": float(capped),
+                "screen_changed": float(self._drawn_since_mark),
+                "settle_launch": float(launched), "settle_timers": float(len(timers))}
+
+    def _timer_due(self, pids: frozenset[int], within: float | None = None) -> float | None:
+        """The soonest wake-up, if within ``within`` (default ``timer_s``) seconds, of a desktop
+        process's main thread."""
+        within = self.timer_s if within is None else within
+        soonest = None
+        for pid in pids:
+            t = next_wakeup(pid)
+            if t is not None and t <= within and (soonest is None or t < soonest):
+                soonest = t
+        return soonest
+
+    def close(self) -> None:
+        with self._lock:
+            self.damage.close()

@@ -1,0 +1,216 @@
+"""The guest's settle signal on a real Xvfb with real X clients (no sandbox, no mocks).
+
+A small X client (a subprocess of this test, so one of the "desktop processes" the signal
+watches) paints its window white when clicked -- after computing for a while, after running a
+child process, or continuously. The signal must not say "settled" before the paint: the checks
+look at the pixels captured right after the wait, never at how long it took.
+``test_settle_stale.py`` runs the same check over real apps.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.desktop]
+if shutil.which("Xvfb") is None:
+    pytest.skip("Xvfb is not installed", allow_module_level=True)
+
+from osworld_gym.actions.primitives import Click  # noqa: E402
+from osworld_gym.guest.screen import Screen  # noqa: E402
+from osworld_gym.guest.settle_signal import ProcessActivity, SettleSignal  # noqa: E402
+from osworld_gym.guest.xinput import XInput  # noqa: E402
+
+CLIENT = r"""
+import subprocess, sys, time
+from Xlib import X, display
+d = display.Display(sys.argv[1]); s = d.screen()
+win = s.root.create_window(0, 0, 400, 300, 0, s.root_depth, background_pixel=s.black_pixel,
+                           event_mask=X.ButtonPressMask)
+win.map(); d.sync()
+white = win.create_gc(foreground=s.white_pixel)
+grey = win.create_gc(foreground=0x808080)
+mode = sys.argv[2]
+print("ready", flush=True)
+def burn(seconds):
+    t = time.process_time()
+    while time.process_time() - t < seconds:
+        pass
+while True:
+    ev = d.next_event()
+    if ev.type != X.ButtonPress:
+        continue
+    if mode == "compute":
+        burn(0.4)
+    elif mode == "timer":  # draw at once, then once more from a timer (LibreOffice's way)
+        win.fill_rectangle(grey, 0, 0, 400, 300); d.flush()
+        import select; select.select([], [], [], 0.25)
+    elif mode == "child":
+        subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                        "while time.process_time() - t < 0.4: pass"], check=True)
+    if mode == "forever":
+        i = 0
+        while True:
+            win.fill_rectangle(white if i % 2 else grey, 0, 0, 400, 300); d.flush()
+            i += 1; time.sleep(0.02)
+    win.fill_rectangle(white, 0, 0, 400, 300)
+    d.flush()
+"""
+
+
+def free_display(start: int = 140) -> int:
+    for n in range(start, start + 200):
+        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists():
+            return n
+    raise RuntimeError("no free X display number")
+
+
+@pytest.fixture(scope="module")
+def display(tmp_path_factory) -> Iterator[str]:
+    if not os.environ.get("XAUTHORITY"):  # python-xlib wants the file to exist
+        auth = tmp_path_factory.mktemp("x") / "Xauthority"
+        auth.touch()
+        os.environ["XAUTHORITY"] = str(auth)
+    name = f":{free_display()}"
+    xvfb = subprocess.Popen(["Xvfb", name, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+                            stderr=subprocess.DEVNULL)
+    sock = Path(f"/tmp/.X11-unix/X{name[1:]}")
+    deadline = time.monotonic() + 30
+    while not sock.exists():
+        assert xvfb.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
+        time.sleep(0.05)
+    try:
+        yield name
+    finally:
+        xvfb.terminate()
+        xvfb.wait(10)
+
+
+@pytest.fixture(scope="module")
+def parts(display) -> Iterator[tuple[SettleSignal, XInput, Screen]]:
+    signal, xinput, screen = SettleSignal(display), XInput(display), Screen(display)
+    try:
+        yield signal, xinput, screen
+    finally:
+        signal.close()
+        xinput.close()
+        screen.close()
+
+
+def start_client(display: str, mode: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", CLIENT, display, mode], stdout=subprocess.PIPE,
+                            text=True, env=dict(os.environ, DISPLAY=display))
+    assert proc.stdout is not None
+    for line in proc.stdout:  # python-xlib may print a warning about X authority first
+        if line.strip() == "ready":
+            return proc
+    raise AssertionError(f"the test client did not start (exit {proc.wait(10)})")
+
+
+def click_and_wait(parts, max_s: float = 10.0) -> tuple[dict[str, float], np.ndarray]:
+    signal, xinput, screen = parts
+    signal.mark_input()
+    xinput.run([Click(200, 150)])
+    facts = signal.wait(max_s)
+    return facts, np.asarray(screen.capture(cursor=False).image)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.wait(10)
+
+
+@pytest.mark.parametrize("mode", ["compute", "child", "timer"])
+def test_the_wait_lasts_until_the_app_has_drawn_its_answer(display, parts, mode):
+    """The app computes 0.4 s of CPU (itself, or in a child it waits for) before it paints, or
+    paints grey and then white from a 0.25 s timer: however loaded the machine, the frame
+    taken after the wait shows the final paint."""
+    client = start_client(display, mode)
+    try:
+        signal, _, screen = parts
+        signal.mark_input()
+        signal.wait(5.0)  # the new window's first paint is done
+        assert np.asarray(screen.capture(cursor=False).image)[150, 200].tolist() == [0, 0, 0]
+        facts, frame = click_and_wait(parts)
+        assert frame[150, 200].tolist() == [255, 255, 255], facts
+        assert facts["screen_changed"] == 1.0 and facts["settle_capped"] == 0.0
+    finally:
+        stop(client)
+
+
+def test_an_action_that_changes_nothing_settles_without_reaching_the_cap(display, parts):
+    signal, xinput, _ = parts
+    signal.mark_input()
+    xinput.run([Click(600, 450)])  # the bare root window: nobody listens
+    facts = signal.wait(30.0)
+    assert facts["settle_capped"] == 0.0 and facts["screen_changed"] == 0.0
+
+
+def test_a_screen_that_never_stops_changing_is_waited_for_until_the_cap(display, parts):
+    client = start_client(display, "forever")
+    try:
+        facts, _ = click_and_wait(parts, max_s=1.0)
+        assert facts["settle_capped"] == 1.0
+    finally:
+        stop(client)
+
+
+def test_process_activity_sees_new_children_and_their_cpu_time_after_they_exit():
+    procs = ProcessActivity()
+    before = procs.sample()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid in procs.sample().pids
+    finally:
+        stop(child)
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    shell = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{burn}'; sleep 30"])
+    try:
+        deadline = time.monotonic() + 30
+        while procs.sample().ticks - before.ticks < 20:  # 0.2 s of the child's, in the shell's
+            assert time.monotonic() < deadline, "the exited child's CPU time was not counted"
+            time.sleep(0.05)
+    finally:
+        stop(shell)
+
+
+def test_the_recorders_subtree_can_be_left_out():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid not in ProcessActivity(exclude=lambda: {child.pid}).sample().pids
+    finally:
+        stop(child)
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import select; select.select([], [], [], 123)", 123.0),
+    ("import select; select.poll().poll(45000)", 45.0),
+    ("import sys; sys.stdin.read()", None),  # no timeout: not a timer
+])
+def test_next_wakeup_reads_the_timeout_a_sleeping_event_loop_waits_with(code, expected):
+    from osworld_gym.guest.wakeups import next_wakeup
+
+    child = subprocess.Popen([sys.executable, "-c", f"print('go', flush=True); {code}"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "go"
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "S":
+            assert time.monotonic() < deadline, "the child never went to sleep"
+            time.sleep(0.02)
+        time.sleep(0.1)  # asleep in the call itself, not on the way to it
+        got = next_wakeup(child.pid)
+        if expected is None:
+            assert got is None
+        else:
+            assert got is not None and expected - 0.5 < got <= expected
+    finally:
+        stop(child)
