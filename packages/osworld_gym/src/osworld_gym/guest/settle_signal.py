@@ -57,6 +57,7 @@ from Xlib import display as xdisplay
 from Xlib.protocol import rq
 
 from osworld_gym.guest.wakeups import next_wakeup
+from osworld_gym.guest.xgrab import make_impervious
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,8 @@ class DamageMonitor:
     """
 
     def __init__(self, display_name: str):
-        self._d = xdisplay.Display(display_name)
+        # grab-proof like every judge connection: a player's XGrabServer must not stall it
+        self._d = make_impervious(xdisplay.Display(display_name))
         info = self._d.query_extension("DAMAGE")
         if info is None or not info.present:
             self._d.close()
