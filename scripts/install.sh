@@ -78,6 +78,11 @@ if ! command -v uv >/dev/null 2>&1; then
 fi
 
 uv sync --frozen --quiet
+# venvs made before python3-xlib was overridden away: removing it deleted the `Xlib` files it
+# shared with python-xlib, so put python-xlib back whole
+if ! uv run --frozen --no-sync python -c "import Xlib.display, Xlib.ext.xfixes" 2>/dev/null; then
+  uv sync --frozen --quiet --reinstall-package python-xlib
+fi
 
 # The task-author Python inside the desktop (osworld_gym/guest/task_python.py): OSWorld's setup
 # and evaluator steps run `python -c "import pyautogui; ..."` (Ctrl+S before scoring, ...), and
