@@ -155,14 +155,23 @@ def _ray_vector_env(n: int, kwargs: dict[str, Any], source: DesktopSource,
     import ray
     from osworld_gym.ray_pool import RayVectorEnv
 
-    if not ray.is_initialized():
-        if source.ray_address:
-            log.info("connecting to the Ray cluster at %s", source.ray_address)
-            ray.init(address=source.ray_address, log_to_driver=False)
-        else:  # a Ray instance of this process, with a desktop slot per desktop
-            log.info("starting a local Ray instance for %d desktop actors", n)
-            slots = {name: amount * n for name, amount in source.ray_resources.items()}
-            ray.init(resources=slots, include_dashboard=False, log_to_driver=False)
+    if os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0":  # ray was imported before: it read it
+        from ray._private import ray_constants
+
+        ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
+    if ray.is_initialized():
+        here = ray.get_runtime_context().gcs_address
+        if source.ray_address not in (None, "auto", here):
+            raise ValueError(f"desktops.ray_address is {source.ray_address}, but this process is "
+                             f"already connected to the Ray cluster at {here}")
+        log.info("desktop actors go to the Ray cluster this process is connected to (%s)", here)
+    elif source.ray_address:
+        log.info("connecting to the Ray cluster at %s", source.ray_address)
+        ray.init(address=source.ray_address, log_to_driver=False)
+    else:  # a Ray instance of this process, with a desktop slot per desktop
+        log.info("starting a local Ray instance for %d desktop actors", n)
+        slots = {name: amount * n for name, amount in source.ray_resources.items()}
+        ray.init(resources=slots, include_dashboard=False, log_to_driver=False)
     return RayVectorEnv(
         n,
         resources=source.ray_resources,
