@@ -380,7 +380,9 @@ def main() -> None:
             return fmt.format(r[key])
         if key == "processes":
             return str(VARIANTS[n].processes)
-        return f"not run: {str(r)[:90]}"
+        if key == "threads":
+            return str(VARIANTS[n].threads or max(1, (os.cpu_count() or 1) // VARIANTS[n].processes))
+        return f"not run: {r}" if key == "turns_per_s" else "(not run)"
 
     print(f"load average (1/5/15 min): {load_before} before, {loadavg()} after")
     print(f"| measurement | {' | '.join(names)} |")

@@ -382,8 +382,8 @@ class HookedReset:
     def __call__(self, provider: Any) -> None:
         log.info("reset hook for %s: %s", provider.url, self.hook.describe())
         self.hook.run(provider.url, self.index)
-        if not provider.osworld_compat and provider._client is not None:
-            provider._client.reset_desktop(restore_home=True)
+        if not provider.osworld_compat:  # start() hands back the connected client
+            provider.start().reset_desktop(restore_home=True)
 
 
 @dataclass(frozen=True)
