@@ -69,7 +69,7 @@ def test_server_mode_on_cpu_stops_at_trls_nccl_weight_sync(tmp_path):
                     weight_transfer=True, startup_timeout_s=600, log_path=tmp_path / "vllm.log",
                     env={"VLLM_CPU_KVCACHE_SPACE": "1", "PATH": server_path()}) as server:
         info = requests.get(f"{server.base_url}/server_info", params={"config_format": "json"},
-                            timeout=60).json()
+                            timeout=60).json()["vllm_config"]  # what TRL's client reads
         assert info["weight_transfer_config"] == {"backend": "nccl"}
         assert info["device_config"]["device"] == "cpu"
         args = make_config(
