@@ -315,7 +315,11 @@ def main(argv: list[str] | None = None) -> int:
     if "--dry_run" in argv and not _has_accelerator():
         # planning a GPU run on a machine without one: transformers refuses bf16 without use_cpu
         argv = [*argv, "--use_cpu", "true"]
-    args, margs, rargs = parser.parse_args_and_config(argv)
+    try:
+        args, margs, rargs = parser.parse_args_and_config(argv)
+    except (ValueError, FileNotFoundError) as e:  # a config value that cannot work, said plainly
+        print(f"arpo-train: {e}", file=sys.stderr)
+        return 2
     if rargs.dry_run:
         return dry_run(args, margs, rargs)
     return train(args, margs)

@@ -137,6 +137,18 @@ class ARPOConfig(GRPOConfig):
             "docker image). The policy can then forge its own scores; off by default."
         },
     )
+    desktops: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Where the desktops come from (a YAML section or JSON object): {source: local} "
+            "(default: `provider` on this machine), {source: docker}, {source: remote, urls: [...], "
+            "token_file: ..., osworld_compat: false, reset_hook: 'shell command' | {http: URL}} (guests "
+            "that already run; the hook runs before every episode's reset and its failure is an "
+            "infrastructure error), or {source: ray, ray_address: auto, provider: local, resources: "
+            "{osworld_desktop: 1}} (desktops as Ray actors). Optional num_desktops checks the total. "
+            "See arpo_trainer.desktops."
+        },
+    )
 
     # -- the multi-turn episode -------------------------------------------------------------------
     max_turns: int = field(
@@ -254,6 +266,20 @@ class ARPOConfig(GRPOConfig):
                 raise ValueError(f"prompt_template_file {path} is empty")
         self.action_set_kwargs = _as_dict(self.action_set_kwargs, "action_set_kwargs")
         self.env_kwargs = _as_dict(self.env_kwargs, "env_kwargs")
+        self.desktops = _as_dict(self.desktops, "desktops")
+        from arpo_trainer.desktops import parse_desktop_source
+
+        if self.desktops:
+            self.desktop_source = parse_desktop_source(self.desktops)
+            implied = self.desktop_source.provider
+            if self.provider not in ("local", implied):
+                raise ValueError(
+                    f"provider {self.provider!r} contradicts desktops.source "
+                    f"{self.desktop_source.source!r} (whose desktops run {implied!r}): set one of them"
+                )
+            self.provider = implied
+        else:
+            self.desktop_source = parse_desktop_source(None, self.provider)
         if self.vector_env not in VECTOR_BACKENDS:
             raise ValueError(
                 f"vector_env must be one of {VECTOR_BACKENDS}, got {self.vector_env!r}"

@@ -100,8 +100,19 @@ def desktop_problems(provider: str, env_kwargs: dict[str, Any]) -> list[str]:
         if host.startswith("unix://") and not Path(host[len("unix://") :]).exists():
             return [f"provider 'docker': no Docker daemon socket at {host}"]
         return []
-    if provider == "remote" and not (env_kwargs.get("url") or env_kwargs.get("urls")):
-        return ["provider 'remote' needs env_kwargs url (or urls): the guest server address"]
+    if provider == "remote" and not (env_kwargs.get("url") or env_kwargs.get("urls")
+                                     or (env_kwargs.get("provider_kwargs") or {}).get("url")):
+        return ["provider 'remote' needs env_kwargs url (or urls): the guest server address; "
+                "for several guests give a desktops section: {source: remote, urls: [...]}"]
+    return []
+
+
+def ray_problems(source: Any) -> list[str]:
+    """What this machine lacks to run desktops as Ray actors (the cluster itself is not contacted)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return ["desktops.source 'ray' needs Ray: install osworld-gym[ray]"]
     return []
 
 
@@ -191,12 +202,24 @@ def build_plan(
 
     # desktops
     env_kwargs = dict(args.env_kwargs or {})
+    source = getattr(args, "desktop_source", None)
     lines += [
         "== desktops",
         f"  provider {args.provider!r}: {per_process} per process, {per_process * n} in all, "
         f"{args.screen_width}x{args.screen_height}, {args.max_turns} turns per episode",
     ]
-    problems += desktop_problems(args.provider, env_kwargs)
+    if source is not None and args.desktops:
+        lines += source.describe(per_process, n)
+        problems += source.check_count(per_process, n)
+    if source is not None and source.source == "ray":
+        problems += ray_problems(source)
+        if not source.ray_address:
+            lines.append("  note: no ray_address: each trainer process starts its own Ray instance "
+                         "with desktops on this machine")
+            problems += desktop_problems(source.ray_provider, {})
+    elif source is None or source.source != "remote" or not source.remotes:
+        problems += desktop_problems(args.provider, {**env_kwargs, **(
+            {"provider_kwargs": source.provider_kwargs} if source is not None else {})})
 
     # tasks
     lines.append("== tasks")

@@ -169,6 +169,8 @@ class ARPOTrainer(GRPOTrainer):
                 env_kwargs(self.args, self.encoder),
                 backend=self.args.vector_env,
                 step_timeout=self.args.step_timeout_s,
+                source=self.args.desktop_source,
+                rank=self.ranks.process_index,
             )
             self._collector = Collector(
                 self._pool,

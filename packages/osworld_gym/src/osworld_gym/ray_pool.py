@@ -93,10 +93,13 @@ class EnvActor:
     """One OSWorld env in a Ray actor (use through :class:`RayVectorEnv`)."""
 
     def __init__(self, env_kwargs: dict[str, Any], transport: str = "auto",
-                 driver_node: str | None = None):
+                 driver_node: str | None = None, wrappers: tuple = ()):
         import osworld_gym  # noqa: F401 - registers OSWorld-v0
 
-        self.env = VectorSafe(gym.make("OSWorld-v0", disable_env_checker=True, **env_kwargs))
+        env: gym.Env = gym.make("OSWorld-v0", disable_env_checker=True, **env_kwargs)
+        for wrap in wrappers:
+            env = wrap(env)
+        self.env = VectorSafe(env)
         if transport == "auto":
             here = ray.get_runtime_context().get_node_id()
             transport = "array" if driver_node in (None, here) else "png"
@@ -118,6 +121,9 @@ class EnvActor:
     def call(self, name: str, args: tuple, kwargs: dict[str, Any]) -> Any:
         attr = self.env.get_wrapper_attr(name)
         return attr(*args, **kwargs) if callable(attr) else attr
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self.env.set_wrapper_attr(name, value)
 
     def desktop_pid(self) -> int | None:
         """The host PID of this actor's desktop sandbox, if it runs locally."""
@@ -146,6 +152,9 @@ class RayVectorEnv(VectorEnv):
             replaced and the step reported as an infrastructure error (``None``: no limit).
         reset_timeout: the same for resets.
         start_timeout: seconds to wait for all actors to be placed and constructed.
+        wrappers: wrappers applied to each sub-env in its actor, innermost first, inside
+            ``VectorSafe`` (as in :func:`osworld_gym.vector.make_vec`); they must be importable
+            on the nodes (a class or function of an installed module).
         **env_kwargs: arguments of :class:`~osworld_gym.env.OSWorldEnv`, the same for every actor.
 
     Raises:
@@ -159,7 +168,7 @@ class RayVectorEnv(VectorEnv):
                  num_cpus: float = 1, scheduling_strategy: Any = "SPREAD",
                  transport: str = "auto", step_timeout: float | None = None,
                  reset_timeout: float | None = None, start_timeout: float = 300.0,
-                 **env_kwargs: Any):
+                 wrappers: tuple | list = (), **env_kwargs: Any):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         if transport not in TRANSPORTS:
@@ -183,6 +192,7 @@ class RayVectorEnv(VectorEnv):
         self.step_timeout = step_timeout
         self.reset_timeout = reset_timeout
         self._env_kwargs = env_kwargs
+        self._wrappers = tuple(wrappers)
         self._driver_node = ray.get_runtime_context().get_node_id()
         self._actor_cls = ray.remote(EnvActor).options(
             num_cpus=num_cpus, resources=dict(resources or {}),
@@ -252,6 +262,22 @@ class RayVectorEnv(VectorEnv):
     def get_attr(self, name: str) -> tuple[Any, ...]:
         return self.call(name)
 
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set an attribute of every sub-env (``values``: one per sub-env, or one for all)."""
+        self._check_open()
+        if not isinstance(values, list | tuple):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"{len(values)} values for {self.num_envs} sub-envs")
+        refs = [a.set_attr.remote(name, v) for a, v in zip(self.actors, values, strict=True)]
+        for i, ref in enumerate(refs):
+            try:
+                ray.get(ref)
+            except RayActorError:  # died since its last call: its replacement gets the value
+                log.warning("sub-env %d: the env actor died; it was replaced", i)
+                self._replace(i)
+                ray.get(self.actors[i].set_attr.remote(name, values[i]))
+
     def close_extras(self, **kwargs: Any) -> None:
         """Close every env (stopping its desktop), then kill every actor."""
         pending = [a.close.remote() for a in self.actors]
@@ -264,7 +290,8 @@ class RayVectorEnv(VectorEnv):
     # -- internals ---------------------------------------------------------------------------------
 
     def _new_actor(self) -> Any:
-        return self._actor_cls.remote(self._env_kwargs, self.transport, self._driver_node)
+        return self._actor_cls.remote(self._env_kwargs, self.transport, self._driver_node,
+                                      self._wrappers)
 
     def _wait_placed(self, timeout: float) -> None:
         refs = [a.ready.remote() for a in self.actors]
