@@ -69,7 +69,7 @@ def test_select_tasks_command_writes_a_task_list_that_training_reads_back(tmp_pa
             "os-mkdir-001",
             "--k",
             "2",
-            "--desktops",
+            "--selection_desktops",
             "2",
             "--max_turns",
             "2",

@@ -53,7 +53,10 @@ class SelectArguments:
         default=False,
         metadata={"help": "Keep only tasks with 0 < success rate < 1 (drop always-solved ones)."},
     )
-    desktops: int = field(default=4, metadata={"help": "Desktops running in parallel."})
+    # not `desktops`: that is the training config's desktop-source section
+    selection_desktops: int = field(
+        default=4, metadata={"help": "Desktops running the baseline in parallel."}
+    )
 
 
 @dataclass
@@ -248,7 +251,7 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
     )
     t0 = time.monotonic()
     with DesktopPool(
-        sargs.desktops,
+        sargs.selection_desktops,
         env_kwargs(args, encoder),
         backend=args.vector_env,
         step_timeout=args.step_timeout_s,
