@@ -29,11 +29,14 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "packages/arpo_trainer/configs/demo.yaml"
 MODES = {"arpo": "true", "grpo": "false"}
+# One thread per run: on a loaded machine, torch's default threads spin against each other.
+ENV = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
 
 
 def step_metrics(rollouts: Path, group_size: int = 4) -> list[dict[str, float]]:
@@ -87,7 +90,7 @@ def run_one(mode: str, seed: int, args: argparse.Namespace, out: Path) -> Path:
     print(f"{run_dir.name}: {' '.join(cmd)}", flush=True)
     with open(out / f"{mode}-s{seed}.log", "w") as fh:
         subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=True,
-                       env={**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1"})
+                       env=ENV)
     (run_dir / "wall_s.txt").write_text(f"{time.monotonic() - t0:.0f}\n")
     print(f"{run_dir.name}: {time.monotonic() - t0:.0f} s", flush=True)
     return run_dir
@@ -159,6 +162,34 @@ def plot(curves: dict[str, dict[int, list[dict]]], path: Path, title: str, smoot
     fig.savefig(path, dpi=110)
 
 
+def run_eval(name: str, model: str, seed: int, args: argparse.Namespace, task_list: Path) -> float:
+    """``arpo-eval run`` of one checkpoint on the selected tasks; returns its mean success."""
+    out = args.out / "eval" / name
+    cmd = [
+        "uv", "run", "--frozen", "arpo-eval", "run", "--agent", "hf", "--model", model,
+        "--name", name, "--tasks", str(task_list), "--provider", args.provider,
+        "--num-envs", "4", "--max-steps", "3", "--trials", str(args.eval_trials),
+        "--screen", "640x360", "--history-images", "3", "--max-tokens", "24",
+        "--temperature", "1.0", "--top-p", "1.0", "--seed", str(1000 + seed), "--out", str(out),
+    ]
+    print(f"eval {name}: {' '.join(cmd)}", flush=True)
+    with open(args.out / "eval" / f"{name}.log", "w") as fh:
+        subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=True, env=ENV)
+    summary = json.loads((out / "summary.json").read_text())
+    return float(summary["overall"]["mean_at_k"])
+
+
+def eval_table(scores: dict[str, list[float]], trials: int, n_tasks: int) -> str:
+    lines = [
+        f"| checkpoint | seeds | success on the {n_tasks} selected tasks ({trials} trials each, "
+        "mean [min, max] over seeds) |",
+        "|---|---|---|",
+    ]
+    for name, vals in scores.items():
+        lines.append(f"| {name} | {len(vals)} | {_spread(vals)} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--provider", default="fake", choices=("fake", "local", "docker"))
@@ -172,14 +203,19 @@ def main(argv: list[str] | None = None) -> int:
     ])
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/ablation")
     p.add_argument("--note", default="", help="e.g. the machine's load, printed under the plot")
+    p.add_argument("--parallel", type=int, default=2, help="training runs at once (one thread each)")
+    p.add_argument("--eval-trials", type=int, default=0,
+                   help="then arpo-eval the base policy and every final checkpoint on the tasks, "
+                   "this many trials per task (0: no evaluation)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     curves: dict[str, dict[int, list[dict]]] = {m: {} for m in args.modes}
-    for seed in args.seeds:
-        for mode in args.modes:
-            run_dir = run_one(mode, seed, args, args.out)
-            curves[mode][seed] = step_metrics(run_dir / "rollouts.jsonl")[: args.steps]
+    jobs = [(mode, seed) for seed in args.seeds for mode in args.modes]
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        dirs = list(pool.map(lambda job: run_one(*job, args, args.out), jobs))
+    for (mode, seed), run_dir in zip(jobs, dirs, strict=True):
+        curves[mode][seed] = step_metrics(run_dir / "rollouts.jsonl")[: args.steps]
     (args.out / "ablation.json").write_text(json.dumps(
         {"provider": args.provider, "tasks": args.tasks, "steps": args.steps, "base": args.base,
          "note": args.note, "curves": curves}, indent=1) + "\n")
@@ -189,6 +225,21 @@ def main(argv: list[str] | None = None) -> int:
              + (f"\n{args.note}" if args.note else ""))
     plot(curves, args.out / "ablation.png", title)
     print(table)
+    if args.eval_trials:
+        (args.out / "eval").mkdir(exist_ok=True)
+        task_list = args.out / "eval" / "tasks.json"
+        task_list.write_text(json.dumps(
+            {"kind": "arpo-task-list", "source": "builtin", "task_ids": args.tasks}) + "\n")
+        scores: dict[str, list[float]] = {"base": [], "grpo": [], "arpo": []}
+        for seed in args.seeds:
+            scores["base"].append(run_eval(f"base-s{seed}", args.base, seed, args, task_list))
+            for mode in args.modes:
+                run_dir = args.out / f"{mode}-s{seed}"
+                scores[mode].append(run_eval(f"{mode}-s{seed}", str(run_dir), seed, args, task_list))
+        etable = eval_table({k: v for k, v in scores.items() if v}, args.eval_trials, len(args.tasks))
+        (args.out / "eval.md").write_text(etable + "\n")
+        (args.out / "eval.json").write_text(json.dumps(scores, indent=1) + "\n")
+        print(etable)
     print(f"ablation: {time.monotonic() - t0:.0f} s -> {args.out}")
     return 0
 

@@ -107,11 +107,18 @@ def _point(rng: random.Random, frame: tuple[int, int]) -> str:
     return f"({rng.randrange(frame[0])},{rng.randrange(frame[1])})"
 
 
-def random_action(rng: random.Random, frame: tuple[int, int], *, kind: str | None = None) -> str:
-    """One valid UI-TARS action of ``kind`` (default: drawn by :data:`ACTION_WEIGHTS`); points in
-    the ``frame`` (width, height) of the screenshot the model sees."""
+def random_action(
+    rng: random.Random,
+    frame: tuple[int, int],
+    *,
+    kind: str | None = None,
+    weights: dict[str, float] | None = None,
+) -> str:
+    """One valid UI-TARS action of ``kind`` (default: drawn by ``weights``, default
+    :data:`ACTION_WEIGHTS`); points in the ``frame`` (width, height) of the screenshot the model sees."""
     if kind is None:
-        kind = rng.choices(list(ACTION_WEIGHTS), weights=list(ACTION_WEIGHTS.values()))[0]
+        weights = weights or ACTION_WEIGHTS
+        kind = rng.choices(list(weights), weights=list(weights.values()))[0]
     match kind:
         case "click" | "left_double" | "right_single":
             call = f"{kind}(start_box='{_point(rng, frame)}')"
@@ -136,11 +143,16 @@ def random_action(rng: random.Random, frame: tuple[int, int], *, kind: str | Non
     return f"Action: {call}"
 
 
-def random_episode(rng: random.Random, frame: tuple[int, int], max_turns: int) -> list[str]:
+def random_episode(
+    rng: random.Random,
+    frame: tuple[int, int],
+    max_turns: int,
+    weights: dict[str, float] | None = None,
+) -> list[str]:
     """Actions of one cloned episode: it ends at the first terminal call or after ``max_turns``."""
     actions: list[str] = []
     for _ in range(max_turns):
-        actions.append(random_action(rng, frame))
+        actions.append(random_action(rng, frame, weights=weights))
         if actions[-1].removeprefix("Action: ").startswith(TERMINAL):
             break
     return actions
@@ -177,6 +189,7 @@ def behaviour_clone(
     batch_size: int = 8,
     lr: float = 3e-3,
     seed: int = 0,
+    weights: dict[str, float] | None = None,
 ) -> CloneReport:
     """Supervised next-token training on random grammar episodes (loss on the action tokens only)."""
     rng = random.Random(seed)
@@ -190,7 +203,7 @@ def behaviour_clone(
     for step in range(steps):
         seqs = []
         for _ in range(batch_size):
-            actions = random_episode(rng, frame, max_turns)
+            actions = random_episode(rng, frame, max_turns, weights)
             shots = [
                 encoder.screenshot_png(synthetic_screenshot(rng, screen_size)) for _ in actions
             ]
@@ -249,13 +262,22 @@ def build_base_policy(
     hidden_size: int = 64,
     layers: int = 2,
     vocab_size: int = 1024,
+    fail_weight: float | None = None,
 ) -> tuple[Path, CloneReport]:
     """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions, saved to ``output``."""
     vlm = build_tiny_vlm(
         seed=seed, hidden_size=hidden_size, num_layers=layers, vocab_size=vocab_size
     )
+    weights = dict(ACTION_WEIGHTS)
+    if fail_weight is not None:
+        weights["call_user"] = fail_weight
     report = behaviour_clone(
-        vlm, tiny_encoder(vlm, max_turns=max_turns), max_turns=max_turns, steps=steps, seed=seed
+        vlm,
+        tiny_encoder(vlm, max_turns=max_turns),
+        max_turns=max_turns,
+        steps=steps,
+        seed=seed,
+        weights=weights,
     )
     return vlm.save(output), report
 
@@ -266,11 +288,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--max_turns", type=int, default=3)
+    parser.add_argument(
+        "--fail_weight",
+        type=float,
+        default=None,
+        help=f"weight of call_user() among the cloned actions (default "
+        f"{ACTION_WEIGHTS['call_user']}; lower: a base policy that succeeds more rarely)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(max(1, torch.get_num_threads()))
     path, rep = build_base_policy(
-        args.output, seed=args.seed, steps=args.steps, max_turns=args.max_turns
+        args.output,
+        seed=args.seed,
+        steps=args.steps,
+        max_turns=args.max_turns,
+        fail_weight=args.fail_weight,
     )
     print(
         f"base policy: {path} ({rep.steps} steps, loss {rep.first_loss:.2f} -> "
