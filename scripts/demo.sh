@@ -10,6 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/install.sh
+# one torch thread: the desktops need the other core, and on a busy machine threads spin
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 if [ ! -f runs/base-policy/config.json ]; then
     uv run --frozen python -m arpo_trainer.testing.base_policy --output runs/base-policy
 fi

@@ -72,7 +72,7 @@ def group_advantages(
     (Dr. GRPO) gives it the gap, and a clip bounds both:
 
     >>> r = torch.tensor([[0.5], [1.0], [1.0], [1.0]])
-    >>> [round(a, 3) for a in group_advantages(r, torch.ones(1), 4)[0].tolist()]
+    >>> [round(a, 2) for a in group_advantages(r, torch.ones(1), 4)[0].tolist()]
     [-1.5, 0.5, 0.5, 0.5]
     >>> [round(a, 3) for a in group_advantages(r, torch.ones(1), 4, scale_rewards="none")[0].tolist()]
     [-0.375, 0.125, 0.125, 0.125]
