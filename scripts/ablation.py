@@ -118,6 +118,20 @@ def summarize(curves: dict[str, dict[int, list[dict]]], steps: int) -> str:
     return "\n".join(lines)
 
 
+def hold_table(curves: dict[str, dict[int, list[dict]]], smooth: int = 5, tail: int = 20) -> str:
+    """Per run: the peak of the policy's own success (``smooth``-step mean), the mean of the last
+    ``tail`` steps, and their ratio (the demo's "holds" criterion: >= 0.8)."""
+    lines = [f"| run | peak ({smooth}-step mean) | mean of the last {tail} steps | last / peak |",
+             "|---|---|---|---|"]
+    for mode, runs in curves.items():
+        for seed, curve in sorted(runs.items()):
+            ys = [c["own_success"] for c in curve]
+            avg = [statistics.fmean(ys[max(0, i - smooth + 1) : i + 1]) for i in range(len(ys))]
+            peak, last = max(avg), statistics.fmean(ys[-tail:])
+            lines.append(f"| {mode} seed {seed} | {peak:.2f} | {last:.2f} | {last / peak:.2f} |")
+    return "\n".join(lines)
+
+
 def _spread(values: list[float]) -> str:
     values = [v for v in values if v == v]
     if not values:
@@ -219,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "ablation.json").write_text(json.dumps(
         {"provider": args.provider, "tasks": args.tasks, "steps": args.steps, "base": args.base,
          "note": args.note, "curves": curves}, indent=1) + "\n")
-    table = summarize(curves, args.steps)
+    table = summarize(curves, args.steps) + "\n\n" + hold_table(curves)
     (args.out / "ablation.md").write_text(table + "\n")
     title = (f"ARPO vs GRPO, {args.provider} desktops, {len(args.tasks)} tasks, seeds {args.seeds}"
              + (f"\n{args.note}" if args.note else ""))
