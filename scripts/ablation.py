@@ -185,6 +185,10 @@ def run_eval(name: str, model: str, seed: int, args: argparse.Namespace, task_li
         "--num-envs", "4", "--max-steps", "3", "--trials", str(args.eval_trials),
         "--screen", "640x360", "--history-images", "3", "--max-tokens", "24",
         "--temperature", "1.0", "--top-p", "1.0", "--seed", str(1000 + seed), "--out", str(out),
+        # "hard": an episode that runs out of turns is scored as it stands. Under "standard"
+        # (OSWorld's runner) its last action becomes FAIL, which scores every truncated episode of
+        # an infeasible task 1: the random base policy got 0.88 that way.
+        "--protocol", "hard", "--fresh",
     ]
     print(f"eval {name}: {' '.join(cmd)}", flush=True)
     with open(args.out / "eval" / f"{name}.log", "w") as fh:
