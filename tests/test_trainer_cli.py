@@ -28,6 +28,12 @@ def test_training_from_the_demo_config_writes_model_curve_and_a_merged_lora_mode
             "os-infeasible-001",
             "--max_steps",
             "2",
+            # the demo starts from runs/base-policy with an empty buffer; this test keeps the
+            # offline tiny model and the (optional) oracle warm start covered
+            "--model_name_or_path",
+            "tiny",
+            "--replay_warm_start",
+            "oracle",
             "--save_strategy",
             "no",
             "--report_to",

@@ -210,6 +210,16 @@ class ARPOConfig(GRPOConfig):
         },
     )
 
+    advantage_clip: float | None = field(
+        default=None,
+        metadata={
+            "help": "Clip every advantage to [-advantage_clip, advantage_clip] after scaling (default: "
+            "no clip, as TRL). With scale_rewards='none' advantages are bounded by the reward range "
+            "anyway; with 'group' a near-converged group like [0.5, 1, 1, 1] gives the odd one out "
+            "A = -1.5, and a clip bounds what one such group can do to the policy."
+        },
+    )
+
     # -- success replay -----------------------------------------------------------------------------
     replay: bool = field(
         default=True, metadata={"help": "Enable the per-task success replay buffer (ARPO)."}
@@ -290,6 +300,8 @@ class ARPOConfig(GRPOConfig):
             raise ValueError(
                 f"max_history_images must be at least 1, got {self.max_history_images}"
             )
+        if self.advantage_clip is not None and self.advantage_clip <= 0:
+            raise ValueError(f"advantage_clip must be positive or None, got {self.advantage_clip}")
         if self.replay_capacity < 1:
             raise ValueError(f"replay_capacity must be at least 1, got {self.replay_capacity}")
         if self.replay_warm_start not in (None, "oracle"):

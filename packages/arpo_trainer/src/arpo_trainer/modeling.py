@@ -85,10 +85,11 @@ class ModelArguments:
         metadata={"help": "Screenshot pixel budget of the 'tiny' model's processor."},
     )
     tiny_corpus_from_tasks: bool = field(
-        default=True,
+        default=False,
         metadata={
             "help": "Learn the 'tiny' tokenizer's merges also from the task instructions and their "
-            "oracle scripts (a domain tokenizer; the model weights stay random)."
+            "oracle scripts. Off by default: it leaks the solutions into the tokenizer (each "
+            "oracle action becomes one token), so a run with it on shows imitation, not RL."
         },
     )
     save_merged: bool = field(

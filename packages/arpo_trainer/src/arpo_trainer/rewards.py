@@ -45,6 +45,7 @@ def group_advantages(
     *,
     scale_rewards: str = "group",
     aggregation: str = "sum_then_normalize",
+    clip: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GRPO advantages with TRL's semantics, for rows in contiguous groups of ``num_generations``.
 
@@ -56,6 +57,7 @@ def group_advantages(
             ``"none"`` only centres (Dr. GRPO).
         aggregation: ``"sum_then_normalize"`` (weighted sum, then normalize) or
             ``"normalize_then_sum"`` (GDPO).
+        clip: clip the advantages to ``[-clip, clip]`` (``None``: no clip).
 
     Returns:
         ``(advantages, rewards, std)``, each ``(N,)``; ``std`` is what the advantage was divided by
@@ -65,7 +67,20 @@ def group_advantages(
     >>> adv, _, _ = group_advantages(r, torch.ones(1), 4)
     >>> [round(a, 3) for a in adv.tolist()]
     [1.5, -0.5, -0.5, -0.5]
+
+    A converged group: z-scoring gives the odd one out -1.5 whatever the reward gap; centring only
+    (Dr. GRPO) gives it the gap, and a clip bounds both:
+
+    >>> r = torch.tensor([[0.5], [1.0], [1.0], [1.0]])
+    >>> [round(a, 2) for a in group_advantages(r, torch.ones(1), 4)[0].tolist()]
+    [-1.5, 0.5, 0.5, 0.5]
+    >>> [round(a, 3) for a in group_advantages(r, torch.ones(1), 4, scale_rewards="none")[0].tolist()]
+    [-0.375, 0.125, 0.125, 0.125]
+    >>> [round(a, 3) for a in group_advantages(r, torch.ones(1), 4, clip=1.0)[0].tolist()]
+    [-1.0, 0.5, 0.5, 0.5]
     """
+    if clip is not None and clip <= 0:
+        raise ValueError(f"clip must be positive or None, got {clip}")
     if scale_rewards not in SCALE_REWARDS:
         raise ValueError(f"scale_rewards must be one of {SCALE_REWARDS}, got {scale_rewards!r}")
     n = rewards_per_func.shape[0]
@@ -103,4 +118,7 @@ def group_advantages(
         raise ValueError(
             f"aggregation must be 'sum_then_normalize' or 'normalize_then_sum', got {aggregation!r}"
         )
-    return torch.nan_to_num(advantages, nan=0.0), rewards, std
+    advantages = torch.nan_to_num(advantages, nan=0.0)
+    if clip is not None:
+        advantages = advantages.clamp(-clip, clip)
+    return advantages, rewards, std

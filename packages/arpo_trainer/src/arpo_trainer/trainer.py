@@ -307,6 +307,7 @@ class ARPOTrainer(GRPOTrainer):
             G,
             scale_rewards=self.scale_rewards,
             aggregation=self.multi_objective_aggregation,
+            clip=self.args.advantage_clip,
         )
         local = slice(
             self.accelerator.process_index * len(inputs),

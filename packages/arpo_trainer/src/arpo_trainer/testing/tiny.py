@@ -2,9 +2,10 @@
 
 Used by the tests and the CPU demo. Three parts, each built in code:
 
-* a byte-level BPE tokenizer whose merges are learned (with the ``tokenizers`` library) from a
-  small corpus of UI-TARS action syntax, so an action like ``hotkey(key='ctrl alt t')`` is a
-  handful of tokens, and which carries Qwen's special tokens (``<|im_start|>``, ``<|im_end|>``,
+* a byte-level BPE tokenizer whose merges are learned (with the ``tokenizers`` library) from the
+  UI-TARS action grammar and generic English (never from a task's instruction, oracle or
+  evaluator), so an action like ``hotkey(key='ctrl alt t')`` is a handful of tokens, and which
+  carries Qwen's special tokens (``<|im_start|>``, ``<|im_end|>``,
   ``<|image_pad|>``, ``<|vision_start|>``, ...);
 * an image-only Qwen2.5-VL processor (no torchvision: the PIL image processor, no video
   processor) with a small ``max_pixels`` so a screenshot is a few dozen image tokens;
@@ -50,54 +51,104 @@ SPECIAL_TOKENS: tuple[str, ...] = (
     "<|box_end|>",
 )
 
-#: Text the BPE merges are learned from: UI-TARS action syntax and the words around it.
+#: Text the BPE merges are learned from: the *grammar* of the UI-TARS action set (call names,
+#: keyword arguments, quoting, key names one by one) and generic English. Nothing here comes from
+#: a task: no instruction, no oracle, no evaluator. A whole action, or a multi-word argument like a
+#: key chord or a shell command, is never one entry, so it cannot become one token
+#: (``tests/test_trainer_noleak.py`` checks both against every built-in task).
 ACTION_CORPUS: tuple[str, ...] = (
+    # output format
     "Thought: ",
     "Action: ",
-    "click(start_box='(",
-    ")')",
-    "left_double(start_box='(",
-    "right_single(start_box='(",
-    "drag(start_box='(",
-    "', end_box='(",
-    "hotkey(key='",
-    "')",
-    "type(content='",
-    "\\n')",
-    "scroll(start_box='(",
-    "', direction='down')",
-    "', direction='up')",
+    # calls and their keyword arguments, as separate pieces
+    "click(",
+    "left_double(",
+    "right_single(",
+    "left_single(",
+    "drag(",
+    "select(",
+    "hover(",
+    "hotkey(",
+    "press(",
+    "keydown(",
+    "keyup(",
+    "type(",
+    "scroll(",
     "wait()",
-    "finished(content='')",
-    "finished(content='",
-    "ctrl alt t",
-    "ctrl c",
-    "ctrl v",
-    "ctrl s",
-    "ctrl a",
+    "finished(",
+    "call_user()",
+    "error_env()",
+    "start_box='",
+    "end_box='",
+    "key='",
+    "content='",
+    "direction='",
+    "')",
+    "', ",
+    "'(",
+    ")'",
+    "up",
+    "down",
+    "left",
+    "right",
+    # key names, one at a time (chords are learned by the policy, not given by the tokenizer)
+    "ctrl",
+    "alt",
+    "shift",
+    "super",
     "enter",
     "tab",
     "esc",
     "backspace",
-    "mkdir -p ~/Desktop/",
-    "touch ~/",
-    "echo ",
-    " > ~/",
-    "cd ~/",
-    "ls",
-    "User Instruction",
-    "You are a GUI agent.",
-    "screenshot",
+    "delete",
+    "space",
+    "home",
+    "end",
+    "pageup",
+    "pagedown",
+    # numbers and punctuation of coordinates and escapes
     "0123456789",
-    "Desktop",
-    "Documents",
-    "reports",
-    "notes.txt",
-    "hello",
+    "(12,34)",
+    "\\n",
+    "\\'",
+    # generic English
     "the",
-    "task",
+    "a",
+    "and",
+    "to",
+    "of",
+    "in",
+    "on",
+    "with",
+    "is",
+    "it",
     "file",
+    "folder",
+    "window",
+    "button",
+    "menu",
+    "text",
+    "open",
+    "close",
+    "save",
+    "screen",
+    "click on",
+    "next",
+    "task",
+    "done",
+    "User Instruction",
+    "You are a helpful assistant.",
+    "screenshot",
 )
+
+def grammar_corpus() -> tuple[str, ...]:
+    """:data:`ACTION_CORPUS` and the UI-TARS action set's own prompt (its action space and output
+    format, with an empty ``{instruction}`` slot): grammar only, so a prompt is a few dozen tokens
+    instead of hundreds, and still nothing from a task."""
+    from osworld_gym.actions import make_action_set
+
+    return (*ACTION_CORPUS, make_action_set("uitars", screen_size=(1920, 1080)).describe())
+
 
 #: Pixel budget of one screenshot for the tiny processor: 28*28*16 -> at most 16 image tokens.
 TINY_MAX_PIXELS = 28 * 28 * 16
@@ -134,7 +185,7 @@ class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
 def build_tokenizer(
     vocab_size: int = 600, extra_corpus: tuple[str, ...] = ()
 ) -> PreTrainedTokenizerFast:
-    """A byte-level BPE tokenizer learned from :data:`ACTION_CORPUS` (+ ``extra_corpus``).
+    """A byte-level BPE tokenizer learned from :func:`grammar_corpus` (+ ``extra_corpus``).
 
     Every byte is in the base alphabet, so any text encodes; the learned merges make the
     action syntax short. Deterministic for a given corpus.
@@ -142,7 +193,7 @@ def build_tokenizer(
     >>> tok = build_tokenizer()
     >>> tok.decode(tok.encode("hotkey(key='ctrl alt t')"))
     "hotkey(key='ctrl alt t')"
-    >>> len(tok.encode("hotkey(key='ctrl alt t')")) < 8
+    >>> 3 < len(tok.encode("hotkey(key='ctrl alt t')")) < 12
     True
     """
     backend = Tokenizer(models.BPE())
@@ -155,7 +206,7 @@ def build_tokenizer(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         special_tokens=[],
     )
-    corpus = [*ACTION_CORPUS, *extra_corpus]
+    corpus = [*grammar_corpus(), *extra_corpus]
     # Repeat so that whole phrases get merged, not only their most frequent pairs.
     backend.train_from_iterator(corpus * 4, trainer=trainer)
     backend.add_special_tokens(list(SPECIAL_TOKENS))
