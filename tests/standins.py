@@ -18,11 +18,13 @@ import io
 import json
 import lzma
 import math
+import os
 import re
 import shutil
 import sqlite3
 import subprocess
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -30,9 +32,10 @@ from typing import Any
 from osworld_gym.tasks.cache import cloud_file_cache_path, download_cache_path
 from osworld_gym.tasks.setup_browser import HISTORY_CACHE_NAME
 
-#: Suffixes with no stand-in (GIMP's native format, camera raw, packages): such tasks are
-#: skipped.
-NO_STANDIN = frozenset({".xcf", ".vsix", ".whl", ".raw"})
+#: Suffixes with no stand-in (VS Code extensions: no supported task reads one): such tasks are
+#: skipped. GIMP's ``.xcf`` is written by GIMP itself, a camera ``.raw`` is seeded bytes (its
+#: one task is infeasible: GIMP cannot open it), a ``.whl`` a minimal valid wheel.
+NO_STANDIN = frozenset({".vsix"})
 _TEXT = frozenset({".py", ".sh", ".md", ".txt", ".json", ".html", ".srt", ".js", ".css",
                    ".tex", ".bib", ".eml", ".csv", ".code-workspace", ""})
 
@@ -187,6 +190,45 @@ def _image(seed: str, fmt: str) -> bytes:
     return buf.getvalue()
 
 
+def _xcf(seed: str, dest: Path) -> None:
+    """GIMP's native format, saved by GIMP in batch mode from a generated PNG (~5 s)."""
+    gimp = shutil.which("gimp")
+    if gimp is None:
+        raise RuntimeError("an .xcf stand-in needs GIMP (scripts/install.sh installs it)")
+    with tempfile.TemporaryDirectory() as tmp:
+        png = Path(tmp) / "in.png"
+        png.write_bytes(_image(seed, "PNG"))
+        out = Path(tmp) / "out.xcf"
+        script = (f'(let* ((img (car (file-png-load RUN-NONINTERACTIVE "{png}" "{png}"))) '
+                  f'(drw (car (gimp-image-get-active-layer img)))) '
+                  f'(gimp-xcf-save RUN-NONINTERACTIVE img drw "{out}" "{out}") (gimp-quit 0))')
+        # its own HOME: GIMP writes its profile there on first start
+        env = {**os.environ, "HOME": tmp}
+        subprocess.run([gimp, "-i", "-n", "-d", "-f", "-b", script], env=env, timeout=300,
+                       capture_output=True, stdin=subprocess.DEVNULL)
+        if not out.exists() or not out.read_bytes().startswith(b"gimp xcf "):
+            raise RuntimeError(f"GIMP did not write the .xcf stand-in for {dest.name}")
+        shutil.copyfile(out, dest)
+
+
+def _wheel(seed: str, name: str) -> bytes:
+    """A minimal valid wheel named like ``name`` (``dist-version-py3-none-any.whl``)."""
+    dist, version = (name.split("-") + ["standin", "0.0"])[:2]
+    info = f"{dist}-{version}.dist-info"
+    files = {
+        f"{dist}/__init__.py": f"STANDIN = {_numbers(seed)!r}\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: standins\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{k},,\n" for k in files) + f"{info}/RECORD,,\n"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for k, v in files.items():
+            zf.writestr(k, v)
+    return buf.getvalue()
+
+
 def _media(seed: str, suffix: str, dest: Path, title: str | None = None,
            seconds: float = 2) -> None:
     freq = 200 + _numbers(seed)[0] * 4
@@ -239,6 +281,15 @@ def write_standin(dest: Path, seed: str, title: str | None = None, seconds: floa
         return
     if suffix == ".pdf":
         dest.write_bytes(_pdf(seed, title))
+        return
+    if suffix == ".xcf":
+        _xcf(seed, dest)
+        return
+    if suffix == ".whl":  # cache names are '<id>_<file name>'
+        dest.write_bytes(_wheel(seed, dest.name.rsplit("_", 1)[-1]))
+        return
+    if suffix == ".raw":
+        dest.write_bytes(hashlib.sha256(seed.encode()).digest() * 4096)
         return
     makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _ods, ".docx": _docx, ".odt": _odt,
               ".doc": _docx, ".pptx": _pptx, ".ppt": _pptx, ".odp": _pptx, ".pdf": _pdf,
