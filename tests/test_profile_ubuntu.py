@@ -230,6 +230,33 @@ def test_an_official_gsettings_task_scores_zero_untouched_and_one_after_gsetting
     assert terminated and info["infra_error"] is None and reward == 1.0
 
 
+#: OSWorld's os/ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3 ("remove vim from favorite apps"), copied
+#: verbatim: the dock's favourites set and judged through gsettings (check_gnome_favorite_apps).
+FAVORITES = json.loads((Path(__file__).parent / "data" /
+                        "osworld_os_ec4e3f68_favorite_apps.json").read_text())
+
+
+def test_the_official_favorite_apps_task_scores_zero_untouched_and_one_when_solved(ubuntu_env):
+    assert classify(FAVORITES, local_capabilities("ubuntu")).supported
+    ubuntu_env.reset(options={"task": FAVORITES})
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0
+
+    ubuntu_env.reset(options={"task": FAVORITES})
+    get = "gsettings get org.gnome.shell favorite-apps"
+    assert "vim.desktop" in _sh(ubuntu_env, get)  # the task's setup ran
+    ubuntu_env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
+    _wait_for_window(ubuntu_env, "gnome-terminal-server.Gnome-terminal")
+    ubuntu_env.step("pyautogui.write(\"gsettings set org.gnome.shell favorite-apps "
+                    "\\\"['google-chrome.desktop', 'thunderbird.desktop']\\\"\\n\")")
+    deadline = time.monotonic() + 20
+    while "vim.desktop" in _sh(ubuntu_env, get):
+        assert time.monotonic() < deadline, "the command typed into GNOME Terminal did not run"
+        time.sleep(0.2)
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 1.0
+
+
 def test_a_reset_during_a_dbus_activation_keeps_the_session_bus():
     """dbus-daemon's activation babysitter shares the bus's signal pipe: a reset that SIGTERMed
     it stopped the whole session bus (and with it gsettings, AT-SPI), silently. Nautilus's

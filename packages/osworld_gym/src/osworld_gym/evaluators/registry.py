@@ -70,6 +70,7 @@ _METRICS: dict[str, str | Metric] = {
     "exact_match": f"{_M}.general:exact_match",
     "match_in_list": f"{_M}.general:match_in_list",
     "check_include_exclude": f"{_M}.general:check_include_exclude",
+    "check_gnome_favorite_apps": f"{_M}.general:check_gnome_favorite_apps",
     "check_direct_json_object": f"{_M}.general:check_direct_json_object",
     "infeasible": f"{_M}.general:infeasible",
     "compare_text_file": f"{_M}.text:compare_text_file",

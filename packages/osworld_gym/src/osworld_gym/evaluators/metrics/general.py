@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 from typing import Any
@@ -50,6 +51,37 @@ def check_include_exclude(result: str | None, rules: dict[str, Any]) -> float:
     include = rules.get("include", [])
     exclude = rules.get("exclude", [])
     return float(all(s in result for s in include) and not any(s in result for s in exclude))
+
+
+def check_gnome_favorite_apps(result: str | None, rules: dict[str, Any]) -> float:
+    """1 if the dock's favourites (``gsettings get org.gnome.shell favorite-apps`` output) are
+    exactly the apps of ``rules["expected"]``, in any order, as OSWorld scores it.
+
+    The list is read as a literal (OSWorld evaluates the text as Python; we never evaluate
+    desktop output as code). GVariant's typed empty list ``@as []`` is an empty list; text that
+    is no list scores 0, as does ``None``.
+
+    >>> check_gnome_favorite_apps("['google-chrome.desktop', 'thunderbird.desktop']\\n",
+    ...                           {"expected": ["thunderbird.desktop", "google-chrome.desktop"]})
+    1.0
+    >>> check_gnome_favorite_apps("['thunderbird.desktop', 'vim.desktop', 'google-chrome.desktop']",
+    ...                           {"expected": ["google-chrome.desktop", "thunderbird.desktop"]})
+    0.0
+    """
+    if result is None:
+        return 0.0
+    text = result.strip()
+    if text.startswith("@as "):
+        text = text[4:]
+    try:
+        apps = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return 0.0
+    expected = rules.get("expected")
+    if not isinstance(apps, list) or not isinstance(expected, list):
+        return 0.0
+    # OSWorld: same length, then same set (a duplicate in one list can still pass)
+    return float(len(apps) == len(expected) and set(map(str, apps)) == set(map(str, expected)))
 
 
 def check_direct_json_object(result: Any, rules: dict[str, Any]) -> float:
