@@ -124,6 +124,10 @@ def test_double_and_triple_clicks_select_a_word_and_a_line(local_env, desk):
     local_env.step(f"pyautogui.doubleClick{t.cell(9, 1)}\n"
                    f"pyautogui.middleClick{t.cell(30, 5)}\n"
                    "pyautogui.write('\\n')")
+    # a model's next turn comes seconds later; the settled observation can come back within
+    # xterm's 250 ms multi-click time, so without a pause the triple click would continue the
+    # first step's clicks as one sequence
+    time.sleep(0.6)
     local_env.step(f"pyautogui.tripleClick{t.cell(3, 2)}\n"
                    f"pyautogui.middleClick{t.cell(30, 5)}\n"
                    "pyautogui.write('\\n')")
