@@ -12,15 +12,19 @@ command (``/execute``) runs with the desktop user's uid, like a setup command, b
 
 **Trusted** (keeps running, because getters query apps live: Chromium's DevTools, VLC's HTTP
 interface): the desktop's infrastructure (window manager, session bus and services); the
-processes setup launched (``/setup/launch``, ``/open_file``: the task author is trusted) and,
-below those, processes that run an installed application (:func:`app_program`) and have no
-controlling terminal -- walked from parent to child, so a shell anywhere in the chain (a
-terminal's ``bash``, ``vim``'s ``:!``, an app's helper script) makes its whole subtree
-untrusted; and, whoever started them, the apps getters query live (:data:`LIVE_APPS`:
-Chromium, VLC, by executable). Everything else -- whatever the agent started from a terminal,
-through ``setsid``/double forks (orphans re-parent to the guest), from the home or ``/tmp``, or
-as an interpreter -- is not, and an evaluator command that names a port such a process listens
-on is refused (:func:`untrusted_listeners`).
+processes setup launched (``/setup/launch``, ``/open_file``: the task author is trusted); below
+those, from parent to child and only with no controlling terminal (:func:`trusted_child`): a
+fork of a trusted process that did not exec (``socat``'s per-connection children), our
+supervisor scripts, and desktop GUI apps from an allowlist (:data:`GUI_APPS`, by executable:
+never a relay or an interpreter, so ``socat`` the session bus or openbox started for the agent
+is the agent's); and, whoever started them, the apps getters query live (:data:`LIVE_APPS`:
+Chromium, VLC). A GUI app that is not itself a setup root counts only when it runs as
+installed (:func:`injected`): no ``LD_*``-like variable, no flag that makes it run or serve
+the agent's code or files (``--renderer-cmd-prefix``, ``--extraintf http --http-src``), no
+shared object mapped from outside the system. Everything else -- whatever the agent started
+from a terminal, through ``setsid``/double forks (orphans re-parent to the guest), from the
+home or ``/tmp``, or as an interpreter -- is not, and an evaluator command that names a port
+such a process listens on is refused (:func:`untrusted_listeners`).
 
 **How it is held.** With a freezer cgroup (:class:`~osworld_gym.providers.limits.PlayerFreezer`,
 the default on a root host): the guest freezes the player's cgroup as a whole (new children of
@@ -148,6 +152,136 @@ def live_app(pid: int) -> bool:
     return exe.startswith(APP_ROOTS) and bool(LIVE_APPS.fullmatch(os.path.basename(exe)))
 
 
+#: Desktop GUI apps (by the basename of ``/proc/PID/exe``) that may keep running below the
+#: desktop's infrastructure, below setup roots, or (:data:`LIVE_APPS`) anywhere: the apps of
+#: :data:`osworld_gym.doctor.PACKAGES` that tasks use, as the kernel sees them (LibreOffice's
+#: ``soffice.bin`` behind the ``soffice`` script, Chromium's helpers, GIMP's versioned binary).
+#: Never a relay or an interpreter (``socat``, ``nc``, ``busybox``, ``python3``, ``sh``): the
+#: session bus or openbox starting one of those for the agent is the agent's process.
+GUI_APPS = re.compile(
+    r"soffice\.bin|oosplash|chromium(-browser)?|chrome|chrome_crashpad_handler|chrome-sandbox|"
+    r"vlc|gimp(-\d+(\.\d+)*)?|thunderbird(-bin)?|mousepad|nautilus|evince|eog|gedit|"
+    r"gnome-text-editor|xdg-desktop-portal[-\w]*|dconf-service|gvfsd[-\w]*|gvfs-[-\w]+")
+#: Roots a shared object of a trusted app must come from (the task python's venv is in /opt).
+LIB_ROOTS = ("/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/opt/")
+#: Environment variables that make the loader or an app load code the agent chose, whatever
+#: their value (any ``LD_*`` too) ...
+INJECTING_ENV = re.compile(r"LD_\w*|GCONV_PATH|GLIBC_TUNABLES|NODE_OPTIONS|PYTHONSTARTUP")
+#: ... and search paths for plugins, modules, scripts: refused with an entry outside
+#: :data:`LIB_ROOTS` (``GTK_MODULES=gail:atk-bridge`` names system modules: fine).
+INJECTING_PATHS = re.compile(
+    r"PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|GIO_EXTRA_MODULES|GTK_PATH|GTK_MODULES|GTK_EXE_PREFIX|"
+    r"GST_PLUGIN[_\w]*|VLC_PLUGIN_PATH|VLC_DATA_PATH|LUA_C?PATH[_\d]*|QT_PLUGIN_PATH|"
+    r"QT_QPA_PLATFORM_PLUGIN_PATH|URE_BOOTSTRAP|XDG_DATA_HOME|XDG_DATA_DIRS|MOZ_PLUGIN_PATH")
+#: Flags (without their leading dashes) that make an app run, load or serve what the agent
+#: chose: a command prefix for Chromium's children, an extension, rewritten DNS or a proxy;
+#: a VLC interface (``--extraintf http --http-src ~/fake`` serves a forged ``status.xml``),
+#: lua scripts, another config file.
+DENIED_FLAGS = {
+    "chromium": re.compile(
+        r"(renderer|utility|gpu|plugin|ppapi-plugin|nacl)-(cmd-prefix|launcher)|"
+        r"browser-subprocess-path|gpu-launcher|"
+        r"host-resolver-rules|host-rules|proxy-server|proxy-pac-url|proxy-auto-detect|"
+        r"remote-debugging-pipe|utility-and-browser|single-process|in-process-gpu|"
+        r"enable-logging|log-file|js-flags|register-pepper-plugins|ppapi-in-process|"
+        r"user-agent|explicitly-allowed-ports"),
+    "vlc": re.compile(r"I\w*|intf|extraintf|control|lua[-\w]*|http[-\w]*|config|"
+                      r"plugin-path|data-path|sout[-\w]*|rc[-\w]*|telnet[-\w]*|cli[-\w]*"),
+}
+#: vlcrc keys that point VLC's web interface at the agent's files or scripts.
+DENIED_VLCRC = re.compile(r"^\s*(http-src|lua-intf|lua-config|rc-\w+|cli-\w+|telnet-\w+)\s*=",
+                          re.M)
+
+
+def _family(exe: str) -> str:
+    name = os.path.basename(exe)
+    if LIVE_APPS.fullmatch(name) and name != "vlc":
+        return "chromium"
+    return name
+
+
+def injected(pid: int) -> str | None:
+    """Why ``pid``'s app may run code the agent chose (``None``: it runs as installed): an
+    ``LD_*``-like variable in its environment, a denied flag (:data:`DENIED_FLAGS`), a shared
+    object mapped from outside :data:`LIB_ROOTS`, VLC scripts or interfaces in the home.
+    Unreadable counts as injected."""
+    exe = _exe(pid).removesuffix(" (deleted)")
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        maps = Path(f"/proc/{pid}/maps").read_text(errors="replace")
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    env = {}
+    for item in environ:
+        key, sep, value = item.decode("utf-8", "replace").partition("=")
+        if sep:
+            env[key] = value
+    for key, value in env.items():
+        if value and INJECTING_ENV.fullmatch(key):
+            return f"{key} in its environment"
+        if value and INJECTING_PATHS.fullmatch(key) and any(
+                not os.path.realpath(v).startswith(LIB_ROOTS)
+                for v in re.split(r"[:;]+", value) if "/" in v):
+            return f"{key} in its environment"
+    deny = DENIED_FLAGS.get(_family(exe))
+    if deny is not None:
+        # Chromium rewrites its cmdline into one space-joined string (its process title)
+        for a in " ".join(x.decode("utf-8", "replace") for x in argv[1:]).split() + " ".join(
+                x.decode("utf-8", "replace") for x in argv[:1]).split()[1:]:
+            if a.startswith("-") and a not in ("-", "--"):
+                name = a.lstrip("-").split("=", 1)[0]
+                if deny.fullmatch(name) or (_family(exe) == "vlc" and a.startswith("-I")) or (
+                        # Debian's wrapper always adds both, empty or naming /usr/share's
+                        name in ("load-extension", "disable-extensions-except") and any(
+                            not os.path.realpath(v).startswith(LIB_ROOTS)
+                            for v in a.partition("=")[2].split(",") if v)):
+                    return f"flag {a.split('=', 1)[0]}"
+    for line in maps.splitlines():
+        f = line.split(None, 5)
+        if len(f) == 6 and "x" in f[1] and f[5].startswith("/"):
+            path = f[5].removesuffix(" (deleted)")
+            if not path.startswith(LIB_ROOTS) and not path.startswith("/memfd:"):
+                return f"code mapped from {path}"
+    if _family(exe) == "vlc":
+        home = env.get("HOME", "")
+        if home:
+            if Path(home, ".local/share/vlc/lua").exists():
+                return "lua scripts in ~/.local/share/vlc/lua"
+            try:
+                rc = Path(home, ".config/vlc/vlcrc").read_text(errors="replace")
+            except OSError:
+                rc = ""
+            if m := DENIED_VLCRC.search(rc):
+                return f"{m.group(1)} in its vlcrc"
+    return None
+
+
+def gui_app(pid: int) -> bool:
+    """A desktop GUI app (:data:`GUI_APPS`, by executable) running as installed
+    (:func:`injected`)."""
+    exe = _exe(pid).removesuffix(" (deleted)")
+    return (exe.startswith(APP_ROOTS) and bool(GUI_APPS.fullmatch(os.path.basename(exe)))
+            and injected(pid) is None)
+
+
+def trusted_child(pid: int, parent: int) -> bool:
+    """Whether ``pid``, a child of the trusted ``parent``, is trusted: one of our read-only
+    supervisor scripts, a fork of its parent that did not exec (same installed executable,
+    not one that runs code: ``socat``'s per-connection children, Chromium's zygote), or a
+    :func:`gui_app`; never with a controlling terminal."""
+    if _tty(pid) != 0:
+        return False
+    exe = _exe(pid).removesuffix(" (deleted)")
+    if not exe.startswith(APP_ROOTS):
+        return False
+    if RUNS_CODE.fullmatch(os.path.basename(exe)):
+        return app_program(pid)  # our supervisor scripts only
+    if exe == _exe(parent).removesuffix(" (deleted)"):
+        return True
+    return gui_app(pid)
+
+
 class SetupRoots:
     """The processes setup launched (``/setup/launch``, ``/open_file``): the roots of trust.
 
@@ -191,11 +325,12 @@ def trusted_pids(infrastructure: set[int], roots: set[int],
             children.setdefault(p.ppid, []).append(p.pid)
     live = {p.pid for p in procs if p.state not in "ZX"}
     out = {pid for pid in infrastructure | roots if pid in live}
-    out |= {pid for pid in live if pid not in out and live_app(pid)}
+    out |= {pid for pid in live if pid not in out and live_app(pid) and gui_app(pid)}
     stack = list(out)
     while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in out and _tty(child) == 0 and app_program(child):
+        parent = stack.pop()
+        for child in children.get(parent, []):
+            if child not in out and trusted_child(child, parent):
                 out.add(child)
                 stack.append(child)
     return out
@@ -262,6 +397,9 @@ def untrusted_listeners(ports: set[int], trusted: set[int]) -> dict[int, list[in
 
 
 def describe(pid: int) -> str:
+    exe = os.path.basename(_exe(pid).removesuffix(" (deleted)"))
+    if exe:
+        return f"{exe} (pid {pid})"
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         name = os.path.basename(argv[0].decode("utf-8", "replace")) or "?"
