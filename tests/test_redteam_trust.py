@@ -135,3 +135,28 @@ def test_chromium_with_the_agents_library_path_is_not_trusted_but_a_clean_one_is
     wait_served(env, 1340, "/json/version", "Browser")
     assert "Browser" in judge(env, "curl -s http://127.0.0.1:1340/json/version")["output"]
     player(env, "pkill -f h17-[b]; true")
+
+
+def test_a_process_a_trusted_one_forks_during_the_hold_cannot_write_the_result(env):
+    """Finding 3: the trusted set was taken once, at the start of the hold, and new children
+    of trusted processes ran free. Here a trusted process (a setup root: the agent would get
+    one to spawn for it another way, e.g. an app's handler) starts a writer 1 s into the
+    evaluation command; the command must not see what the writer writes while it runs, and
+    the writer, frozen, writes after it."""
+    env.reset(options={"task": "os-mkdir-001"})
+    client = env.unwrapped.provider.start()
+    player(env, "rm -f ~/Desktop/forged ~/.go")
+    # it writes 0.2 s after it starts: the watcher polls every millisecond (a process forked
+    # during a hold runs until the watcher sees it: see Freezer._watch)
+    writer = "import time; time.sleep(0.2); open('/home/user/Desktop/forged', 'w').write('FORGED')"
+    # it forks once the evaluation command is running (it touches ~/.go), so during the hold
+    client.launch(["python3", "-c", "import os, subprocess, time\n"
+                   "while not os.path.exists('/home/user/.go'): time.sleep(0.05)\n"
+                   f"subprocess.run(['python3', '-c', {writer!r}])"])
+    time.sleep(0.5)
+    out = judge(env, "touch ~/.go; sleep 3; cat ~/Desktop/forged 2>/dev/null || echo clean")
+    assert out["output"] == "clean\n", out
+    deadline = time.monotonic() + 10  # thawed afterwards: it was held, not killed
+    while "FORGED" not in player(env, "cat ~/Desktop/forged 2>/dev/null; true")["output"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)

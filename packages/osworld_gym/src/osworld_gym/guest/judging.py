@@ -30,7 +30,14 @@ such a process listens on is refused (:func:`untrusted_listeners`).
 the default on a root host): the guest freezes the player's cgroup as a whole (new children of
 a frozen cgroup are frozen too, so neither a fork-hopping loop nor a process started during the
 scan escapes), moves each untrusted process into its ``held`` child cgroup, freezes ``held``
-and thaws the rest; after the command, ``held`` is thawed. Without one (no writable cgroup): a
+and thaws the rest; after the command, ``held`` is thawed. While the command runs, a watcher
+(:meth:`Freezer._watch`) polls the root's members every millisecond and moves each process a
+trusted one forks into ``held`` at once, back only if the rule trusts it (a fork that later
+execs something else is judged again). This is not race-free: such a process runs until the
+watcher sees it (milliseconds; a cgroup cannot freeze a running process's future children,
+and refusing the trusted processes' forks would break ``socat``'s per-connection children
+and Chromium's renderers that getters need). Processes of untrusted parents are born in
+``held``, frozen: no window for them. Without one (no writable cgroup): a
 fallback SIGSTOPs, one pid at a time, the player's processes that run code
 (:data:`RUNS_CODE`) or a program from outside ``/usr``/``/opt``, rescanning a few times; a
 fork-hopping loop or an installed non-interpreter (``yes > file``) can slip past it, so that
@@ -82,6 +89,8 @@ OUR_SCRIPTS = "/opt/osworld-gym/shims/"
 LIVE_APPS = re.compile(r"chromium(-browser)?|chrome|google-chrome[-\w]*|vlc")
 #: Seconds a freeze may take before the evaluation goes on regardless (logged).
 FREEZE_TIMEOUT_S = 10.0
+#: How often the watcher looks for processes forked during a hold (see :meth:`Freezer._watch`).
+WATCH_INTERVAL_S = 0.001
 
 
 def _uid(pid: int) -> int | None:
@@ -107,6 +116,13 @@ def _tty(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[4])
     except (OSError, IndexError, ValueError):
         return -1
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _start(pid: int) -> int | None:
@@ -419,6 +435,9 @@ class Freezer:
         self.version = version
         self._lock = threading.Lock()
         self._holders = 0  # concurrent evaluation commands: `held` thaws after the last one
+        self._known: set[int] = set()  # trusted members of the root, as the watcher knows them
+        self._watcher: threading.Thread | None = None
+        self._watching = threading.Event()
         if not (self.held / "cgroup.procs").exists():
             raise OSError(f"{self.held} is not a cgroup")
 
@@ -455,7 +474,13 @@ class Freezer:
         processes are held."""
         with self._lock:
             self._holders += 1
-            self._hold_now(trusted, timeout)
+            keep = self._hold_now(trusted, timeout)
+            if self._holders == 1:
+                self._known = set(keep)
+                self._watching.set()
+                self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                                 name="freezer-watch")
+                self._watcher.start()
         try:
             held = len(self.members(self.held))
             log.debug("holding %d player processes during an evaluation command", held)
@@ -464,9 +489,51 @@ class Freezer:
             with self._lock:
                 self._holders -= 1
                 if self._holders == 0:
+                    self._watching.clear()
+                    if self._watcher is not None:
+                        self._watcher.join()
+                        self._watcher = None
                     self._set(self.held, False)
 
-    def _hold_now(self, trusted: Callable[[], set[int]], timeout: float) -> None:
+    def _watch(self) -> None:
+        """While a hold lasts: every process that appears in the root (a child a trusted process
+        forked after the hold began) goes into ``held`` at once, frozen; it comes back only if
+        the rule trusts it (:func:`trusted_child` of a trusted parent). Polled every
+        :data:`WATCH_INTERVAL_S`: a new process runs at most that long before it is frozen."""
+        procs = self.root / "cgroup.procs"
+        held = self.held / "cgroup.procs"
+        admitted: dict[int, str] = {}  # pid -> the executable it was admitted with
+        while self._watching.is_set():
+            try:
+                new = [int(x) for x in procs.read_text().split() if int(x) not in self._known]
+            except OSError:
+                new = []
+            # a fork admitted as its parent's copy that then execs something else is new again
+            for pid, exe in list(admitted.items()):
+                if _exe(pid) != exe:
+                    del admitted[pid]
+                    self._known.discard(pid)
+                    new.append(pid)
+            for pid in new:
+                try:
+                    held.write_text(str(pid))
+                except OSError:
+                    self._known.discard(pid)
+                    continue
+                parent = _ppid(pid)
+                # (not in /proc yet, mid-fork: parent None, so held)
+                if parent in self._known and trusted_child(pid, parent):
+                    try:
+                        procs.write_text(str(pid))
+                        self._known.add(pid)
+                        admitted[pid] = _exe(pid)
+                    except OSError:
+                        pass
+                else:
+                    log.info("froze %s, started during an evaluation command", describe(pid))
+            time.sleep(WATCH_INTERVAL_S)
+
+    def _hold_now(self, trusted: Callable[[], set[int]], timeout: float) -> set[int]:
         self._set(self.held, True)
         try:
             self._set(self.root, True)
@@ -487,6 +554,7 @@ class Freezer:
                 self._set(self.root, False)
             if not self._wait(self.held, timeout):
                 log.warning("held player processes did not freeze within %.0f s", timeout)
+            return keep
         except BaseException:
             if self._holders == 1:
                 self._set(self.held, False)
