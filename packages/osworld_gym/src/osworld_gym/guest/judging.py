@@ -438,6 +438,8 @@ class Freezer:
         self._known: set[int] = set()  # trusted members of the root, as the watcher knows them
         self._watcher: threading.Thread | None = None
         self._watching = threading.Event()
+        self._sigstop = False  # the freezer timed out: held processes are SIGSTOPped as well
+        self._stopped: list[int] = []
         if not (self.held / "cgroup.procs").exists():
             raise OSError(f"{self.held} is not a cgroup")
 
@@ -494,6 +496,12 @@ class Freezer:
                         self._watcher.join()
                         self._watcher = None
                     self._set(self.held, False)
+                    for pid in self._stopped:
+                        try:
+                            os.kill(pid, signal.SIGCONT)
+                        except OSError:
+                            pass
+                    self._stopped, self._sigstop = [], False
 
     def _watch(self) -> None:
         """While a hold lasts: every process that appears in the root (a child a trusted process
@@ -530,6 +538,12 @@ class Freezer:
                     except OSError:
                         pass
                 else:
+                    if self._sigstop:
+                        try:
+                            os.kill(pid, signal.SIGSTOP)
+                            self._stopped.append(pid)
+                        except OSError:
+                            pass
                     log.info("froze %s, started during an evaluation command", describe(pid))
             time.sleep(WATCH_INTERVAL_S)
 
@@ -538,9 +552,10 @@ class Freezer:
         try:
             self._set(self.root, True)
             try:
-                if not self._wait(self.root, timeout):
-                    log.warning("the player's cgroup did not freeze within %.0f s; evaluating "
-                                "anyway", timeout)
+                root_frozen = self._wait(self.root, timeout)
+                if not root_frozen:
+                    log.warning("the player's cgroup did not freeze within %.0f s; its untrusted "
+                                "processes are stopped with SIGSTOP too", timeout)
                 keep = trusted()
                 for pid in self.members():
                     if pid in keep:
@@ -552,8 +567,18 @@ class Freezer:
                             raise
             finally:
                 self._set(self.root, False)
-            if not self._wait(self.held, timeout):
-                log.warning("held player processes did not freeze within %.0f s", timeout)
+            if not self._wait(self.held, timeout) or not root_frozen:
+                # never evaluate with the agent live: what the freezer did not stop, SIGSTOP
+                # does (SIGCONT when the hold ends); the watcher stops what comes later
+                log.warning("held player processes did not freeze within %.0f s; stopping them "
+                            "with SIGSTOP", timeout)
+                self._sigstop = True
+                for pid in self.members(self.held):
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                        self._stopped.append(pid)
+                    except OSError:
+                        pass
             return keep
         except BaseException:
             if self._holders == 1:
