@@ -180,6 +180,10 @@ GUI_APPS = re.compile(
     r"gnome-text-editor|xdg-desktop-portal[-\w]*|dconf-service|gvfsd[-\w]*|gvfs-[-\w]+")
 #: Roots a shared object of a trusted app must come from (the task python's venv is in /opt).
 LIB_ROOTS = ("/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/opt/")
+#: Where search paths in a trusted app's environment may also point: the desktop profile's data
+#: (``XDG_DATA_DIRS=/run/osworld-profile/data:...``), written by the judge, read-only to the
+#: player.
+ENV_PATH_ROOTS = ("/run/osworld-profile/",)
 #: Environment variables that make the loader or an app load code the agent chose, whatever
 #: their value (any ``LD_*`` too) ...
 INJECTING_ENV = re.compile(r"LD_\w*|GCONV_PATH|GLIBC_TUNABLES|NODE_OPTIONS|PYTHONSTARTUP")
@@ -237,7 +241,7 @@ def injected(pid: int) -> str | None:
         if value and INJECTING_ENV.fullmatch(key):
             return f"{key} in its environment"
         if value and INJECTING_PATHS.fullmatch(key) and any(
-                not os.path.realpath(v).startswith(LIB_ROOTS)
+                not os.path.realpath(v).startswith(LIB_ROOTS + ENV_PATH_ROOTS)
                 for v in re.split(r"[:;]+", value) if "/" in v):
             return f"{key} in its environment"
     deny = DENIED_FLAGS.get(_family(exe))
