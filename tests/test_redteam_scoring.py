@@ -123,3 +123,40 @@ def test_a_result_command_hung_by_the_agent_scores_zero_not_infra(local_env):
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and reward == 0.0 and info["infra_error"] is None, info
     assert "timed out" in info["eval_note"]
+
+
+def _expected_side_task(task_id: str, command: list[str]) -> dict:
+    return {
+        "id": task_id, "instruction": "Write yes to ~/Desktop/answer.txt",
+        "snapshot": "os", "related_apps": ["os"], "config": [],
+        "evaluator": {"func": "exact_match",
+                      "result": {"type": "vm_file", "path": "/home/user/Desktop/answer.txt",
+                                 "dest": "answer.txt"},
+                      "expected": {"type": "vm_command_line", "timeout": 2,
+                                   "command": command}},
+    }
+
+
+def test_the_agents_listener_on_a_port_an_expected_getter_names_scores_zero_not_infra(local_env):
+    """The expected side asks a task app's port (here 1341); the agent serves it itself. The
+    guest refuses the command (409): the agent's doing, 0 with the reason, never excluded."""
+    local_env.reset(options={"task": _expected_side_task(
+        "redteam-expected-listener", ["curl", "-s", "http://127.0.0.1:1341/"])})
+    in_desktop(local_env, "mkdir -p ~/Desktop && echo no > ~/Desktop/answer.txt && "
+                          "cd /tmp && (setsid python3 -m http.server 1341 --bind 127.0.0.1 "
+                          "</dev/null >/dev/null 2>&1 &) && for i in $(seq 50); do "
+                          "curl -s http://127.0.0.1:1341/ >/dev/null && break; sleep 0.2; done")
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and reward == 0.0 and info["infra_error"] is None, info
+    assert "port 1341" in info["eval_note"], info
+
+
+def test_an_expected_command_hung_by_the_agent_scores_zero_not_infra(local_env):
+    """The expected side reads a file the agent turned into a fifo: 504, the agent's doing."""
+    local_env.reset(options={"task": _expected_side_task(
+        "redteam-expected-fifo", ["cat", "/home/user/Desktop/expected.txt"])})
+    in_desktop(local_env, "mkdir -p ~/Desktop && echo yes > ~/Desktop/answer.txt && "
+                          "mkfifo ~/Desktop/expected.txt")
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and reward == 0.0 and info["infra_error"] is None, info
+    assert "timed out" in info["eval_note"], info

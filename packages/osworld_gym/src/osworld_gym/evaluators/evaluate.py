@@ -161,6 +161,21 @@ def _score_metric(
             expected = _get(spec.expected, ctx, values)
         except UnusableResultFile as exc:  # a desktop file the agent could reach
             return 0.0, {**info, "score": 0.0, "note": f"expected file unusable: {exc}"}
+        except GuestError as exc:
+            # the agent's doing as much on this side as on the result's: a listener of its own
+            # on a port the expected getter names (409), or a command that hung on what it left
+            # (a fifo, a frozen forger: 504). Scored 0, never excluded as an infra error.
+            if exc.status == _UNTRUSTED_LISTENER:
+                logger.info("%s: expected source forged: %s", label, exc)
+                return 0.0, {**info, "score": 0.0,
+                             "note": f"expected source not the task's app: {exc}"}
+            if exc.status == _COMMAND_TIMED_OUT:
+                logger.info("%s: expected command timed out: %s", label, exc)
+                return 0.0, {**info, "score": 0.0, "note": "expected command timed out on the "
+                                                           f"desktop the agent left: {exc}"}
+            raise EvaluatorError(
+                f"{label}: expected getter {spec.expected['type']!r} raised GuestError: {exc}"
+            ) from exc
         except Exception as exc:
             raise EvaluatorError(
                 f"{label}: expected getter {spec.expected['type']!r} raised "

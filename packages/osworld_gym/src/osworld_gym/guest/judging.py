@@ -12,21 +12,32 @@ command (``/execute``) runs with the desktop user's uid, like a setup command, b
 
 **Trusted** (keeps running, because getters query apps live: Chromium's DevTools, VLC's HTTP
 interface): the desktop's infrastructure (window manager, session bus and services); the
-processes setup launched (``/setup/launch``, ``/open_file``: the task author is trusted) and,
-below those, processes that run an installed application (:func:`app_program`) and have no
-controlling terminal -- walked from parent to child, so a shell anywhere in the chain (a
-terminal's ``bash``, ``vim``'s ``:!``, an app's helper script) makes its whole subtree
-untrusted; and, whoever started them, the apps getters query live (:data:`LIVE_APPS`:
-Chromium, VLC, by executable). Everything else -- whatever the agent started from a terminal,
-through ``setsid``/double forks (orphans re-parent to the guest), from the home or ``/tmp``, or
-as an interpreter -- is not, and an evaluator command that names a port such a process listens
-on is refused (:func:`untrusted_listeners`).
+processes setup launched (``/setup/launch``, ``/open_file``: the task author is trusted); below
+those, from parent to child and only with no controlling terminal (:func:`trusted_child`): a
+fork of a trusted process that did not exec (``socat``'s per-connection children), our
+supervisor scripts, and desktop GUI apps from an allowlist (:data:`GUI_APPS`, by executable:
+never a relay or an interpreter, so ``socat`` the session bus or openbox started for the agent
+is the agent's); and, whoever started them, the apps getters query live (:data:`LIVE_APPS`:
+Chromium, VLC). A GUI app that is not itself a setup root counts only when it runs as
+installed (:func:`injected`): no ``LD_*``-like variable, no flag that makes it run or serve
+the agent's code or files (``--renderer-cmd-prefix``, ``--extraintf http --http-src``), no
+shared object mapped from outside the system. Everything else -- whatever the agent started
+from a terminal, through ``setsid``/double forks (orphans re-parent to the guest), from the
+home or ``/tmp``, or as an interpreter -- is not, and an evaluator command that names a port
+such a process listens on is refused (:func:`untrusted_listeners`).
 
 **How it is held.** With a freezer cgroup (:class:`~osworld_gym.providers.limits.PlayerFreezer`,
 the default on a root host): the guest freezes the player's cgroup as a whole (new children of
 a frozen cgroup are frozen too, so neither a fork-hopping loop nor a process started during the
 scan escapes), moves each untrusted process into its ``held`` child cgroup, freezes ``held``
-and thaws the rest; after the command, ``held`` is thawed. Without one (no writable cgroup): a
+and thaws the rest; after the command, ``held`` is thawed. While the command runs, a watcher
+(:meth:`Freezer._watch`) polls the root's members every millisecond and moves each process a
+trusted one forks into ``held`` at once, back only if the rule trusts it (a fork that later
+execs something else is judged again). This is not race-free: such a process runs until the
+watcher sees it (milliseconds; a cgroup cannot freeze a running process's future children,
+and refusing the trusted processes' forks would break ``socat``'s per-connection children
+and Chromium's renderers that getters need). Processes of untrusted parents are born in
+``held``, frozen: no window for them. Without one (no writable cgroup): a
 fallback SIGSTOPs, one pid at a time, the player's processes that run code
 (:data:`RUNS_CODE`) or a program from outside ``/usr``/``/opt``, rescanning a few times; a
 fork-hopping loop or an installed non-interpreter (``yes > file``) can slip past it, so that
@@ -78,6 +89,8 @@ OUR_SCRIPTS = "/opt/osworld-gym/shims/"
 LIVE_APPS = re.compile(r"chromium(-browser)?|chrome|google-chrome[-\w]*|vlc")
 #: Seconds a freeze may take before the evaluation goes on regardless (logged).
 FREEZE_TIMEOUT_S = 10.0
+#: How often the watcher looks for processes forked during a hold (see :meth:`Freezer._watch`).
+WATCH_INTERVAL_S = 0.001
 
 
 def _uid(pid: int) -> int | None:
@@ -103,6 +116,13 @@ def _tty(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[4])
     except (OSError, IndexError, ValueError):
         return -1
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _start(pid: int) -> int | None:
@@ -148,6 +168,140 @@ def live_app(pid: int) -> bool:
     return exe.startswith(APP_ROOTS) and bool(LIVE_APPS.fullmatch(os.path.basename(exe)))
 
 
+#: Desktop GUI apps (by the basename of ``/proc/PID/exe``) that may keep running below the
+#: desktop's infrastructure, below setup roots, or (:data:`LIVE_APPS`) anywhere: the apps of
+#: :data:`osworld_gym.doctor.PACKAGES` that tasks use, as the kernel sees them (LibreOffice's
+#: ``soffice.bin`` behind the ``soffice`` script, Chromium's helpers, GIMP's versioned binary).
+#: Never a relay or an interpreter (``socat``, ``nc``, ``busybox``, ``python3``, ``sh``): the
+#: session bus or openbox starting one of those for the agent is the agent's process.
+GUI_APPS = re.compile(
+    r"soffice\.bin|oosplash|chromium(-browser)?|chrome|chrome_crashpad_handler|chrome-sandbox|"
+    r"vlc|gimp(-\d+(\.\d+)*)?|thunderbird(-bin)?|mousepad|nautilus|evince|eog|gedit|"
+    r"gnome-text-editor|xdg-desktop-portal[-\w]*|dconf-service|gvfsd[-\w]*|gvfs-[-\w]+")
+#: Roots a shared object of a trusted app must come from (the task python's venv is in /opt).
+LIB_ROOTS = ("/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/opt/")
+#: Where search paths in a trusted app's environment may also point: the desktop profile's data
+#: (``XDG_DATA_DIRS=/run/osworld-profile/data:...``), written by the judge, read-only to the
+#: player.
+ENV_PATH_ROOTS = ("/run/osworld-profile/",)
+#: Environment variables that make the loader or an app load code the agent chose, whatever
+#: their value (any ``LD_*`` too) ...
+INJECTING_ENV = re.compile(r"LD_\w*|GCONV_PATH|GLIBC_TUNABLES|NODE_OPTIONS|PYTHONSTARTUP")
+#: ... and search paths for plugins, modules, scripts: refused with an entry outside
+#: :data:`LIB_ROOTS` (``GTK_MODULES=gail:atk-bridge`` names system modules: fine).
+INJECTING_PATHS = re.compile(
+    r"PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|GIO_EXTRA_MODULES|GTK_PATH|GTK_MODULES|GTK_EXE_PREFIX|"
+    r"GST_PLUGIN[_\w]*|VLC_PLUGIN_PATH|VLC_DATA_PATH|LUA_C?PATH[_\d]*|QT_PLUGIN_PATH|"
+    r"QT_QPA_PLATFORM_PLUGIN_PATH|URE_BOOTSTRAP|XDG_DATA_HOME|XDG_DATA_DIRS|MOZ_PLUGIN_PATH")
+#: Flags (without their leading dashes) that make an app run, load or serve what the agent
+#: chose: a command prefix for Chromium's children, an extension, rewritten DNS or a proxy;
+#: a VLC interface (``--extraintf http --http-src ~/fake`` serves a forged ``status.xml``),
+#: lua scripts, another config file.
+DENIED_FLAGS = {
+    "chromium": re.compile(
+        r"(renderer|utility|gpu|plugin|ppapi-plugin|nacl)-(cmd-prefix|launcher)|"
+        r"browser-subprocess-path|gpu-launcher|"
+        r"host-resolver-rules|host-rules|proxy-server|proxy-pac-url|proxy-auto-detect|"
+        r"remote-debugging-pipe|utility-and-browser|single-process|in-process-gpu|"
+        r"enable-logging|log-file|js-flags|register-pepper-plugins|ppapi-in-process|"
+        r"user-agent|explicitly-allowed-ports"),
+    "vlc": re.compile(r"I\w*|intf|extraintf|control|lua[-\w]*|http[-\w]*|config|"
+                      r"plugin-path|data-path|sout[-\w]*|rc[-\w]*|telnet[-\w]*|cli[-\w]*"),
+}
+#: vlcrc keys that point VLC's web interface at the agent's files or scripts.
+DENIED_VLCRC = re.compile(r"^\s*(http-src|lua-intf|lua-config|rc-\w+|cli-\w+|telnet-\w+)\s*=",
+                          re.M)
+
+
+def _family(exe: str) -> str:
+    name = os.path.basename(exe)
+    if LIVE_APPS.fullmatch(name) and name != "vlc":
+        return "chromium"
+    return name
+
+
+def injected(pid: int) -> str | None:
+    """Why ``pid``'s app may run code the agent chose (``None``: it runs as installed): an
+    ``LD_*``-like variable in its environment, a denied flag (:data:`DENIED_FLAGS`), a shared
+    object mapped from outside :data:`LIB_ROOTS`, VLC scripts or interfaces in the home.
+    Unreadable counts as injected."""
+    exe = _exe(pid).removesuffix(" (deleted)")
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        maps = Path(f"/proc/{pid}/maps").read_text(errors="replace")
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    env = {}
+    for item in environ:
+        key, sep, value = item.decode("utf-8", "replace").partition("=")
+        if sep:
+            env[key] = value
+    for key, value in env.items():
+        if value and INJECTING_ENV.fullmatch(key):
+            return f"{key} in its environment"
+        if value and INJECTING_PATHS.fullmatch(key) and any(
+                not os.path.realpath(v).startswith(LIB_ROOTS + ENV_PATH_ROOTS)
+                for v in re.split(r"[:;]+", value) if "/" in v):
+            return f"{key} in its environment"
+    deny = DENIED_FLAGS.get(_family(exe))
+    if deny is not None:
+        # Chromium rewrites its cmdline into one space-joined string (its process title)
+        for a in " ".join(x.decode("utf-8", "replace") for x in argv[1:]).split() + " ".join(
+                x.decode("utf-8", "replace") for x in argv[:1]).split()[1:]:
+            if a.startswith("-") and a not in ("-", "--"):
+                name = a.lstrip("-").split("=", 1)[0]
+                if deny.fullmatch(name) or (_family(exe) == "vlc" and a.startswith("-I")) or (
+                        # Debian's wrapper always adds both, empty or naming /usr/share's
+                        name in ("load-extension", "disable-extensions-except") and any(
+                            not os.path.realpath(v).startswith(LIB_ROOTS)
+                            for v in a.partition("=")[2].split(",") if v)):
+                    return f"flag {a.split('=', 1)[0]}"
+    for line in maps.splitlines():
+        f = line.split(None, 5)
+        if len(f) == 6 and "x" in f[1] and f[5].startswith("/"):
+            path = f[5].removesuffix(" (deleted)")
+            if not path.startswith(LIB_ROOTS) and not path.startswith("/memfd:"):
+                return f"code mapped from {path}"
+    if _family(exe) == "vlc":
+        home = env.get("HOME", "")
+        if home:
+            if Path(home, ".local/share/vlc/lua").exists():
+                return "lua scripts in ~/.local/share/vlc/lua"
+            try:
+                rc = Path(home, ".config/vlc/vlcrc").read_text(errors="replace")
+            except OSError:
+                rc = ""
+            if m := DENIED_VLCRC.search(rc):
+                return f"{m.group(1)} in its vlcrc"
+    return None
+
+
+def gui_app(pid: int) -> bool:
+    """A desktop GUI app (:data:`GUI_APPS`, by executable) running as installed
+    (:func:`injected`)."""
+    exe = _exe(pid).removesuffix(" (deleted)")
+    return (exe.startswith(APP_ROOTS) and bool(GUI_APPS.fullmatch(os.path.basename(exe)))
+            and injected(pid) is None)
+
+
+def trusted_child(pid: int, parent: int) -> bool:
+    """Whether ``pid``, a child of the trusted ``parent``, is trusted: one of our read-only
+    supervisor scripts, a fork of its parent that did not exec (same installed executable,
+    not one that runs code: ``socat``'s per-connection children, Chromium's zygote), or a
+    :func:`gui_app`; never with a controlling terminal."""
+    if _tty(pid) != 0:
+        return False
+    exe = _exe(pid).removesuffix(" (deleted)")
+    if not exe.startswith(APP_ROOTS):
+        return False
+    if RUNS_CODE.fullmatch(os.path.basename(exe)):
+        return app_program(pid)  # our supervisor scripts only
+    if exe == _exe(parent).removesuffix(" (deleted)"):
+        return True
+    return gui_app(pid)
+
+
 class SetupRoots:
     """The processes setup launched (``/setup/launch``, ``/open_file``): the roots of trust.
 
@@ -191,11 +345,12 @@ def trusted_pids(infrastructure: set[int], roots: set[int],
             children.setdefault(p.ppid, []).append(p.pid)
     live = {p.pid for p in procs if p.state not in "ZX"}
     out = {pid for pid in infrastructure | roots if pid in live}
-    out |= {pid for pid in live if pid not in out and live_app(pid)}
+    out |= {pid for pid in live if pid not in out and live_app(pid) and gui_app(pid)}
     stack = list(out)
     while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in out and _tty(child) == 0 and app_program(child):
+        parent = stack.pop()
+        for child in children.get(parent, []):
+            if child not in out and trusted_child(child, parent):
                 out.add(child)
                 stack.append(child)
     return out
@@ -262,6 +417,9 @@ def untrusted_listeners(ports: set[int], trusted: set[int]) -> dict[int, list[in
 
 
 def describe(pid: int) -> str:
+    exe = os.path.basename(_exe(pid).removesuffix(" (deleted)"))
+    if exe:
+        return f"{exe} (pid {pid})"
     try:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         name = os.path.basename(argv[0].decode("utf-8", "replace")) or "?"
@@ -281,6 +439,11 @@ class Freezer:
         self.version = version
         self._lock = threading.Lock()
         self._holders = 0  # concurrent evaluation commands: `held` thaws after the last one
+        self._known: set[int] = set()  # trusted members of the root, as the watcher knows them
+        self._watcher: threading.Thread | None = None
+        self._watching = threading.Event()
+        self._sigstop = False  # the freezer timed out: held processes are SIGSTOPped as well
+        self._stopped: list[int] = []
         if not (self.held / "cgroup.procs").exists():
             raise OSError(f"{self.held} is not a cgroup")
 
@@ -317,7 +480,13 @@ class Freezer:
         processes are held."""
         with self._lock:
             self._holders += 1
-            self._hold_now(trusted, timeout)
+            keep = self._hold_now(trusted, timeout)
+            if self._holders == 1:
+                self._known = set(keep)
+                self._watching.set()
+                self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                                 name="freezer-watch")
+                self._watcher.start()
         try:
             held = len(self.members(self.held))
             log.debug("holding %d player processes during an evaluation command", held)
@@ -326,16 +495,71 @@ class Freezer:
             with self._lock:
                 self._holders -= 1
                 if self._holders == 0:
+                    self._watching.clear()
+                    if self._watcher is not None:
+                        self._watcher.join()
+                        self._watcher = None
                     self._set(self.held, False)
+                    for pid in self._stopped:
+                        try:
+                            os.kill(pid, signal.SIGCONT)
+                        except OSError:
+                            pass
+                    self._stopped, self._sigstop = [], False
 
-    def _hold_now(self, trusted: Callable[[], set[int]], timeout: float) -> None:
+    def _watch(self) -> None:
+        """While a hold lasts: every process that appears in the root (a child a trusted process
+        forked after the hold began) goes into ``held`` at once, frozen; it comes back only if
+        the rule trusts it (:func:`trusted_child` of a trusted parent). Polled every
+        :data:`WATCH_INTERVAL_S`: a new process runs at most that long before it is frozen."""
+        procs = self.root / "cgroup.procs"
+        held = self.held / "cgroup.procs"
+        admitted: dict[int, str] = {}  # pid -> the executable it was admitted with
+        while self._watching.is_set():
+            try:
+                new = [int(x) for x in procs.read_text().split() if int(x) not in self._known]
+            except OSError:
+                new = []
+            # a fork admitted as its parent's copy that then execs something else is new again
+            for pid, exe in list(admitted.items()):
+                if _exe(pid) != exe:
+                    del admitted[pid]
+                    self._known.discard(pid)
+                    new.append(pid)
+            for pid in new:
+                try:
+                    held.write_text(str(pid))
+                except OSError:
+                    self._known.discard(pid)
+                    continue
+                parent = _ppid(pid)
+                # (not in /proc yet, mid-fork: parent None, so held)
+                if parent in self._known and trusted_child(pid, parent):
+                    try:
+                        procs.write_text(str(pid))
+                        self._known.add(pid)
+                        admitted[pid] = _exe(pid)
+                    except OSError:
+                        pass
+                else:
+                    if self._sigstop:
+                        try:
+                            os.kill(pid, signal.SIGSTOP)
+                            self._stopped.append(pid)
+                        except OSError:
+                            pass
+                    log.info("froze %s, started during an evaluation command", describe(pid))
+            time.sleep(WATCH_INTERVAL_S)
+
+    def _hold_now(self, trusted: Callable[[], set[int]], timeout: float) -> set[int]:
         self._set(self.held, True)
         try:
             self._set(self.root, True)
             try:
-                if not self._wait(self.root, timeout):
-                    log.warning("the player's cgroup did not freeze within %.0f s; evaluating "
-                                "anyway", timeout)
+                root_frozen = self._wait(self.root, timeout)
+                if not root_frozen:
+                    log.warning("the player's cgroup did not freeze within %.0f s; its untrusted "
+                                "processes are stopped with SIGSTOP too", timeout)
                 keep = trusted()
                 for pid in self.members():
                     if pid in keep:
@@ -347,8 +571,19 @@ class Freezer:
                             raise
             finally:
                 self._set(self.root, False)
-            if not self._wait(self.held, timeout):
-                log.warning("held player processes did not freeze within %.0f s", timeout)
+            if not self._wait(self.held, timeout) or not root_frozen:
+                # never evaluate with the agent live: what the freezer did not stop, SIGSTOP
+                # does (SIGCONT when the hold ends); the watcher stops what comes later
+                log.warning("held player processes did not freeze within %.0f s; stopping them "
+                            "with SIGSTOP", timeout)
+                self._sigstop = True
+                for pid in self.members(self.held):
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                        self._stopped.append(pid)
+                    except OSError:
+                        pass
+            return keep
         except BaseException:
             if self._holders == 1:
                 self._set(self.held, False)
