@@ -28,7 +28,9 @@ COMMON = dict(output_dir="/tmp/arpo-desktops-test", use_cpu=True, bf16=False, re
 
 def config_with(tmp_path: Path, desktops: dict, **extra) -> Path:
     cfg = yaml.safe_load(DEMO.read_text())
-    cfg.update(desktops=desktops, output_dir=str(tmp_path / "run"), **extra)
+    # the demo trains runs/base-policy, which a fresh checkout has not built yet
+    cfg.update(desktops=desktops, output_dir=str(tmp_path / "run"), model_name_or_path="tiny",
+               **extra)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -66,7 +68,8 @@ def test_docker_source_plans_with_its_provider_and_reports_a_missing_daemon(tmp_
     proc = arpo_train("--config", str(path), "--dry_run", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
     assert "provider 'docker': 4 per process" in proc.stdout
     assert "source 'docker': 4 per process on this machine, provider_kwargs {'image': 'osworld-gym:test'}" in proc.stdout
-    assert "builtin: 1 supported on 'docker'" in proc.stdout
+    n = len(yaml.safe_load(DEMO.read_text())["task_ids"])
+    assert f"builtin: {n} supported on 'docker'" in proc.stdout
     assert proc.returncode == 2 and f"no Docker daemon socket at unix://{tmp_path}/none.sock" in proc.stderr
 
 

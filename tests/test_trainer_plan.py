@@ -43,8 +43,7 @@ def test_the_recipe_plans_8_processes_two_optimizer_steps_and_fits_80_gb():
     if tasks:  # the official suite: unsupported tasks are counted with reasons, not fatal
         m = re.search(r"(\d+) supported on 'docker', (\d+) unsupported", out)
         assert int(m.group(1)) > 0 and int(m.group(1)) + int(m.group(2)) == 369
-        # counted: our docker image is classified like the local desktop (no Google account)
-        assert re.search(r"\n\s+\d+ x needs a Google account", out)
+        assert re.search(r"\n\s+\d+ x unsupported setup step: googledrive", out)  # counted
     if Path("/var/run/docker.sock").exists() or os.environ.get("DOCKER_HOST"):
         assert proc.returncode == 0, proc.stderr[-3000:]
     else:  # no Docker daemon here: said plainly, as the only problem, with exit status 2

@@ -161,11 +161,11 @@ OSWORLD_IMAGE = Capabilities(network=True, google=True, vscode=True, gnome=True)
 
 
 def capabilities(provider: str | Capabilities, profile: str | None = None) -> Capabilities:
-    """Capabilities of a provider name (``"local"``/``"fake"``/``"docker"``: this machine, with desktop
+    """Capabilities of a provider name (``"local"``/``"fake"``: this machine, with desktop
     ``profile`` as :func:`local_capabilities` takes it) or as given."""
     if isinstance(provider, Capabilities):
         return provider
-    if provider not in ("local", "fake", "docker"):  # our docker image installs what local does
+    if provider not in ("local", "fake"):
         return OSWORLD_IMAGE
     return local_capabilities(profile) if profile else local_capabilities()
 
