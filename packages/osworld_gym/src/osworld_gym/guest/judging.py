@@ -285,16 +285,20 @@ def gui_app(pid: int) -> bool:
             and injected(pid) is None)
 
 
-def trusted_child(pid: int, parent: int) -> bool:
+def trusted_child(pid: int, parent: int, of_setup: bool = False) -> bool:
     """Whether ``pid``, a child of the trusted ``parent``, is trusted: one of our read-only
     supervisor scripts, a fork of its parent that did not exec (same installed executable,
     not one that runs code: ``socat``'s per-connection children, Chromium's zygote), or a
-    :func:`gui_app`; never with a controlling terminal."""
+    :func:`gui_app`; never with a controlling terminal. A GUI app that a setup root (``of_setup``,
+    e.g. the shell of a ``"shell": true`` launch) started directly is trusted with the flags
+    the task author gave it (``vlc --extraintf http``)."""
     if _tty(pid) != 0:
         return False
     exe = _exe(pid).removesuffix(" (deleted)")
     if not exe.startswith(APP_ROOTS):
         return False
+    if of_setup and GUI_APPS.fullmatch(os.path.basename(exe)):
+        return True
     if RUNS_CODE.fullmatch(os.path.basename(exe)):
         return app_program(pid)  # our supervisor scripts only
     if exe == _exe(parent).removesuffix(" (deleted)"):
@@ -350,7 +354,7 @@ def trusted_pids(infrastructure: set[int], roots: set[int],
     while stack:
         parent = stack.pop()
         for child in children.get(parent, []):
-            if child not in out and trusted_child(child, parent):
+            if child not in out and trusted_child(child, parent, parent in roots):
                 out.add(child)
                 stack.append(child)
     return out
