@@ -18,6 +18,7 @@ import pytest
 
 import osworld_gym
 from osworld_gym.providers.local import LocalProvider
+from redteam import player
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)")
@@ -36,12 +37,6 @@ def env():
         yield e
     finally:
         e.close()
-
-
-def player(env, command: str, timeout: float = 60) -> dict:
-    """Run a shell command as the desktop user (the player), as a terminal would."""
-    client = env.unwrapped.provider.start()
-    return client.execute(command, shell=True, setup=True, timeout=timeout)
 
 
 def agent_starts(env, argv: list[str]) -> None:

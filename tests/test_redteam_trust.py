@@ -13,6 +13,7 @@ import gymnasium as gym
 import pytest
 
 from osworld_gym.errors import GuestError
+from redteam import player
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)")
@@ -27,11 +28,6 @@ def env():
     finally:
         e.close()
 
-
-def player(env, command: str, timeout: float = 60) -> dict:
-    """A shell command as the desktop user (the player), as its terminal would run it."""
-    return env.unwrapped.provider.start().execute(command, shell=True, setup=True,
-                                                  timeout=timeout)
 
 
 def judge(env, command: str, timeout: float = 60) -> dict:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import osworld_gym  # noqa: F401  (registers OSWorld-v0)
+from redteam import player
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)")
@@ -65,11 +66,6 @@ def env():
     finally:
         e.close()
 
-
-def player(env, command: str, timeout: float = 60) -> dict:
-    """Run a shell command as the desktop user (the player), as a terminal would."""
-    return env.unwrapped.provider.start().execute(command, shell=True, setup=True,
-                                                  timeout=timeout)
 
 
 def test_a_player_holding_an_x_server_grab_does_not_stall_the_step_or_the_score(env):
