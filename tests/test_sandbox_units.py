@@ -123,18 +123,30 @@ def test_evaluation_holds_code_runners_but_not_installed_apps():
         assert not RUNS_CODE.fullmatch(prog), prog
 
 
-def test_a_child_killed_just_before_the_last_reap_is_waited_for_and_counted():
+@pytest.mark.parametrize("core", [False, True], ids=["no-core", "core-dump"])
+def test_a_child_killed_just_before_the_last_reap_is_waited_for_and_counted(tmp_path, core):
     """The race behind an empty ``app_exits``: ``kill -9`` returns once the signal is queued,
     before the target has run and died. A stopped child shows it deterministically: a crash
-    signal stays pending until SIGCONT, and the reap must wait for that death, not miss it."""
+    signal stays pending until SIGCONT, and the reap must wait for that death, not miss it.
+
+    With a core dump the child spends a while neither pending nor a zombie (the signal is
+    dequeued, the dump is being written): the wait must not end there either. That case failed
+    on a CI machine whose core limit was unlimited."""
+    import resource
     import signal
     import threading
 
     from osworld_gym.guest.processes import ProcessRegistry
 
+    limit = resource.RLIM_INFINITY if core else 0
     reg = ProcessRegistry()
-    proc = reg.popen(["sleep", "30"], app=True)
+    # 64 MiB of touched memory makes the dump take a while (tens of ms), so the window is wide
+    code = "import time; b = b'x' * (64 << 20); print('ready', flush=True); time.sleep(30)"
+    proc = reg.popen([sys.executable, "-c", code], app=True, cwd=str(tmp_path),
+                     stdout=subprocess.PIPE,
+                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (limit, limit)))
     try:
+        assert proc.stdout.readline() == b"ready\n"
         os.kill(proc.pid, signal.SIGSTOP)
         while open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
             pass
@@ -146,6 +158,7 @@ def test_a_child_killed_just_before_the_last_reap_is_waited_for_and_counted():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()
 
 
 SWAPPER = """

@@ -345,17 +345,24 @@ class ProcessRegistry:
         is gone, but ``waitpid`` reports it only once its other threads have exited too (and a
         core dump, if any, is written): measured at 15-30 ms for mousepad. Until then a reap
         sees nothing, so a crash in the last moments before scoring would be missed.
+
+        A child is watched from the first time it is seen dying until it is reaped: between
+        the kernel dequeuing its crash signal and the child becoming a zombie (a core dump can
+        make that long) it is neither pending nor a zombie, and a check of the state alone would
+        stop waiting there.
         """
         deadline = time.monotonic() + timeout
         reaped = self.reap()
-        while self._dying() and time.monotonic() < deadline:
+        watched = self._dying()
+        while watched and time.monotonic() < deadline:
             time.sleep(0.002)
             reaped += self.reap()
+            watched = {pid for pid in watched | self._dying() if _child_alive(pid)}
         return reaped
 
-    def _dying(self) -> bool:
-        """True if a child of ours is a zombie :meth:`reap` could not collect yet, or has a
-        crash signal pending that it will die of.
+    def _dying(self) -> set[int]:
+        """Children of ours that are zombies :meth:`reap` could not collect yet, or have a
+        crash signal pending that they will die of.
 
         The second case is the race a ``kill -9`` right before scoring runs into: ``kill(2)``
         returns once SIGKILL is *queued* (``SigPnd``/``ShdPnd`` in ``/proc/PID/status``); the
@@ -363,8 +370,8 @@ class ProcessRegistry:
         after the guest's last reap. Such a child is neither dead nor a zombie yet.
         """
         me = os.getpid()
-        return any(p.ppid == me and (p.state == "Z" or _crash_pending(p.pid))
-                   for p in all_processes())
+        return {p.pid for p in all_processes()
+                if p.ppid == me and (p.state == "Z" or _crash_pending(p.pid))}
 
     def _note_death(self, pid: int, name: str, sig: signal.Signals | None, status: int) -> None:
         """Record a crash (caller holds ``_lock``)."""
@@ -485,6 +492,12 @@ class ProcessRegistry:
 
 
 _CRASH_MASK = sum(1 << (int(s) - 1) for s in CRASH_SIGNALS)
+
+
+def _child_alive(pid: int) -> bool:
+    """Whether ``pid`` is still a child of this process that has not been reaped."""
+    info = read_proc(pid)
+    return info is not None and info.ppid == os.getpid()
 
 
 def _crash_pending(pid: int) -> bool:
