@@ -161,6 +161,58 @@ def test_a_child_killed_just_before_the_last_reap_is_waited_for_and_counted(tmp_
         proc.stdout.close()
 
 
+def test_an_app_below_a_launcher_killed_before_the_last_reap_is_waited_for_and_counted(tmp_path):
+    """``soffice`` runs ``soffice.bin`` below ``oosplash``: the app's death reaches the guest as
+    the launcher's exit status, after the launcher has reaped it and exited. The reap must wait
+    for that chain, not only for its own children (an app killed mid-episode went unlisted)."""
+    import signal
+    import threading
+
+    from osworld_gym.guest.processes import ProcessRegistry, descendants
+
+    reg = ProcessRegistry()
+    app = "import time; b = b'x' * (64 << 20); print('ready', flush=True); time.sleep(30)"
+    launcher = f'{sys.executable} -c "{app}" & wait $!; exit $?'
+    proc = reg.popen(["sh", "-c", launcher], app=True, cwd=str(tmp_path), stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        (child,) = [p.pid for p in descendants(proc.pid)]
+        os.kill(child, signal.SIGSTOP)
+        while open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+            pass
+        os.kill(child, signal.SIGABRT)  # pending until SIGCONT, then the launcher exits 134
+        threading.Timer(0.3, os.kill, (child, signal.SIGCONT)).start()
+        reg.reap_dying(timeout=10)
+        assert [(c.name, c.signal) for c in reg.crashes] == [("sh", "SIGABRT")]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+def test_a_zombie_its_parent_never_reaps_is_waited_for_once():
+    from osworld_gym.guest.processes import ProcessRegistry, descendants
+
+    reg = ProcessRegistry()
+    code = "import os, time\nif os.fork() == 0:\n    os._exit(1)\nprint('ready', flush=True)\n" \
+        "time.sleep(30)"
+    proc = reg.popen([sys.executable, "-c", code], app=True, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"ready\n"
+        (zombie,) = [p.pid for p in descendants(proc.pid)]
+        while open(f"/proc/{zombie}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        assert zombie in reg._dying()
+        reg.reap_dying(timeout=0.2)
+        assert zombie not in reg._dying()  # remembered as stuck: later calls do not wait for it
+        assert reg.crashes == []  # exited with 1: not a crash, and its parent is alive
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
 SWAPPER = """
 import ctypes, os, sys, time
 libc = ctypes.CDLL(None, use_errno=True)

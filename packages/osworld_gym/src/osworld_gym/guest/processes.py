@@ -126,6 +126,8 @@ CRASH_SIGNALS = frozenset({signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signa
                            signal.SIGILL, signal.SIGFPE, signal.SIGSYS, signal.SIGTRAP})
 #: Crash records kept for :attr:`ProcessRegistry.crashes` (the count keeps growing).
 MAX_CRASH_RECORDS = 32
+#: How long a launcher (``oosplash``, a wrapper script) gets to exit after the app below it died.
+LAUNCHER_GRACE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,9 @@ class ProcessRegistry:
     #: Crashes seen since start, and the most recent ones.
     crash_count: int = field(default=0, init=False)
     crashes: list[Crash] = field(default_factory=list, init=False)
+    #: (pid, start time) of zombies :meth:`reap_dying` waited for in vain (a parent that never
+    #: reaps): not waited for again.
+    _stuck: set[tuple[int, int]] = field(default_factory=set, init=False, repr=False)
     _wake_r: int = field(default=-1, init=False, repr=False)
     _wake_w: int = field(default=-1, init=False, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
@@ -350,28 +355,55 @@ class ProcessRegistry:
         the kernel dequeuing its crash signal and the child becoming a zombie (a core dump can
         make that long) it is neither pending nor a zombie, and a check of the state alone would
         stop waiting there.
+
+        A task app is often a launcher's child (``soffice`` -> ``oosplash`` -> ``soffice.bin``):
+        its death reaches us as the launcher's exit status, once the launcher has reaped it and
+        exited. So a dying process further down a child's tree is watched too, and when it is
+        gone the child above it gets :data:`LAUNCHER_GRACE_S` to exit. A zombie its parent never
+        reaps is waited for once, not on every call.
         """
         deadline = time.monotonic() + timeout
         reaped = self.reap()
-        watched = self._dying()
-        while watched and time.monotonic() < deadline:
+        watched = self._dying()  # pid -> the child of ours above it (itself for a child)
+        grace: dict[int, float] = {}  # child of ours -> until when its exit is awaited
+        while (watched or grace) and time.monotonic() < deadline:
             time.sleep(0.002)
             reaped += self.reap()
-            watched = {pid for pid in watched | self._dying() if _child_alive(pid)}
+            now = time.monotonic()
+            for pid, top in (watched | self._dying()).items():
+                if _alive_below_me(pid):
+                    watched[pid] = top
+                else:
+                    watched.pop(pid, None)
+                    if top != pid:
+                        grace.setdefault(top, now + LAUNCHER_GRACE_S)
+            grace = {top: until for top, until in grace.items()
+                     if until > now and _alive_below_me(top)}
+        self._stuck |= {_identity(pid) for pid in watched} - {None}
         return reaped
 
-    def _dying(self) -> set[int]:
-        """Children of ours that are zombies :meth:`reap` could not collect yet, or have a
-        crash signal pending that they will die of.
+    def _dying(self) -> dict[int, int]:
+        """Processes in our children's trees that are zombies nobody has reaped yet, or have a
+        crash signal pending that they will die of, each mapped to the child of ours above it.
 
         The second case is the race a ``kill -9`` right before scoring runs into: ``kill(2)``
         returns once SIGKILL is *queued* (``SigPnd``/``ShdPnd`` in ``/proc/PID/status``); the
         target dies only when the scheduler next runs it, which on a loaded machine can be
-        after the guest's last reap. Such a child is neither dead nor a zombie yet.
+        after the guest's last reap. Such a process is neither dead nor a zombie yet.
         """
         me = os.getpid()
-        return {p.pid for p in all_processes()
-                if p.ppid == me and (p.state == "Z" or _crash_pending(p.pid))}
+        procs = all_processes()
+        parent = {p.pid: p.ppid for p in procs}
+        out = {}
+        for p in procs:
+            if p.pid == me or not (p.state == "Z" or _crash_pending(p.pid)):
+                continue
+            top, hops = p.pid, 0
+            while parent.get(top, 0) not in (me, 0) and hops < 64:
+                top, hops = parent[top], hops + 1
+            if parent.get(top) == me and (p.pid, p.start_time) not in self._stuck:
+                out[p.pid] = top
+        return out
 
     def _note_death(self, pid: int, name: str, sig: signal.Signals | None, status: int) -> None:
         """Record a crash (caller holds ``_lock``)."""
@@ -494,10 +526,20 @@ class ProcessRegistry:
 _CRASH_MASK = sum(1 << (int(s) - 1) for s in CRASH_SIGNALS)
 
 
-def _child_alive(pid: int) -> bool:
-    """Whether ``pid`` is still a child of this process that has not been reaped."""
+def _alive_below_me(pid: int) -> bool:
+    """Whether ``pid`` still exists below this process (a zombie counts: not reaped yet)."""
+    me, hops = os.getpid(), 0
+    while (info := read_proc(pid)) is not None and hops < 64:
+        if info.ppid == me:
+            return True
+        pid, hops = info.ppid, hops + 1
+    return False
+
+
+def _identity(pid: int) -> tuple[int, int] | None:
+    """``(pid, start time)``: a process's name that a reused pid does not share."""
     info = read_proc(pid)
-    return info is not None and info.ppid == os.getpid()
+    return None if info is None else (info.pid, info.start_time)
 
 
 def _crash_pending(pid: int) -> bool:
