@@ -37,6 +37,7 @@ from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.judging import (
     command_ports,
     describe,
+    judged_env,
     player_held,
     untrusted_listeners,
 )
@@ -143,6 +144,8 @@ def register(router: Router, app: GuestApp) -> None:
         """Run as the desktop user; for the judge: in its cgroup, the player held still."""
         # task-author commands find the task python first on PATH (guest/task_python.py)
         env, cwd = task_python.env(app.command_env()), str(app.home)
+        if judge:  # the agent's ~/.gitconfig, pip.conf... run none of its code for the judge
+            env = judged_env(env)
         if app.player is None or not judge:
             return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
                                     judge=False)
