@@ -137,7 +137,9 @@ def test_recipe_installs_the_desktop_the_apps_the_user_and_the_guest():
         assert pkg in minimal
     for pkg in ("libreoffice-calc", "chromium", "vlc"):
         assert pkg not in minimal and pkg in full
-    assert "useradd -u 1000" in minimal and "user:password" in minimal and "-G sudo" in minimal
+    assert "useradd -u 1000" in minimal and "user:password" in minimal
+    # the player gets no sudo rights: `sudo` is the shim that runs the command as the user
+    assert "-G sudo" not in minimal and 'ln -sf "$shims/sudo" /usr/local/bin/sudo' in minimal
     assert "--no-index" in minimal  # pip never needs PyPI inside the build
     assert "torch" not in minimal and set(APPS) == {"minimal", "full"}
     with pytest.raises(ValueError):

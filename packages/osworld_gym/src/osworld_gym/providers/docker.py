@@ -1,8 +1,16 @@
 """Desktops in Docker containers: our image, or OSWorld's QEMU image.
 
 **Our image** (``osworld-gym image build``; the default ``image``): one container per env runs
-our guest server as the supervisor of Xvfb, openbox and the apps, as the desktop user ``user``
-(home ``/home/user``, real ``sudo`` with password ``password``). The container has no network
+our guest server as the supervisor of Xvfb, openbox and the apps. Judge and player are apart as
+in the local sandbox (README "Threat model"): the guest (and Xvfb) run as the container's root,
+every app and command of the desktop user ``user`` (uid 1000, home ``/home/user``) with no
+capabilities and ``no_new_privs``; ``user`` has no sudo rights (``sudo`` is the guest's shim,
+which runs the command as ``user``); the run directory stays the host user's, 0700. The guest
+says so in its health (``separated``), and :attr:`DockerProvider.separated` is what it says:
+``False`` when the host user is uid 1000 itself (no second identity for the judge: the guest
+runs as ``user``), or with an image built before this. Without a writable cgroup in the
+container, evaluation commands hold the player with SIGSTOP, not a freezer (the weaker mode of
+:mod:`~osworld_gym.guest.judging`). The container has no network
 (``network="none"``, like the local sandbox) and publishes no port: the host creates a private
 run directory with the guest's token, bind-mounts it at ``/run/osworld``, and talks to the
 guest's unix socket there, so :class:`~osworld_gym.client.GuestClient` works unchanged. A reset
@@ -76,6 +84,8 @@ def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int
         "image": image, "command": command, "detach": True, "auto_remove": True,
         "network_mode": network, "hostname": "osworld", "shm_size": shm_size,
         "volumes": volumes, "labels": {**(labels or {}), containers.LABEL_RUN_DIR: run_dir},
+        # no setuid program (sudo, su, mount) raises anyone: the guest starts as root and drops
+        "security_opt": ["no-new-privileges"],
     }
     if cpus is not None:
         spec["nano_cpus"] = int(cpus * 1e9)
@@ -149,7 +159,8 @@ class DockerProvider(Provider):
     """
 
     name = "docker"
-    #: the image runs the guest and the apps as one user (README "Threat model")
+    #: judge and player apart (README "Threat model"): what our image's guest reports once a
+    #: container is up (``False`` before, and for OSWorld's VM, whose guest runs as its user)
     separated = False
 
     def __init__(
@@ -389,9 +400,14 @@ class DockerProvider(Provider):
         client = GuestClient(uds=str(sock), token=self._token)
         try:
             client.wait_ready(timeout=max(1.0, self.start_timeout - (time.monotonic() - t0)))
+            self.separated = client.health().get("separated") is True
         except Exception:
             client.close()
             raise
+        if not self.separated:
+            log.warning("docker desktop %s: judge and player are NOT separated (the host user "
+                        "is uid %d, the player's, or the image predates separation: rebuild it)",
+                        self._container.short_id, os.geteuid())
         self._client = client
 
     def _connect_osworld(self) -> None:
