@@ -183,14 +183,16 @@ def test_the_container_runs_the_profile_it_is_given(dk, tag, profile, monkeypatc
         p.stop()
 
 
-def test_the_desktop_user_home_sudo_and_isolation(dk, tag):
+def test_the_desktop_user_home_sudo_shim_and_isolation(dk, tag):
     a = DockerProvider(screen_size=(800, 600), image=tag)
     b = DockerProvider(screen_size=(800, 600), image=tag)
     try:
         ca, cb = a.start(), b.start()
         run = lambda c, cmd: c.execute(["bash", "-c", cmd])["output"].strip()
         assert run(ca, "id -un; echo $HOME; pwd") == "user\n/home/user\n/home/user"
-        assert run(ca, "echo password | sudo -S -p '' id -u") == "0"
+        # OSWorld's `echo password | sudo -S CMD` runs CMD as the user: no root for the player
+        # (the shim, as in the local sandbox; tests/test_redteam_docker.py has the attacks)
+        assert run(ca, "echo password | sudo -S -p '' id -u") == "1000"
         assert run(ca, "ls /sys/class/net") == "lo", "the desktop has no network"
         assert ca.screenshot_array().shape == (600, 800, 3)
         run(ca, "touch ~/Desktop/only-in-a")
