@@ -25,6 +25,7 @@ import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
 from osworld_gym import image as image_pkg
 from osworld_gym.image import BuildOptions, build_image, containers
+from osworld_gym.providers.docker import DockerProvider
 
 from redteam import player
 
@@ -53,18 +54,22 @@ def _daemon():
 
 
 @pytest.fixture(scope="module")
-def env():
+def tag():
     dk = _daemon()
-    tag = build_image(BuildOptions(apps="minimal",
+    yield build_image(BuildOptions(apps="minimal",
                                    tag=os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG")),
                       client=dk).tag
+    containers.cleanup_stale(dk)
+
+
+@pytest.fixture(scope="module")
+def env(tag):
     e = gym.make("OSWorld-v0", provider="docker", tasks="builtin", screen_size=(1024, 768),
                  provider_kwargs={"image": tag})
     try:
         yield e
     finally:
         e.close()
-        containers.cleanup_stale(dk)
 
 
 def judge(env, command: str) -> dict:
@@ -137,3 +142,27 @@ def test_a_player_loop_cannot_act_during_an_evaluation_and_the_task_scores_0(env
              "echo 'Directory does not exist.'")["output"]
     _, reward, terminated, _, info = env.step("DONE")
     assert terminated and reward == 0.0 and info["infra_error"] is None, info
+
+
+class _HostUser1000(DockerProvider):
+    """A provider whose run directory belongs to uid 1000, as for a host user with the
+    player's uid (this host runs as root)."""
+
+    def _desktop_spec(self):
+        spec = super()._desktop_spec()
+        for path in (self._dir, self._dir / "token"):
+            os.chown(path, 1000, 1000)
+        return spec
+
+
+def test_a_host_user_with_the_players_uid_gets_an_unseparated_desktop_reported_as_such(tag):
+    if os.geteuid() != 0:
+        pytest.skip("handing the run directory to uid 1000 needs root")
+    p = _HostUser1000(screen_size=(640, 480), image=tag, owner_watchdog=False)
+    try:
+        client = p.start()
+        assert p.separated is False and client.health()["separated"] is False
+        # and it is really so: the player reads the token
+        assert client.execute(["cat", "/run/osworld/token"])["returncode"] == 0
+    finally:
+        p.stop()

@@ -407,7 +407,7 @@ class DockerProvider(Provider):
         if not self.separated:
             log.warning("docker desktop %s: judge and player are NOT separated (the host user "
                         "is uid %d, the player's, or the image predates separation: rebuild it)",
-                        self._container.short_id, os.geteuid())
+                        self._container.short_id, self._dir.stat().st_uid)
         self._client = client
 
     def _connect_osworld(self) -> None:
