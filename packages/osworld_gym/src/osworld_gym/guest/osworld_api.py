@@ -11,7 +11,9 @@ agent left running can signal, trace or answer for them. ``/setup/execute`` and
 player's, in the player's cgroup. Both kinds get
 :meth:`~osworld_gym.guest.app.GuestApp.command_env`: the guest's fixed ``PATH``, cwd = the home
 (as in OSWorld), no ``PYTHON*`` variables but ``PYTHONNOUSERSITE``/``PYTHONSAFEPATH``, and
-``-I`` after a Python interpreter named as the program (:func:`isolate_python`).
+``-I`` after a Python interpreter named as the program (:func:`isolate_python`); evaluation
+commands also get :func:`~osworld_gym.guest.judging.judged_env` (the agent's ``~/.gitconfig``,
+``.git/config``, ``pip.conf``, ``~/.wgetrc`` run none of its code and hide nothing from them).
 
 Not implemented: ``/window_size``, ``/wallpaper``, ``/setup/change_wallpaper``,
 ``/setup/download_file`` (the host downloads and uploads), ``/run_python``, ``/run_bash_script``.
