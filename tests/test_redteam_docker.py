@@ -122,10 +122,9 @@ def test_sudo_runs_as_the_player_and_gives_no_root(env):
 
 
 def test_a_player_loop_cannot_act_during_an_evaluation_and_the_task_scores_0(env):
-    """Without a freezer cgroup in the container the judge holds the player with SIGSTOP: a
-    loop that creates the answer while it sees an evaluator run (and removes it otherwise)
-    stays stopped meanwhile. (Writing into the evaluator's stdout fails anyway: the pipe is
-    the judge's, 0600.)"""
+    """A loop that creates the answer while it sees an evaluator run (and removes it otherwise)
+    stays frozen meanwhile (the player's freezer cgroup on a root host, SIGSTOP elsewhere).
+    (Writing into the evaluator's stdout fails anyway: the pipe is the judge's, 0600.)"""
     env.reset(options={"task": "os-mkdir-001"})
     loop = ("while :; do if pgrep -f 'Directory exists' >/dev/null; then "
             "mkdir -p ~/Desktop/projects; else rmdir ~/Desktop/projects 2>/dev/null; fi; done")
@@ -140,13 +139,69 @@ def test_a_player_loop_cannot_act_during_an_evaluation_and_the_task_scores_0(env
     assert "Directory exists." in player(
         env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
              "echo 'Directory does not exist.'")["output"]
+    # (the loop removes it again once that command is gone: wait for it, so the state the
+    # episode ends in is "no directory", not what the player's own check left)
+    deadline = time.monotonic() + 10
+    while player(env, "[ -d ~/Desktop/projects ]")["returncode"] == 0:
+        assert time.monotonic() < deadline, "the loop never removed the directory"
+        time.sleep(0.05)
     _, reward, terminated, _, info = env.step("DONE")
     assert terminated and reward == 0.0 and info["infra_error"] is None, info
 
 
+def test_on_a_root_host_judge_and_player_get_the_desktops_cgroups_and_a_freezer(env):
+    if os.geteuid() != 0:
+        pytest.skip("the desktop's cgroups need a root host")
+    env.reset(options={"task": "os-mkdir-001"})
+    out = player(env, GUEST + "for p in self $G; do grep -E ':(pids|memory|freezer):' "
+                              "/proc/$p/cgroup | cut -d: -f2- | sort | tr '\\n' ' '; echo; done")
+    me, guest = ({c: path for c, path in (x.split(":", 1) for x in line.split())}
+                 for line in out["output"].splitlines())
+    desktop = f"/osworld-gym/{env.unwrapped.provider._dir.name}"
+    assert all(me[c].endswith(f"{desktop}/player") for c in ("pids", "memory", "freezer")), out
+    assert all(guest[c].endswith(f"{desktop}/judge") for c in ("pids", "memory")), out
+    assert desktop not in guest["freezer"], out
+    # the freezer's files are the judge's: the player cannot thaw itself
+    out = player(env, "echo THAWED > /run/osworld-judge/cgroup/freezer/held/freezer.state")
+    assert out["returncode"] != 0 and "Permission denied" in out["error"], out
+
+
+def test_2000_processes_are_contained_and_the_judge_keeps_working(env):
+    if os.geteuid() != 0:
+        pytest.skip("the desktop's cgroups need a root host")
+    env.reset(options={"task": "os-mkdir-001"})
+    bomb = ("import os, time\n"
+            "n = 0\n"
+            "for i in range(2000):\n"
+            "    try:\n"
+            "        pid = os.fork()\n"
+            "    except OSError:\n"
+            "        break\n"
+            "    if pid == 0:\n"
+            "        time.sleep(60); os._exit(0)\n"
+            "    n += 1\n"
+            "open(os.path.expanduser('~/forked'), 'w').write(str(n))\n"
+            "time.sleep(60)\n")
+    client = env.unwrapped.provider.start()
+    client.upload("/home/user/bomb.py", bomb.encode())
+    client.launch(["python3", "/home/user/bomb.py"])
+    deadline = time.monotonic() + 60
+    while (data := client.get_file("/home/user/forked")) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert data is not None
+    assert 0 < int(data) < env.unwrapped.provider.limits.player_pids < 2000
+    # the bomb is still alive: the judge can still run commands and score
+    assert judge(env, "echo judge-ok")["output"].strip() == "judge-ok"
+    _, reward, _, _, info = env.step("DONE")
+    assert reward == 0.0 and info["infra_error"] is None
+
+
 class _HostUser1000(DockerProvider):
     """A provider whose run directory belongs to uid 1000, as for a host user with the
-    player's uid (this host runs as root)."""
+    player's uid (this host runs as root); like any non-root host, it makes no cgroups."""
+
+    def _cgroups(self):
+        return {}, []
 
     def _desktop_spec(self):
         spec = super()._desktop_spec()

@@ -20,14 +20,23 @@
 #    its lock; the watchdog wakes and stops the guest, and Docker removes the exited container.
 # 4. SIGTERM/SIGINT/SIGHUP (docker stop) are forwarded to the guest, which shuts down cleanly.
 #
-# Not here (the local sandbox has them): a freezer cgroup for the player (Docker mounts the
-# cgroup tree read-only), so evaluation commands hold the player with the SIGSTOP fallback; and
-# per-player memory/pids limits inside the container (docker's --memory/--pids-limit cover the
-# container as a whole, judge included).
+# Cgroups: Docker mounts the cgroup tree read-only, so on a root host the provider makes the
+# desktop's cgroups (memory/pids with a judge reserve, the player's freezer) and binds their
+# files below /run/osworld-judge/cgroup; elsewhere there are none, evaluation holds the player
+# with SIGSTOP (weaker) and docker's --memory covers the container as a whole.
 set -eu
 run=/run/osworld
 [ -d "$run" ] && [ -f "$run/token" ] || { echo "no $run/token: the host must mount its run dir" >&2; exit 2; }
 exec >>"$run/guest.log" 2>&1
+
+# the desktop's cgroups, when the host made them (a root host; see providers/docker.py): this
+# script, and so the guest, Xvfb and what the guest starts before it moves a process to the
+# player's, joins the judge's; the player's and its freezer stay out of the player's reach
+cg=/run/osworld-judge/cgroup
+if [ -d "$cg" ]; then
+  chmod 0700 /run/osworld-judge
+  for f in "$cg"/judge-*.procs; do [ -e "$f" ] && echo $$ > "$f"; done
+fi
 
 uid=$(stat -c %u "$run")
 gid=$(stat -c %g "$run")
