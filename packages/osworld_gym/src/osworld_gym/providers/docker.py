@@ -8,9 +8,10 @@ capabilities and ``no_new_privs``; ``user`` has no sudo rights (``sudo`` is the 
 which runs the command as ``user``); the run directory stays the host user's, 0700. The guest
 says so in its health (``separated``), and :attr:`DockerProvider.separated` is what it says:
 ``False`` when the host user is uid 1000 itself (no second identity for the judge: the guest
-runs as ``user``), or with an image built before this. Without a writable cgroup in the
-container, evaluation commands hold the player with SIGSTOP, not a freezer (the weaker mode of
-:mod:`~osworld_gym.guest.judging`). The container has no network
+runs as ``user``), or with an image built before this. On a root host the desktop gets the
+local provider's cgroups (``limits``: memory and pids with a judge reserve, the player's
+freezer), made here and bound into the container; elsewhere evaluation commands hold the player
+with SIGSTOP (the weaker mode of :mod:`~osworld_gym.guest.judging`). The container has no network
 (``network="none"``, like the local sandbox) and publishes no port: the host creates a private
 run directory with the guest's token, bind-mounts it at ``/run/osworld``, and talks to the
 guest's unix socket there, so :class:`~osworld_gym.client.GuestClient` works unchanged. A reset
