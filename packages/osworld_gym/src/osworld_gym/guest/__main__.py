@@ -96,7 +96,8 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
         uds_owner = (int(m.group(1)), int(m.group(2)))
     logging.basicConfig(level=a.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return GuestConfig(uds=a.uds, uds_owner=uds_owner, host=a.host, port=a.port, token_file=a.token_file,
+    return GuestConfig(uds=a.uds, uds_owner=uds_owner, host=a.host, port=a.port,
+                       token_file=a.token_file,
                        display=a.display, screen=a.screen, start_x=a.start_x, wm=a.wm,
                        home=a.home, home_template=a.home_template, tmp_dir=a.tmp_dir,
                        clean_tmp=a.clean_tmp, state_dir=a.state_dir,
