@@ -62,6 +62,20 @@ def test_our_desktop_container_has_no_network_no_ports_and_our_labels():
     assert spec["nano_cpus"] == 2_000_000_000 and spec["mem_limit"] == "3g"
 
 
+
+def test_the_desktops_cgroups_are_bound_read_write_and_named_to_the_guest():
+    """What a root host's provider passes (``DockerProvider._cgroups``); no setuid program
+    raises anyone in any of our containers."""
+    spec = desktop_container_spec(
+        "osworld-gym:t", "/tmp/osworld-gym-docker-x", (800, 600),
+        cgroup_binds={"/sys/fs/cgroup/pids/d/player/cgroup.procs":
+                      "/run/osworld-judge/cgroup/player-0.procs"},
+        guest_args=["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"])
+    assert spec["volumes"]["/sys/fs/cgroup/pids/d/player/cgroup.procs"] == {
+        "bind": "/run/osworld-judge/cgroup/player-0.procs", "mode": "rw"}
+    assert spec["command"][-2:] == ["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"]
+    assert spec["security_opt"] == ["no-new-privileges"]
+
 def test_the_profile_is_passed_to_the_guest_and_every_image_carries_ubuntus_packages(monkeypatch):
     spec = desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080), profile="openbox")
     assert spec["command"] == ["--screen", "1920x1080x24", "--wm", "openbox"]
