@@ -62,6 +62,20 @@ def test_our_desktop_container_has_no_network_no_ports_and_our_labels():
     assert spec["nano_cpus"] == 2_000_000_000 and spec["mem_limit"] == "3g"
 
 
+
+def test_the_desktops_cgroups_are_bound_read_write_and_named_to_the_guest():
+    """What a root host's provider passes (``DockerProvider._cgroups``); no setuid program
+    raises anyone in any of our containers."""
+    spec = desktop_container_spec(
+        "osworld-gym:t", "/tmp/osworld-gym-docker-x", (800, 600),
+        cgroup_binds={"/sys/fs/cgroup/pids/d/player/cgroup.procs":
+                      "/run/osworld-judge/cgroup/player-0.procs"},
+        guest_args=["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"])
+    assert spec["volumes"]["/sys/fs/cgroup/pids/d/player/cgroup.procs"] == {
+        "bind": "/run/osworld-judge/cgroup/player-0.procs", "mode": "rw"}
+    assert spec["command"][-2:] == ["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"]
+    assert spec["security_opt"] == ["no-new-privileges"]
+
 def test_the_profile_is_passed_to_the_guest_and_every_image_carries_ubuntus_packages(monkeypatch):
     spec = desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080), profile="openbox")
     assert spec["command"] == ["--screen", "1920x1080x24", "--wm", "openbox"]
@@ -137,7 +151,9 @@ def test_recipe_installs_the_desktop_the_apps_the_user_and_the_guest():
         assert pkg in minimal
     for pkg in ("libreoffice-calc", "chromium", "vlc"):
         assert pkg not in minimal and pkg in full
-    assert "useradd -u 1000" in minimal and "user:password" in minimal and "-G sudo" in minimal
+    assert "useradd -u 1000" in minimal and "user:password" in minimal
+    # the player gets no sudo rights: `sudo` is the shim that runs the command as the user
+    assert "-G sudo" not in minimal and 'ln -sf "$shims/sudo" /usr/local/bin/sudo' in minimal
     assert "--no-index" in minimal  # pip never needs PyPI inside the build
     assert "torch" not in minimal and set(APPS) == {"minimal", "full"}
     with pytest.raises(ValueError):

@@ -133,8 +133,9 @@ class ARPOConfig(GRPOConfig):
         default=False,
         metadata={
             "help": "Train on desktops whose agent is not separated from the judge "
-            "(reset info['separated'] is False: a non-root host, judge_separation=False, the "
-            "docker image). The policy can then forge its own scores; off by default."
+            "(reset info['separated'] is False: a non-root host, judge_separation=False, a "
+            "docker host user with the player's uid 1000 or an image from before separation). "
+            "The policy can then forge its own scores; off by default."
         },
     )
     desktops: dict[str, Any] | str | None = field(

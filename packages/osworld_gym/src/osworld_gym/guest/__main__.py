@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -42,6 +43,9 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
     where.add_argument("--uds", help="unix socket path to listen on (preferred)")
     where.add_argument("--host", help="loopback address to listen on: 127.0.0.1, localhost, ::1")
     where.add_argument("--port", type=int, help="TCP port (with --host)")
+    where.add_argument("--uds-owner", metavar="UID:GID",
+                       help="hand the unix socket to this uid:gid once bound (the host's user "
+                            "when the guest runs as root)")
     p.add_argument("--token-file", help=f"file with the bearer token (else ${TOKEN_ENV})")
     p.add_argument("--display", default=":0", help="X display (default :0)")
     p.add_argument("--screen", default="1920x1080x24", help="Xvfb screen WxHxDEPTH")
@@ -84,9 +88,16 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
         p.error("--host needs --port")
     if a.player_uid is None and (a.player_gid is not None or a.player_cgroup):
         p.error("--player-gid and --player-cgroup need --player-uid")
+    uds_owner = None
+    if a.uds_owner is not None:
+        m = re.fullmatch(r"(\d+):(\d+)", a.uds_owner)
+        if m is None or a.uds is None:
+            p.error(f"--uds-owner needs --uds and the form UID:GID, got {a.uds_owner!r}")
+        uds_owner = (int(m.group(1)), int(m.group(2)))
     logging.basicConfig(level=a.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return GuestConfig(uds=a.uds, host=a.host, port=a.port, token_file=a.token_file,
+    return GuestConfig(uds=a.uds, uds_owner=uds_owner, host=a.host, port=a.port,
+                       token_file=a.token_file,
                        display=a.display, screen=a.screen, start_x=a.start_x, wm=a.wm,
                        home=a.home, home_template=a.home_template, tmp_dir=a.tmp_dir,
                        clean_tmp=a.clean_tmp, state_dir=a.state_dir,
@@ -149,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
         osworld_api.register(router, app)
         extension_api.register(router, app)
         server = make_server(router, uds=cfg.uds, host=cfg.host, port=cfg.port)
+        if cfg.uds and cfg.uds_owner is not None:
+            os.chown(cfg.uds, *cfg.uds_owner)
     except (OSError, ValueError, OSWorldGymError) as e:
         log.error("guest failed to start: %s", e)
         app.stop()

@@ -39,6 +39,9 @@ class GuestConfig:
 
     #: Unix socket path to listen on (preferred); else ``host``/``port`` on loopback.
     uds: str | None = None
+    #: ``(uid, gid)`` the unix socket is handed to once bound (a judge running as root whose
+    #: client, the host's user, is another uid); ``None``: the guest's own.
+    uds_owner: tuple[int, int] | None = None
     host: str | None = None
     port: int | None = None
     #: File holding the bearer token (written by the host before start).
@@ -290,6 +293,8 @@ class GuestApp:
         processes that are still dying, so a crash that has happened is counted)."""
         self.registry.reap_dying()
         return {"status": "ok", "display": self.config.display,
+                # judge and player apart: the agent's processes run as another uid
+                "separated": self.player is not None,
                 "screen": [self.screen.width, self.screen.height], "pid": os.getpid(),
                 "x_alive": self.desktop.x_alive(), "wm_alive": self.desktop.wm_alive(),
                 "recording": self.recorder.recording,

@@ -5,6 +5,8 @@ owns, ``git`` refuses a repository another uid owns, ``~`` is the user's. So an 
 command (``/execute``) runs with the desktop user's uid, like a setup command, but
 
 * with a clean environment and ``python3 -I`` (see :mod:`~osworld_gym.guest.osworld_api`),
+  and with the agent's configuration of the programs they run defused (:func:`judged_env`:
+  ``git``'s hooks, fsmonitor, pager, ssh command; ``pip``'s and ``wget``'s config files),
 * in the judge's cgroup (a player that exhausted its own pids/memory cannot starve it),
 * while every player process the judge does not trust is frozen. A process of the same uid
   could otherwise signal the command, ``ptrace`` it, write the expected answer into
@@ -91,6 +93,55 @@ LIVE_APPS = re.compile(r"chromium(-browser)?|chrome|google-chrome[-\w]*|vlc")
 FREEZE_TIMEOUT_S = 10.0
 #: How often the watcher looks for processes forked during a hold (see :meth:`Freezer._watch`).
 WATCH_INTERVAL_S = 0.001
+
+
+#: Configuration keys a judged ``git`` takes from the command line's scope, which overrides every
+#: config file (``GIT_CONFIG_COUNT``/``KEY_n``/``VALUE_n``): the agent's ``~/.gitconfig`` and its
+#: repositories' ``.git/config`` still answer ``git config --global user.name`` and the like (a
+#: file scope named explicitly reads that file only), but cannot make the judge's ``git`` run the
+#: agent's program, unfrozen in the judge's cgroup while the player is held (a ``core.fsmonitor``
+#: command, hooks, a pager, an ssh command, a credential helper, a signature "verifier", an
+#: ``ext::`` remote) or hide work from ``git status`` (a fsmonitor "hook" ``/bin/true`` that
+#: reports nothing changed, a global excludes file, ``status.showUntrackedFiles=no``).
+#: Not covered (keyed by names the agent picks): ``diff.<driver>.textconv``,
+#: ``filter.<driver>.*`` named by its own ``.gitattributes``, ``remote.<name>.uploadpack`` for a
+#: remote not called ``origin``, ``diff.external`` (``git diff`` only; plumbing ignores it).
+JUDGE_GIT_CONFIG = (
+    ("core.fsmonitor", "false"), ("core.hooksPath", "/dev/null"), ("core.pager", "cat"),
+    ("core.sshCommand", "ssh -F /dev/null"), ("core.excludesFile", "/dev/null"),
+    ("status.showUntrackedFiles", "normal"),
+    ("core.attributesFile", "/dev/null"), ("credential.helper", ""),
+    ("log.showSignature", "false"), ("gpg.program", "gpg"), ("gpg.ssh.program", "ssh-keygen"),
+    ("gpg.x509.program", "gpgsm"), ("protocol.ext.allow", "never"),
+    ("remote.origin.uploadpack", "git-upload-pack"),
+    ("remote.origin.receivepack", "git-receive-pack"),
+    ("core.editor", "false"), ("sequence.editor", "false"),
+)
+#: Environment of judged commands on top of the command environment: programs that read a user
+#: configuration able to run code or change what they print read none, or ours (``pip`` reads
+#: no config file when ``PIP_CONFIG_FILE`` is ``/dev/null``; ``wget`` reads ``WGETRC`` instead of
+#: ``~/.wgetrc``; pagers are ``cat``; ``ssh`` under ``git`` reads no ``~/.ssh/config``, so no
+#: ``ProxyCommand``/``Match exec``).
+JUDGE_ENV = {
+    "GIT_SSH_COMMAND": "ssh -F /dev/null", "GIT_PAGER": "cat", "PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false", "SSH_ASKPASS": "/bin/false",
+    "PIP_CONFIG_FILE": "/dev/null", "WGETRC": "/dev/null",
+}
+
+
+def judged_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for an evaluation command: :data:`JUDGE_ENV` and :data:`JUDGE_GIT_CONFIG`.
+
+    >>> e = judged_env({"HOME": "/home/user"})
+    >>> e["GIT_CONFIG_KEY_0"], e["GIT_CONFIG_VALUE_0"], e["PIP_CONFIG_FILE"]
+    ('core.fsmonitor', 'false', '/dev/null')
+    """
+    out = {k: v for k, v in env.items() if not k.startswith("GIT_CONFIG_")}
+    out.update(JUDGE_ENV)
+    out["GIT_CONFIG_COUNT"] = str(len(JUDGE_GIT_CONFIG))
+    for i, (key, value) in enumerate(JUDGE_GIT_CONFIG):
+        out[f"GIT_CONFIG_KEY_{i}"], out[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return out
 
 
 def _uid(pid: int) -> int | None:

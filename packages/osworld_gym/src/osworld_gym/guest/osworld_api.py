@@ -11,7 +11,9 @@ agent left running can signal, trace or answer for them. ``/setup/execute`` and
 player's, in the player's cgroup. Both kinds get
 :meth:`~osworld_gym.guest.app.GuestApp.command_env`: the guest's fixed ``PATH``, cwd = the home
 (as in OSWorld), no ``PYTHON*`` variables but ``PYTHONNOUSERSITE``/``PYTHONSAFEPATH``, and
-``-I`` after a Python interpreter named as the program (:func:`isolate_python`).
+``-I`` after a Python interpreter named as the program (:func:`isolate_python`); evaluation
+commands also get :func:`~osworld_gym.guest.judging.judged_env` (the agent's ``~/.gitconfig``,
+``.git/config``, ``pip.conf``, ``~/.wgetrc`` run none of its code and hide nothing from them).
 
 Not implemented: ``/window_size``, ``/wallpaper``, ``/setup/change_wallpaper``,
 ``/setup/download_file`` (the host downloads and uploads), ``/run_python``, ``/run_bash_script``.
@@ -37,6 +39,7 @@ from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.judging import (
     command_ports,
     describe,
+    judged_env,
     player_held,
     untrusted_listeners,
 )
@@ -143,6 +146,8 @@ def register(router: Router, app: GuestApp) -> None:
         """Run as the desktop user; for the judge: in its cgroup, the player held still."""
         # task-author commands find the task python first on PATH (guest/task_python.py)
         env, cwd = task_python.env(app.command_env()), str(app.home)
+        if judge:  # the agent's ~/.gitconfig, pip.conf... run none of its code for the judge
+            env = judged_env(env)
         if app.player is None or not judge:
             return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
                                     judge=False)

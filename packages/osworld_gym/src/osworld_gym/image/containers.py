@@ -90,8 +90,15 @@ def owner_alive(labels: dict[str, str]) -> bool | None:
 
 
 def remove_run_dir(path: str | None) -> None:
-    """Delete a provider's run directory, and nothing that does not look like one."""
-    if path and Path(path).name.startswith(RUN_DIR_PREFIX) and Path(path).is_dir():
+    """Delete a provider's run directory, and nothing that does not look like one, with the
+    desktop's cgroups named after it (a root host's; see ``DockerProvider._cgroups``), which
+    may outlive the directory (the owner's janitor removed it while the container ran on)."""
+    if not path or not Path(path).name.startswith(RUN_DIR_PREFIX):
+        return
+    from osworld_gym.providers.limits import remove_cgroups
+
+    remove_cgroups(Path(path).name)
+    if Path(path).is_dir():
         shutil.rmtree(path, ignore_errors=True)
 
 

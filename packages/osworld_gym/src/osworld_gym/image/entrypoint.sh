@@ -5,40 +5,58 @@
 # bearer token) and, unless the owner watchdog is off, `owner.lock`, on which the owning Python
 # process holds an exclusive flock for as long as it lives.
 #
-# 1. The desktop user `user` takes the uid/gid owning the run directory, so that the host user
-#    can connect to the guest's 0600 unix socket; a root-owned run directory is given to `user`.
-# 2. The guest server starts as `user`, listening on /run/osworld/guest.sock, and supervises
-#    Xvfb, openbox and the apps. Its log goes to /run/osworld/guest.log (readable on the host).
+# 1. Judge and player apart (README "Threat model"): the guest server (the judge) runs as root,
+#    with its state in /run/osworld-judge (0700); it starts Xvfb as root and every app and
+#    command of the desktop user `user` (uid 1000) with `setpriv` (no capabilities, no_new_privs),
+#    so the player cannot signal, trace or read the guest. The run directory stays the host
+#    user's (0700: the player cannot enter it, read the token or replace the socket); the guest
+#    hands its socket to that uid. `user` has no sudo: `sudo` is our shim (guest/shims/sudo),
+#    which runs the command as `user`, as in the local sandbox. When the host user *is* uid 1000
+#    (the player's uid) there is no second identity to give the judge: the guest then runs as
+#    `user` and reports `separated: false` in its health.
+# 2. The guest server listens on /run/osworld/guest.sock and supervises Xvfb, openbox and the
+#    apps. Its log goes to /run/osworld/guest.log (readable on the host).
 # 3. The watchdog blocks on owner.lock. When the owner dies, however it dies, the kernel drops
 #    its lock; the watchdog wakes and stops the guest, and Docker removes the exited container.
 # 4. SIGTERM/SIGINT/SIGHUP (docker stop) are forwarded to the guest, which shuts down cleanly.
 #
-# Not yet here (issue 17; the local provider has it, see providers/sandbox.py): judge/player
-# separation. In this image the guest, Xvfb and the apps are all `user`, who also has a real
-# sudo with a known password, so an agent in a docker desktop can signal the guest, read
-# /run/osworld/token and forge answers. Doing it needs: the guest started as root with
-# `--player-uid 1000 --runtime-dir /run/user/1000`, `user` removed from sudo (the sudo shim of
-# guest/shims instead), /run/osworld root-owned 0700 with the host connecting as root, and a
-# cgroup/`--memory`/`--pids-limit` for the container (docker's own flags cover the limits).
+# Cgroups: Docker mounts the cgroup tree read-only, so on a root host the provider makes the
+# desktop's cgroups (memory/pids with a judge reserve, the player's freezer) and binds their
+# files below /run/osworld-judge/cgroup; elsewhere there are none, evaluation holds the player
+# with SIGSTOP (weaker) and docker's --memory covers the container as a whole.
 set -eu
 run=/run/osworld
 [ -d "$run" ] && [ -f "$run/token" ] || { echo "no $run/token: the host must mount its run dir" >&2; exit 2; }
 exec >>"$run/guest.log" 2>&1
 
-uid=$(stat -c %u "$run")
-gid=$(stat -c %g "$run")
-if [ "$uid" = 0 ]; then
-  chown user:user "$run" "$run/token"
-elif [ "$uid" != "$(id -u user)" ]; then
-  groupmod -o -g "$gid" user
-  usermod -o -u "$uid" user
-  chown user:user /home/user
+# the desktop's cgroups, when the host made them (a root host; see providers/docker.py): this
+# script, and so the guest, Xvfb and what the guest starts before it moves a process to the
+# player's, joins the judge's; the player's and its freezer stay out of the player's reach
+cg=/run/osworld-judge/cgroup
+if [ -d "$cg" ]; then
+  chmod 0700 /run/osworld-judge
+  for f in "$cg"/judge-*.procs; do [ -e "$f" ] && echo $$ > "$f"; done
 fi
 
-setpriv --reuid=user --regid=user --init-groups -- \
+uid=$(stat -c %u "$run")
+gid=$(stat -c %g "$run")
+player=$(id -u user)
+if [ "$uid" != "$player" ]; then
+  chmod 0700 "$run"
+  install -d -m 0700 -o root -g root /run/osworld-judge
+  install -d -m 0755 /run/user
   env HOME=/home/user USER=user LOGNAME=user SHELL=/bin/bash \
-  /opt/osworld-gym/bin/python -m osworld_gym.guest --uds "$run/guest.sock" \
-  --token-file "$run/token" --start-x --display :0 --home /home/user --clean-tmp "$@" &
+    /opt/osworld-gym/bin/python -m osworld_gym.guest --uds "$run/guest.sock" \
+    --token-file "$run/token" --uds-owner "$uid:$gid" --start-x --display :0 \
+    --home /home/user --clean-tmp --state-dir /run/osworld-judge \
+    --player-uid "$player" --player-gid "$(id -g user)" --runtime-dir "/run/user/$player" "$@" &
+else
+  echo "entrypoint: the host user has the player's uid $player: judge and player NOT separated"
+  setpriv --reuid=user --regid=user --init-groups -- \
+    env HOME=/home/user USER=user LOGNAME=user SHELL=/bin/bash \
+    /opt/osworld-gym/bin/python -m osworld_gym.guest --uds "$run/guest.sock" \
+    --token-file "$run/token" --start-x --display :0 --home /home/user --clean-tmp "$@" &
+fi
 guest=$!
 
 trap 'kill -TERM "$guest" 2>/dev/null || true' TERM INT HUP

@@ -8,11 +8,13 @@ last one:
 2. the desktop system, after the security and updates archives are added and the base is
    upgraded: Xvfb, openbox, D-Bus, window tools, Python, real ``sudo``, CLI tools, fonts;
 3. the apps of the chosen set (:data:`APPS`);
-4. the desktop user ``user`` (uid 1000, home ``/home/user``, sudo password ``password``);
+4. the desktop user ``user`` (uid 1000, home ``/home/user``; no sudo rights: ``sudo`` is the
+   guest's shim, which runs the command as ``user``, as in the local sandbox);
 5. the guest's Python dependencies, installed by pip from wheels downloaded on the host, and
    the task python (:data:`TASK_PYTHON`, the same pinned venv as the local sandbox's);
 6. osworld-gym itself, from a wheel built from this source tree;
-7. the entrypoint (:file:`entrypoint.sh`): user mapping, guest start, owner watchdog.
+7. the entrypoint (:file:`entrypoint.sh`): the guest as root (the judge) with the apps as
+   ``user`` (the player), owner watchdog.
 
 >>> "xterm" in APPS["minimal"] and "chromium" in APPS["full"]
 True
@@ -131,9 +133,10 @@ RUN apt-get update && apt-get -y upgrade && rm -rf /var/lib/apt/lists/*
 # apps: {apps}
 {_apt(APPS[apps])}
 
-# the desktop user, with real sudo (password: password)
+# the desktop user (the player): no sudo group; `sudo` is the guest's shim (below), which runs
+# the command as the user, as in the local sandbox (password kept for OSWorld's tasks' `sudo -S`)
 RUN groupadd -g 1000 user \\
- && useradd -u 1000 -g user -G sudo -M -d /home/user -s /bin/bash user \\
+ && useradd -u 1000 -g user -M -d /home/user -s /bin/bash user \\
  && echo 'user:password' | chpasswd \\
  && install -d -o user -g user -m 0755 /home/user \\
  && install -d -m 0755 /run/osworld
@@ -161,7 +164,8 @@ RUN {VENV}/bin/pip install --no-cache-dir --no-index --no-deps /tmp/wheels/*.whl
  && rm -rf /tmp/wheels \\
  && pkg="$({VENV}/bin/python -c 'import osworld_gym as m, os; print(os.path.dirname(m.__file__))')" \\
  && shims="$pkg/guest/shims" \\
- && chmod 0755 "$shims"/google-chrome* "$shims"/libexec/* \\
+ && chmod 0755 "$shims"/google-chrome* "$shims"/sudo "$shims"/libexec/* \\
+ && ln -sf "$shims/sudo" /usr/local/bin/sudo \\
  && ln -sf "$shims/google-chrome" /usr/local/bin/google-chrome \\
  && ln -sf "$shims/google-chrome-stable" /usr/local/bin/google-chrome-stable
 

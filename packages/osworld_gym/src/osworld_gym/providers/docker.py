@@ -1,8 +1,17 @@
 """Desktops in Docker containers: our image, or OSWorld's QEMU image.
 
 **Our image** (``osworld-gym image build``; the default ``image``): one container per env runs
-our guest server as the supervisor of Xvfb, openbox and the apps, as the desktop user ``user``
-(home ``/home/user``, real ``sudo`` with password ``password``). The container has no network
+our guest server as the supervisor of Xvfb, openbox and the apps. Judge and player are apart as
+in the local sandbox (README "Threat model"): the guest (and Xvfb) run as the container's root,
+every app and command of the desktop user ``user`` (uid 1000, home ``/home/user``) with no
+capabilities and ``no_new_privs``; ``user`` has no sudo rights (``sudo`` is the guest's shim,
+which runs the command as ``user``); the run directory stays the host user's, 0700. The guest
+says so in its health (``separated``), and :attr:`DockerProvider.separated` is what it says:
+``False`` when the host user is uid 1000 itself (no second identity for the judge: the guest
+runs as ``user``), or with an image built before this. On a root host the desktop gets the
+local provider's cgroups (``limits``: memory and pids with a judge reserve, the player's
+freezer), made here and bound into the container; elsewhere evaluation commands hold the player
+with SIGSTOP (the weaker mode of :mod:`~osworld_gym.guest.judging`). The container has no network
 (``network="none"``, like the local sandbox) and publishes no port: the host creates a private
 run directory with the guest's token, bind-mounts it at ``/run/osworld``, and talks to the
 guest's unix socket there, so :class:`~osworld_gym.client.GuestClient` works unchanged. A reset
@@ -43,6 +52,7 @@ from osworld_gym.errors import InfraError, MissingDependencyError
 from osworld_gym.image import containers
 from osworld_gym.image.recipe import default_tag
 from osworld_gym.providers.base import Provider
+from osworld_gym.providers.limits import DesktopCgroup, DesktopLimits, PlayerFreezer, start_janitor
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +62,9 @@ OSWORLD_IMAGE = "happysixd/osworld-docker"
 OSWORLD_PORTS: dict[str, int] = {"server": 5000, "chromium": 9222, "vnc": 8006, "vlc": 8080}
 #: Where the run directory appears inside our containers.
 RUN_MOUNT = "/run/osworld"
+#: Where the desktop's cgroup files appear inside our containers: below the judge's state dir,
+#: which the entrypoint makes root's 0700 before anything runs as the player.
+JUDGE_CGROUP_MOUNT = "/run/osworld-judge/cgroup"
 HOME_TEMPLATE_MOUNT = "/opt/osworld-gym-home-template"
 
 _stale_checked = False
@@ -62,20 +75,28 @@ def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int
                            cpus: float | None = None, mem_limit: str | None = None,
                            extra_binds: dict[str, str] | None = None,
                            home_template: str | None = None, profile: str = "ubuntu",
-                           labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """``containers.run`` arguments for a desktop of our image."""
+                           labels: dict[str, str] | None = None,
+                           cgroup_binds: dict[str, str] | None = None,
+                           guest_args: list[str] | None = None) -> dict[str, Any]:
+    """``containers.run`` arguments for a desktop of our image (``cgroup_binds``: host cgroup
+    files and directories bound read-write below :data:`JUDGE_CGROUP_MOUNT`; ``guest_args``:
+    more arguments for the guest)."""
     w, h = screen_size
-    command = ["--screen", f"{w}x{h}x{depth}", "--wm", profile]
+    command = ["--screen", f"{w}x{h}x{depth}", "--wm", profile, *(guest_args or [])]
     volumes: dict[str, dict[str, str]] = {run_dir: {"bind": RUN_MOUNT, "mode": "rw"}}
     if home_template is not None:
         volumes[str(Path(home_template).resolve())] = {"bind": HOME_TEMPLATE_MOUNT, "mode": "ro"}
         command += ["--home-template", HOME_TEMPLATE_MOUNT]
     for src, dst in (extra_binds or {}).items():
         volumes[str(Path(src).resolve())] = {"bind": dst, "mode": "ro"}
+    for src, dst in (cgroup_binds or {}).items():
+        volumes[src] = {"bind": dst, "mode": "rw"}
     spec: dict[str, Any] = {
         "image": image, "command": command, "detach": True, "auto_remove": True,
         "network_mode": network, "hostname": "osworld", "shm_size": shm_size,
         "volumes": volumes, "labels": {**(labels or {}), containers.LABEL_RUN_DIR: run_dir},
+        # no setuid program (sudo, su, mount) raises anyone: the guest starts as root and drops
+        "security_opt": ["no-new-privileges"],
     }
     if cpus is not None:
         spec["nano_cpus"] = int(cpus * 1e9)
@@ -143,13 +164,20 @@ class DockerProvider(Provider):
         kvm: give OSWorld's VM ``/dev/kvm`` (default: when present; without it QEMU emulates,
             which is far slower).
         host_ip: address OSWorld's ports are published on.
+        limits: memory and pids of the desktop on a root host with writable cgroups (default
+            :class:`~osworld_gym.providers.limits.DesktopLimits`: 3 GiB, 1024 tasks, a reserve
+            for the judge), as for the local provider: the container's processes move into
+            the desktop's cgroups (judge and player apart) and the player gets a freezer
+            cgroup, so ``mem_limit`` then bounds nothing. Elsewhere: ``mem_limit`` only, and
+            evaluation holds the player with SIGSTOP.
         start_attempts: containers to try before :meth:`start` gives up (a desktop can die
             while it starts; the error of the last attempt is raised).
         docker_client: a docker SDK client (default: ``docker.from_env()``).
     """
 
     name = "docker"
-    #: the image runs the guest and the apps as one user (README "Threat model")
+    #: judge and player apart (README "Threat model"): what our image's guest reports once a
+    #: container is up (``False`` before, and for OSWorld's VM, whose guest runs as its user)
     separated = False
 
     def __init__(
@@ -175,6 +203,7 @@ class DockerProvider(Provider):
         kvm: bool | None = None,
         host_ip: str = "127.0.0.1",
         start_attempts: int = 2,
+        limits: DesktopLimits | None = None,
         docker_client: Any = None,
     ):
         super().__init__(screen_size)
@@ -210,6 +239,10 @@ class DockerProvider(Provider):
         self._container: Any = None
         self._client: GuestClient | None = None
         self._dir: Path | None = None
+        self.limits = limits or DesktopLimits()
+        self._cgroup: DesktopCgroup | None = None
+        self._freezer: PlayerFreezer | None = None
+        self._janitor: Any = None
         self._lock_fd: int | None = None
         self._fresh = False
         self._lock = threading.Lock()
@@ -347,11 +380,38 @@ class DockerProvider(Provider):
             self._lock_fd = fd
         labels = containers.owner_labels("desktop")
         containers.write_owner_file(self._dir, labels)
+        binds, args = self._cgroups()
         return desktop_container_spec(
             self.image, str(self._dir), self.screen_size, depth=self.depth, network=self.network,
             shm_size=self.shm_size, cpus=self.cpus, mem_limit=self.mem_limit,
             extra_binds=self.extra_binds, home_template=self.home_template,
-            profile=self.profile, labels=labels)
+            profile=self.profile, labels=labels, cgroup_binds=binds, guest_args=args)
+
+    def _cgroups(self) -> tuple[dict[str, str], list[str]]:
+        """On a root host: the desktop's cgroups (limits, judge and player apart) and the
+        player's freezer, as binds and guest arguments (the entrypoint puts itself, and so the
+        guest, into the judge's). A janitor removes them if this process dies."""
+        if os.geteuid() != 0:  # the entrypoint separates only a run dir not owned by uid 1000
+            return {}, []
+        assert self._dir is not None
+        self._cgroup = DesktopCgroup.create(self._dir.name, self.limits)
+        self._freezer = PlayerFreezer.create(self._dir.name, self._cgroup)
+        binds: dict[str, str] = {}
+        args: list[str] = []
+        if self._cgroup is not None:
+            for i, (judge, player) in enumerate(zip(self._cgroup.judge_procs,
+                                                    self._cgroup.player_procs)):
+                binds[str(judge)] = f"{JUDGE_CGROUP_MOUNT}/judge-{i}.procs"
+                binds[str(player)] = f"{JUDGE_CGROUP_MOUNT}/player-{i}.procs"
+                args += ["--player-cgroup", f"{JUDGE_CGROUP_MOUNT}/player-{i}.procs"]
+        if self._freezer is not None:
+            binds[str(self._freezer.dir)] = f"{JUDGE_CGROUP_MOUNT}/freezer"
+            args += ["--player-cgroup", f"{JUDGE_CGROUP_MOUNT}/freezer/cgroup.procs",
+                     "--player-freezer", f"{JUDGE_CGROUP_MOUNT}/freezer",
+                     "--player-freezer-version", str(self._freezer.version)]
+        if binds:
+            self._janitor = start_janitor(self._dir)
+        return binds, args
 
     def _osworld_spec(self) -> dict[str, Any]:
         assert self.vm_path is not None
@@ -389,9 +449,14 @@ class DockerProvider(Provider):
         client = GuestClient(uds=str(sock), token=self._token)
         try:
             client.wait_ready(timeout=max(1.0, self.start_timeout - (time.monotonic() - t0)))
+            self.separated = client.health().get("separated") is True
         except Exception:
             client.close()
             raise
+        if not self.separated:
+            log.warning("docker desktop %s: judge and player are NOT separated (the host user "
+                        "is uid %d, the player's, or the image predates separation: rebuild it)",
+                        self._container.short_id, self._dir.stat().st_uid)
         self._client = client
 
     def _connect_osworld(self) -> None:
@@ -425,9 +490,22 @@ class DockerProvider(Provider):
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+        if self._freezer is not None:
+            self._freezer.remove()
+            self._freezer = None
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
         if self._dir is not None:
             containers.remove_run_dir(str(self._dir))
             self._dir = None
+        if self._janitor is not None:  # nothing left for it: let it go
+            self._janitor.stdin.close()
+            try:
+                self._janitor.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - it exits on its own
+                pass
+            self._janitor = None
         self.ports = {}
 
     def _forget_in_child(self) -> None:
@@ -439,6 +517,12 @@ class DockerProvider(Provider):
             except OSError:
                 pass
         self._lock_fd = None
+        if self._janitor is not None:
+            try:
+                self._janitor.stdin.close()  # our copy of the pipe: the owner's is its own
+            except OSError:
+                pass
         self._container = None
         self._client = None
         self._dir = None
+        self._cgroup = self._freezer = self._janitor = None

@@ -380,10 +380,16 @@ def clean_state(state: Path, timeout: float = 1.0) -> None:
     ``timeout`` s) and its state dir."""
     if _home_mounted(state):
         unmount(state / "home")
-    deadline = time.monotonic() + timeout
-    for d in _cgroup_dirs(state.name):
-        _rmdir_tree(d, deadline)
+    remove_cgroups(state.name, timeout)
     shutil.rmtree(state, ignore_errors=True)
+
+
+def remove_cgroups(name: str, timeout: float = 5.0) -> None:
+    """Remove the cgroups of the desktop whose state (or docker run) dir is called ``name``,
+    once their processes are gone (up to ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    for d in cgroup_dirs(name):
+        _rmdir_tree(d, deadline)
 
 
 def sweep_stale(root: Path) -> int:
@@ -417,7 +423,8 @@ def _janitor(state: Path) -> None:
         clean_state(state, timeout=30.0)  # bwrap --die-with-parent is killing the desktop
 
 
-def _cgroup_dirs(name: str) -> list[Path]:
+def cgroup_dirs(name: str) -> list[Path]:
+    """The existing cgroup directories of the desktop whose state (or run) dir is ``name``."""
     out = [CGROUP_ROOT / "osworld-gym" / name, CGROUP_ROOT / "osworld-gym" / f"{name}-freezer"]
     for ctrl in ("memory", "pids", "freezer"):
         try:
