@@ -337,6 +337,45 @@ def _tb_prefs() -> str:
     return "".join(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n" for k, v in prefs.items())
 
 
+#: Gloda's message index (global-messages-db.sqlite), the tables dd84e895's SQL reads, at the
+#: schema version Thunderbird 153's Gloda keeps (30: an older one it would rebuild empty).
+_GLODA_SCHEMA = """
+CREATE TABLE folderLocations (id INTEGER PRIMARY KEY, folderURI TEXT NOT NULL,
+  dirtyStatus INTEGER NOT NULL, name TEXT NOT NULL, indexingPriority INTEGER NOT NULL);
+CREATE TABLE conversations (id INTEGER PRIMARY KEY, subject TEXT NOT NULL,
+  oldestMessageDate INTEGER, newestMessageDate INTEGER);
+CREATE TABLE messages (id INTEGER PRIMARY KEY, folderID INTEGER, messageKey INTEGER,
+  conversationID INTEGER NOT NULL, date INTEGER, headerMessageID TEXT,
+  deleted INTEGER NOT NULL default 0, jsonAttributes TEXT, notability INTEGER NOT NULL default 0);
+CREATE TABLE messageAttributes (conversationID INTEGER NOT NULL, messageID INTEGER NOT NULL,
+  attributeID INTEGER NOT NULL, value NUMERIC);
+PRAGMA user_version = 30;
+"""
+#: Gloda's attribute id of a starred message in OSWorld's profile (dd84e895 reads it)
+_GLODA_STAR = 58
+
+
+def _gloda_db(seed: str) -> bytes:
+    """An index where the inbox (folder 13, as in OSWorld's profile) holds some messages and
+    only the first is starred, so dd84e895 ("star every message in the inbox") is not won
+    by doing nothing; without one, Thunderbird writes an empty index that the check passes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gloda.sqlite"
+        con = sqlite3.connect(path)
+        con.executescript(_GLODA_SCHEMA)
+        con.execute("INSERT INTO folderLocations VALUES (13, ?, 0, 'Inbox', 0)",
+                    (f"imap://{TB_ACCOUNT[2].replace('@', '%40')}@{TB_ACCOUNT[1]}/INBOX",))
+        con.execute("INSERT INTO conversations VALUES (1, 'Stand-in', 0, 0)")
+        for key, n in enumerate(_numbers(seed, 3), 1):
+            con.execute("INSERT INTO messages (id, folderID, messageKey, conversationID, date,"
+                        " headerMessageID) VALUES (?, 13, ?, 1, ?, ?)",
+                        (key, key, n, f"standin-{key}@example.com"))
+        con.execute("INSERT INTO messageAttributes VALUES (1, 1, ?, 1)", (_GLODA_STAR,))
+        con.commit()
+        con.close()
+        return path.read_bytes()
+
+
 def _tb_profile(seed: str) -> bytes:
     """``.thunderbird/`` as a ``.tar.gz`` that unpacks in the home folder: profiles.ini with
     two profiles (OSWorld's evaluator picks the second, ``-c 2``), the second the default,
@@ -347,11 +386,12 @@ def _tb_profile(seed: str) -> bytes:
              f".thunderbird/{TB_PROFILE}/prefs.js": _tb_prefs(),
              f".thunderbird/{TB_PROFILE}/ImapMail/{TB_ACCOUNT[1]}/msgFilterRules.dat":
                  'version="9"\nlogging="no"\n',
-             f".thunderbird/{TB_PROFILE}/standin.txt": f"stand-in {_numbers(seed)}\n"}
+             f".thunderbird/{TB_PROFILE}/standin.txt": f"stand-in {_numbers(seed)}\n",
+             f".thunderbird/{TB_PROFILE}/global-messages-db.sqlite": _gloda_db(seed)}
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as t:
         for name, text in files.items():
-            data = text.encode()
+            data = text if isinstance(text, bytes) else text.encode()
             info = tarfile.TarInfo(name)
             info.size, info.mode = len(data), 0o644
             t.addfile(info, io.BytesIO(data))

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import io
 import re
+import sqlite3
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 from osworld_gym.evaluators.metrics.files import check_csv
+from osworld_gym.evaluators.metrics.misc_checks import run_sqlite3
 
 from standins import FIREFOX_DECRYPT, TB_ACCOUNT, TB_PROFILE, _tb_profile
 
@@ -20,6 +22,10 @@ UNEXPECT = {"unexpect": [{"url": "imap://outlook.office365.com",
                           "user": "anonym-x2024@outlook.com"}]}
 #: dfac9ee8's command line (its evaluator runs ``-n -c 2 -f csv -d ,`` on ``~/.thunderbird``)
 ARGS = ["-n", "-c", "2", "-f", "csv", "-d", ","]
+#: dd84e895's rule ("star every message in the inbox"), on Gloda's index
+STARRED = {"sql": "SELECT COALESCE((SELECT COUNT(*) FROM messageAttributes WHERE attributeID = 58"
+           " AND value = 1 AND messageID IN (SELECT id FROM messages WHERE folderID = 13)), 0)"
+           " = (SELECT COUNT(*) FROM messages WHERE folderID = 13);"}
 
 
 def _unpack(home: Path) -> Path:
@@ -68,3 +74,15 @@ def test_the_lister_reads_the_profile_chosen_by_number(tmp_path):
     bad = subprocess.run([sys.executable, str(script), str(tmp_path / ".thunderbird"), "-n",
                           "-c", "3"], capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "no profile number 3" in bad.stderr
+
+
+def test_the_inbox_index_is_not_all_starred_until_every_message_is(tmp_path):
+    _unpack(tmp_path)
+    db = tmp_path / ".thunderbird" / TB_PROFILE / "global-messages-db.sqlite"
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA user_version").fetchone() == (30,)  # Gloda keeps it
+    assert run_sqlite3(str(db), STARRED) == 0.0  # doing nothing: one of three starred
+    with sqlite3.connect(db) as con:  # what Gloda records when the rest are starred
+        con.execute("INSERT INTO messageAttributes SELECT conversationID, id, 58, 1 "
+                    "FROM messages WHERE folderID = 13 AND id != 1")
+    assert run_sqlite3(str(db), STARRED) == 1.0
