@@ -5,13 +5,19 @@ profile's prefs.js configures, so removing one changes what check_csv sees."""
 from __future__ import annotations
 
 import io
+import json
+import os
 import re
+import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
+import pytest
 from osworld_gym.evaluators.metrics.files import check_csv
 from osworld_gym.evaluators.metrics.misc_checks import run_sqlite3
 
@@ -86,3 +92,78 @@ def test_the_inbox_index_is_not_all_starred_until_every_message_is(tmp_path):
         con.execute("INSERT INTO messageAttributes SELECT conversationID, id, 58, 1 "
                     "FROM messages WHERE folderID = 13 AND id != 1")
     assert run_sqlite3(str(db), STARRED) == 1.0
+
+
+class _Marionette:
+    """Just enough of Marionette's protocol (``length:json`` frames) to run chrome-privileged
+    JavaScript in a headless Thunderbird."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        self.buf, self.serial = b"", 0
+        self._recv()  # the server's hello
+        self.call("WebDriver:NewSession", {"capabilities": {}})
+        self.call("Marionette:SetContext", {"value": "chrome"})
+
+    def _recv(self) -> object:
+        while b":" not in self.buf:
+            self.buf += self.sock.recv(65536)
+        size, rest = self.buf.split(b":", 1)
+        while len(rest) < int(size):
+            rest += self.sock.recv(65536)
+        self.buf = rest[int(size):]
+        return json.loads(rest[:int(size)])
+
+    def call(self, command: str, params: dict) -> object:
+        self.serial += 1
+        data = json.dumps([0, self.serial, command, params]).encode()
+        self.sock.sendall(str(len(data)).encode() + b":" + data)
+        _, _, error, result = self._recv()
+        assert error is None, error
+        return result["value"] if isinstance(result, dict) and "value" in result else result
+
+
+_ACCOUNTS = """const {MailServices} = ChromeUtils.importESModule(
+  "resource:///modules/MailServices.sys.mjs");"""
+
+
+@pytest.mark.skipif(shutil.which("thunderbird") is None, reason="needs Thunderbird "
+                    "(scripts/install.sh)")
+def test_thunderbird_uses_the_profile_and_removing_the_account_empties_the_list(tmp_path):
+    """Thunderbird itself (headless, driven over Marionette) loads the stand-in profile with
+    its account, and its own account removal rewrites prefs.js so the lister reports none."""
+    script = _unpack(tmp_path)
+    profile = tmp_path / ".thunderbird" / TB_PROFILE
+    with open(profile / "prefs.js", "a") as f:
+        f.write('user_pref("marionette.port", 0);\n')  # a free port, written to the profile
+    env = {**os.environ, "HOME": str(tmp_path), "MOZ_HEADLESS": "1"}
+    tb = subprocess.Popen(["thunderbird", "--headless", "--marionette",
+                           "-remote-allow-system-access"], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = profile / "MarionetteActivePort"
+        deadline = time.monotonic() + 120
+        while not port_file.is_file() or not port_file.read_text().strip():
+            assert tb.poll() is None and time.monotonic() < deadline, "no Marionette port"
+            time.sleep(0.5)
+        m = _Marionette(int(port_file.read_text()))
+        users = m.call("WebDriver:ExecuteScript", {"args": [], "script": _ACCOUNTS + """
+            return MailServices.accounts.accounts.map(a => a.incomingServer.username);"""})
+        assert TB_ACCOUNT[2] in users  # Thunderbird runs the stand-in profile, not a new one
+        m.call("WebDriver:ExecuteScript", {"args": [TB_ACCOUNT[2]], "script": _ACCOUNTS + """
+            const gone = MailServices.accounts.accounts.find(
+              a => a.incomingServer.username == arguments[0]);
+            MailServices.accounts.removeAccount(gone, true);
+            Services.prefs.savePrefFile(null);"""})
+        deadline = time.monotonic() + 30
+        while TB_ACCOUNT[2] in (csv := _accounts(tmp_path, script, *ARGS)).read_text():
+            assert time.monotonic() < deadline, "prefs.js still names the removed account"
+            time.sleep(0.5)
+        assert check_csv(str(csv), UNEXPECT) == 1.0
+    finally:
+        tb.terminate()
+        try:
+            tb.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            tb.kill()
+            tb.wait()
