@@ -6,6 +6,11 @@ task will look in OSWorld's cache layout (setup ``download`` steps, evaluator ``
 getters, ``update_browse_history``'s base database). Each file's content is derived from its
 URL, so an input and its gold file differ: a task left undone scores 0 against its stand-in gold.
 
+Two files are built to match what OSWorld's own hold: a Thunderbird profile archive
+(``thunderbird-profile.tar.gz``: a profile Thunderbird really runs, with OSWorld's IMAP account
+and a Gloda index) and the ``firefox_decrypt.py`` its account task runs (a stand-in that lists
+the accounts the profile configures), so Thunderbird tasks start from the state they expect.
+
 These are not the real files: a stand-in run proves that setup and evaluation run end to end
 without infrastructure errors and that doing nothing scores 0, not that the gold answer scores 1.
 """
