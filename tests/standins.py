@@ -6,6 +6,11 @@ task will look in OSWorld's cache layout (setup ``download`` steps, evaluator ``
 getters, ``update_browse_history``'s base database). Each file's content is derived from its
 URL, so an input and its gold file differ: a task left undone scores 0 against its stand-in gold.
 
+Two files are built to match what OSWorld's own hold: a Thunderbird profile archive
+(``thunderbird-profile.tar.gz``: a profile Thunderbird really runs, with OSWorld's IMAP account
+and a Gloda index) and the ``firefox_decrypt.py`` its account task runs (a stand-in that lists
+the accounts the profile configures), so Thunderbird tasks start from the state they expect.
+
 These are not the real files: a stand-in run proves that setup and evaluation run end to end
 without infrastructure errors and that doing nothing scores 0, not that the gold answer scores 1.
 """
@@ -269,6 +274,171 @@ def _archive(seed: str, suffix: str, members: tuple[str, ...] = ()) -> bytes:
     return gzip.compress(payload) if suffix == ".gz" else lzma.compress(payload)
 
 
+#: The account OSWorld's Thunderbird profiles hold (its tasks name it: dfac9ee8 removes it,
+#: others read ``ImapMail/outlook.office365.com``) and the profile directory they use.
+TB_ACCOUNT = ("imap", "outlook.office365.com", "anonym-x2024@outlook.com")
+TB_PROFILE = "t5q2a5hp.default-release"
+#: Thunderbird gives each installation its own profile, keyed by a hash of its install folder;
+#: this is the one of Debian's ``/usr/lib/thunderbird`` (scripts/install.sh). Without it
+#: Thunderbird would make a fresh profile and leave this one unused.
+_TB_INSTALL = "FDC34C9F024745EB"
+_TB_PROFILES_INI = f"""[Profile1]
+Name=default
+IsRelative=1
+Path=standin0.default
+
+[Profile0]
+Name=default-release
+IsRelative=1
+Path={TB_PROFILE}
+Default=1
+
+[General]
+StartWithLastProfile=1
+Version=2
+
+[Install{_TB_INSTALL}]
+Default={TB_PROFILE}
+Locked=1
+"""
+
+
+def _tb_prefs() -> str:
+    """prefs.js of a profile with one IMAP account (the way Thunderbird stores it: an account
+    naming a server and an identity) and Local Folders; it does not log in at start (no
+    network here: a failed login would raise a dialog)."""
+    kind, host, user = TB_ACCOUNT
+    prefs = {
+        "mail.accountmanager.accounts": "account1,account2",
+        "mail.accountmanager.defaultaccount": "account1",
+        "mail.accountmanager.localfoldersserver": "server2",
+        "mail.account.account1.identities": "id1",
+        "mail.account.account1.server": "server1",
+        "mail.account.account2.server": "server2",
+        "mail.identity.id1.useremail": user,
+        "mail.identity.id1.fullName": "Stand-in",
+        "mail.identity.id1.valid": True,
+        "mail.server.server1.type": kind,
+        "mail.server.server1.hostname": host,
+        "mail.server.server1.realhostname": host,
+        "mail.server.server1.userName": user,
+        "mail.server.server1.realuserName": user,
+        "mail.server.server1.name": user,
+        "mail.server.server1.port": 993,
+        "mail.server.server1.socketType": 3,
+        "mail.server.server1.directory-rel": f"[ProfD]ImapMail/{host}",
+        "mail.server.server1.login_at_startup": False,
+        "mail.server.server1.check_new_mail": False,
+        "mail.server.server2.type": "none",
+        "mail.server.server2.hostname": "Local Folders",
+        "mail.server.server2.userName": "nobody",
+        "mail.server.server2.name": "Local Folders",
+        "mail.server.server2.directory-rel": "[ProfD]Mail/Local Folders",
+        "mail.shell.checkDefaultClient": False,
+        "mail.provider.suppress_dialog_on_startup": True,
+        "mail.startup.enabledMailCheckOnce": True,
+        "mail.rights.version": 1,
+    }
+    return "".join(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n" for k, v in prefs.items())
+
+
+#: Gloda's message index (global-messages-db.sqlite), the tables dd84e895's SQL reads, at the
+#: schema version Thunderbird 153's Gloda keeps (30: an older one it would rebuild empty).
+_GLODA_SCHEMA = """
+CREATE TABLE folderLocations (id INTEGER PRIMARY KEY, folderURI TEXT NOT NULL,
+  dirtyStatus INTEGER NOT NULL, name TEXT NOT NULL, indexingPriority INTEGER NOT NULL);
+CREATE TABLE conversations (id INTEGER PRIMARY KEY, subject TEXT NOT NULL,
+  oldestMessageDate INTEGER, newestMessageDate INTEGER);
+CREATE TABLE messages (id INTEGER PRIMARY KEY, folderID INTEGER, messageKey INTEGER,
+  conversationID INTEGER NOT NULL, date INTEGER, headerMessageID TEXT,
+  deleted INTEGER NOT NULL default 0, jsonAttributes TEXT, notability INTEGER NOT NULL default 0);
+CREATE TABLE messageAttributes (conversationID INTEGER NOT NULL, messageID INTEGER NOT NULL,
+  attributeID INTEGER NOT NULL, value NUMERIC);
+PRAGMA user_version = 30;
+"""
+#: Gloda's attribute id of a starred message in OSWorld's profile (dd84e895 reads it)
+_GLODA_STAR = 58
+
+
+def _gloda_db(seed: str) -> bytes:
+    """An index where the inbox (folder 13, as in OSWorld's profile) holds some messages and
+    only the first is starred, so dd84e895 ("star every message in the inbox") is not won
+    by doing nothing; without one, Thunderbird writes an empty index that the check passes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gloda.sqlite"
+        con = sqlite3.connect(path)
+        con.executescript(_GLODA_SCHEMA)
+        con.execute("INSERT INTO folderLocations VALUES (13, ?, 0, 'Inbox', 0)",
+                    (f"imap://{TB_ACCOUNT[2].replace('@', '%40')}@{TB_ACCOUNT[1]}/INBOX",))
+        con.execute("INSERT INTO conversations VALUES (1, 'Stand-in', 0, 0)")
+        for key, n in enumerate(_numbers(seed, 3), 1):
+            con.execute("INSERT INTO messages (id, folderID, messageKey, conversationID, date,"
+                        " headerMessageID) VALUES (?, 13, ?, 1, ?, ?)",
+                        (key, key, n, f"standin-{key}@example.com"))
+        con.execute("INSERT INTO messageAttributes VALUES (1, 1, ?, 1)", (_GLODA_STAR,))
+        con.commit()
+        con.close()
+        return path.read_bytes()
+
+
+def _tb_profile(seed: str) -> bytes:
+    """``.thunderbird/`` as a ``.tar.gz`` that unpacks in the home folder: profiles.ini with
+    two profiles (OSWorld's evaluator picks the second, ``-c 2``), the second the default,
+    holding :data:`TB_ACCOUNT` in its prefs.js."""
+    files = {".thunderbird/profiles.ini": _TB_PROFILES_INI,
+             ".thunderbird/installs.ini": f"[{_TB_INSTALL}]\nDefault={TB_PROFILE}\nLocked=1\n",
+             ".thunderbird/standin0.default/times.json": "{}\n",
+             f".thunderbird/{TB_PROFILE}/prefs.js": _tb_prefs(),
+             f".thunderbird/{TB_PROFILE}/ImapMail/{TB_ACCOUNT[1]}/msgFilterRules.dat":
+                 'version="9"\nlogging="no"\n',
+             f".thunderbird/{TB_PROFILE}/standin.txt": f"stand-in {_numbers(seed)}\n",
+             f".thunderbird/{TB_PROFILE}/global-messages-db.sqlite": _gloda_db(seed)}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, text in files.items():
+            data = text if isinstance(text, bytes) else text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            t.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+#: Stand-in of the firefox_decrypt.py OSWorld's evaluator runs on ``~/.thunderbird``. The
+#: real one decrypts the profile's logins.json with NSS (key4.db); a stand-in profile has no
+#: key store, so this one reports, for the chosen profile (``-c N``: the Nth in profiles.ini),
+#: the login of every account its prefs.js still configures (removing the account in
+#: Thunderbird removes it from prefs.js), as CSV ``url,user,password`` like the real one.
+FIREFOX_DECRYPT = r"""import argparse, configparser, csv, json, os, re, sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("profile")
+parser.add_argument("-n", "--no-interactive", action="store_true")
+parser.add_argument("-c", "--choice", type=int, default=1)
+parser.add_argument("-f", "--format", default="human")
+parser.add_argument("-d", "--delimiter", default=";")
+args = parser.parse_args()
+ini = configparser.ConfigParser()
+if not ini.read(os.path.join(args.profile, "profiles.ini")):
+    sys.exit(f"no profiles.ini in {args.profile}")
+sections = [s for s in ini.sections() if s.startswith("Profile")]
+if not 1 <= args.choice <= len(sections):
+    sys.exit(f"no profile number {args.choice}")
+path = ini[sections[args.choice - 1]]["Path"]
+prefs = {}
+with open(os.path.join(args.profile, path, "prefs.js"), encoding="utf-8") as f:
+    for m in re.finditer(r'user_pref\("([^"]+)",\s*(.+?)\);\s*$', f.read(), re.M):
+        prefs[m.group(1)] = json.loads(m.group(2))
+out = csv.writer(sys.stdout, delimiter=args.delimiter, lineterminator="\n")
+out.writerow(["url", "user", "password"])
+for account in filter(None, prefs.get("mail.accountmanager.accounts", "").split(",")):
+    server = prefs.get(f"mail.account.{account.strip()}.server")
+    kind = prefs.get(f"mail.server.{server}.type")
+    if server and kind in ("imap", "pop3", "nntp"):
+        host = prefs.get(f"mail.server.{server}.hostname")
+        out.writerow([f"{kind}://{host}", prefs.get(f"mail.server.{server}.userName"), ""])
+"""
+
+
 def write_standin(dest: Path, seed: str, title: str | None = None, seconds: float = 2,
                   members: tuple[str, ...] = ()) -> None:
     """Write a generated file of ``dest``'s type at ``dest``; ``title`` goes into a PDF's or a
@@ -287,6 +457,12 @@ def write_standin(dest: Path, seed: str, title: str | None = None, seconds: floa
         return
     if suffix == ".whl":  # cache names are '<id>_<file name>'
         dest.write_bytes(_wheel(seed, dest.name.rsplit("_", 1)[-1]))
+        return
+    if dest.name.endswith(("thunderbird-profile.tar.gz", "thunderbird.profile.tar.gz")):
+        dest.write_bytes(_tb_profile(seed))
+        return
+    if dest.name.endswith("firefox_decrypt.py"):
+        dest.write_text(FIREFOX_DECRYPT)
         return
     if suffix == ".raw":
         dest.write_bytes(hashlib.sha256(seed.encode()).digest() * 4096)

@@ -33,14 +33,7 @@ from standins import ffmpeg_available, fill_cache, missing_standins
 
 DEFAULT_SAMPLE = 6
 #: Tasks that fail here for a known reason outside this test (each names what fixes it).
-KNOWN_GAPS = {
-    "881deb30-9549-4583-a841-8270c65f2a17": "opens two folders: Nautilus's second window stays "
-    "'Loading…' for about 58 s on this desktop (measured idle; the first shows in 3 s), so "
-    "setup's 60 s wait for a window titled 'ecs' times out under load (desktop profile)",
-    "dfac9ee8-9bc4-4cdc-b465-4a4bfcd2f397": "check_csv's 'unexpect' rule passes on an empty "
-    "account list (OSWorld's rule too): the stand-in Thunderbird profile has no account and the "
-    "stand-in firefox_decrypt.py prints none, so doing nothing scores 1 (stand-in limit)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 #: Setup opens a terminal with Ctrl+Alt+T and activates a window titled 'Terminal' (Ubuntu's
 #: GNOME Terminal): the default ``ubuntu`` desktop profile has it, ``openbox`` has xterm.
 TERMINAL_GAP = "setup activates a window titled 'Terminal' (Ubuntu's gnome-terminal after " \

@@ -283,3 +283,42 @@ def test_a_reset_during_a_dbus_activation_keeps_the_session_bus():
         assert ping["returncode"] == 0, ping
     finally:
         p.stop()
+
+
+#: A task judged like OSWorld's two wallpaper tasks (compare_images on the vm_wallpaper
+#: getter): its setup draws an image, the agent is to make it the desktop background.
+WALLPAPER = {
+    "id": "ubuntu-wallpaper-getter", "snapshot": "os",
+    "instruction": "Set ~/Pictures/sky.png as the desktop background.",
+    "config": [{"type": "execute", "parameters": {"command": [
+        "python", "-c", "import os; from PIL import Image, ImageDraw; "
+        "os.makedirs('/home/user/Pictures', exist_ok=True); "
+        "im = Image.new('RGB', (320, 200), (40, 90, 200)); "
+        "ImageDraw.Draw(im).ellipse((100, 40, 220, 160), fill=(250, 220, 40)); "
+        "im.save('/home/user/Pictures/sky.png')"]}}],
+    "evaluator": {"func": "compare_images",
+                  "result": {"type": "vm_wallpaper", "dest": "wallpaper.png"},
+                  "expected": {"type": "vm_file", "path": "/home/user/Pictures/sky.png",
+                               "dest": "sky.png"}},
+}
+
+
+def test_the_wallpaper_getter_reads_gsettings_picture_uri(ubuntu_env):
+    assert classify(WALLPAPER, local_capabilities("ubuntu")).supported
+    assert classify(WALLPAPER, local_capabilities("openbox")).reason == \
+        "needs GNOME (wallpaper)"
+    ubuntu_env.reset(options={"task": WALLPAPER})
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0  # untouched
+
+    ubuntu_env.reset(options={"task": WALLPAPER})
+    key = "org.gnome.desktop.background picture-uri"
+    _sh(ubuntu_env, f"gsettings set {key} 'file:///home/user/Pictures/sky.png'")
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 1.0
+
+    # a URI naming no file (OSWorld does not percent-decode either) scores 0, not an error
+    ubuntu_env.reset(options={"task": WALLPAPER})
+    _sh(ubuntu_env, f"gsettings set {key} 'file:///home/user/Pictures/no%20such.png'")
+    _, reward, terminated, _, info = ubuntu_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0

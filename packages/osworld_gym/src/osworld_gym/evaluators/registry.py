@@ -61,6 +61,7 @@ _GETTERS: dict[str, str | Getter] = {
     "default_video_player": f"{_G}.apps:get_default_video_player",
     "vm_screen_size": f"{_G}.apps:get_vm_screen_size",
     "vm_window_size": f"{_G}.info:get_vm_window_size",
+    "vm_wallpaper": f"{_G}.info:get_vm_wallpaper",
     "audio_in_slide": f"{_G}.slides:get_audio_in_slide",
     "background_image_in_slide": f"{_G}.slides:get_background_image_in_slide",
 }

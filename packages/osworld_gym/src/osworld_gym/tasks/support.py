@@ -19,8 +19,8 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
   ``snap``, ...; :mod:`.needs`);
 * ``needs VS Code``: domain ``vs_code``, a ``code`` command, a ``vscode_config`` getter;
 * ``needs GNOME``: a ``gsettings``/``dconf`` command (fine on the local ``ubuntu`` desktop
-  profile, which runs GSettings over dconf; not on ``openbox``), ``change_wallpaper``,
-  ``vm_wallpaper`` (GNOME Shell's wallpaper: no local profile); a ``default_video_player``
+  profile, which runs GSettings over dconf; not on ``openbox``), ``change_wallpaper``, a
+  ``vm_wallpaper`` getter (GSettings' picture-uri: fine on ``ubuntu``); a ``default_video_player``
   getter (GNOME's Totem is OSWorld's default; here VLC is the only video player, so such a
   task would start solved);
 * ``needs systemd``: ``timedatectl`` and its siblings (:func:`.needs.systemd_programs`);
@@ -318,9 +318,11 @@ def _vscode(task: Task, uses: _Uses) -> list[str]:
 
 
 def _gnome(uses: _Uses, gsettings: bool) -> list[str]:
-    if any(s.get("type") == "change_wallpaper" for s in uses.steps) or any(
+    # the vm_wallpaper getter reads GSettings' picture-uri, as OSWorld's /wallpaper does;
+    # OSWorld's change_wallpaper setup step is not implemented here
+    if any(s.get("type") == "change_wallpaper" for s in uses.steps) or (not gsettings and any(
         g.get("type") == "vm_wallpaper" for g in uses.getters
-    ):
+    )):
         return ["needs GNOME (wallpaper)"]
     for _, text, _ in uses.commands if not gsettings else ():
         if m := _GNOME.search(text):

@@ -82,3 +82,41 @@ def get_vm_window_size(ctx: EvalContext, config: dict[str, Any]) -> dict[str, in
     if result.get("returncode", 0) != 0 or not (size is None or isinstance(size, dict)):
         raise EvaluatorError(f"window size probe failed: {result.get('error')!r}")
     return size
+
+
+#: The GSettings key GNOME draws the desktop background from (OSWorld's ``/wallpaper`` reads it)
+WALLPAPER_KEY = ("org.gnome.desktop.background", "picture-uri")
+
+
+def get_vm_wallpaper(ctx: EvalContext, config: dict[str, Any]) -> str | None:
+    """The desktop background's image file, copied to ``config["dest"]`` in the episode's dir.
+
+    As OSWorld's ``/wallpaper`` on Linux: the file named by GSettings'
+    ``org.gnome.desktop.background picture-uri``, read with ``gsettings get`` and stripped of
+    ``file://`` and quotes (no percent-decoding: a URI with ``%20`` names no file there either).
+    ``None`` when that names no file on the desktop (the metric then scores 0); a desktop where
+    ``gsettings`` itself fails cannot be judged (``EvaluatorError``).
+
+    A file outside the home folder and ``/tmp`` (the desktop's own default background, a
+    system wallpaper) is not read: the guest serves no file from there, and no such file can be
+    the image a task asks for, which only the agent can have put in place, so it scores 0 as
+    it would on OSWorld.
+    """
+    import posixpath
+
+    from osworld_gym.errors import EvaluatorError
+    from osworld_gym.evaluators.getters.file import _download
+    from osworld_gym.tasks.validation import safe_child
+
+    result = ctx.client.execute(["gsettings", "get", *WALLPAPER_KEY], timeout=30.0)
+    if result.get("returncode", 0) != 0:
+        raise EvaluatorError(f"gsettings get {' '.join(WALLPAPER_KEY)} failed: "
+                             f"{(result.get('error') or result.get('output') or '')[-300:]!r}")
+    path = (result.get("output") or "").strip().replace("file://", "").replace("'", "")
+    path = posixpath.normpath(path) if path.startswith("/") else ""
+    if not any(path.startswith(top.rstrip("/") + "/") for top in (ctx.home, "/tmp")):
+        return None
+    local = safe_child(ctx.work_dir, config["dest"], "vm_wallpaper dest")
+    if _download(ctx.client, path, local) is None:
+        return None
+    return str(local)
