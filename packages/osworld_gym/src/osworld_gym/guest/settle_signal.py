@@ -50,7 +50,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from Xlib import X
 from Xlib import display as xdisplay
@@ -170,6 +170,8 @@ class ProcSample:
     ticks: int
     #: Processes whose main thread is runnable or in disk sleep.
     busy: frozenset[int]
+    #: Each process's ticks (as in ``ticks``), to say which one was active.
+    per_pid: dict[int, int] = field(default_factory=dict, compare=False)
 
 
 def _stat(pid: int | str, task: str | None = None) -> list[str] | None:
@@ -208,7 +210,8 @@ class ProcessActivity:
             if f[0] in ("R", "D"):
                 busy.add(pid)
         ours = self._descendants(parent, self.exclude())
-        return ProcSample(frozenset(ours), sum(ticks[p] for p in ours), frozenset(busy & ours))
+        return ProcSample(frozenset(ours), sum(ticks[p] for p in ours), frozenset(busy & ours),
+                          {p: ticks[p] for p in ours})
 
     def _descendants(self, parent: dict[int, int], skip: set[int]) -> set[int]:
         children: dict[int, list[int]] = {}
@@ -240,10 +243,62 @@ class ProcessActivity:
         return out
 
 
+def _runs(pid: int) -> int | None:
+    """How many times the main thread of ``pid`` has been scheduled (``/proc/PID/schedstat``,
+    exact, unlike CPU ticks: a 1 ms reaction to an event counts)."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 @dataclass
 class _Mark:
     at: float
     sample: ProcSample
+    #: Each main thread's run count at the input: one that has not run since is asleep on a
+    #: timeout it set before the input, which is not the input's doing.
+    runs: dict[int, int | None] = field(default_factory=dict)
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            return f.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return "?"
+
+
+class _Why:
+    """What kept a wait going, look by look, merged into spans: ``cause[processes]@from-to``
+    in ms since the input, e.g. ``damage@12-40 cpu[tint2]@12-95 timer[mousepad]@150``.
+
+    Causes: ``damage`` (something was drawn), ``cpu`` (processes used CPU), ``runnable`` (a main
+    thread was runnable), ``spawn`` (a process appeared), ``launch`` (waiting for a new
+    process's first drawing), ``thread`` (some thread was runnable), ``chunk``/``timer`` (an
+    event loop about to wake was waited for).
+    """
+
+    MAX_SPANS = 40
+
+    def __init__(self, start: float):
+        self.start = start
+        self.spans: list[list] = []  # [cause, names, first ms, last ms]
+
+    def add(self, now: float, cause: str, pids: set[int] | frozenset[int] = frozenset()) -> None:
+        ms = round(1000 * (now - self.start))
+        names = ",".join(sorted({_comm(p) for p in list(pids)[:6]}))
+        for span in reversed(self.spans[-4:]):  # causes interleave: merge with a recent one
+            if span[0] == cause and span[1] == names:
+                span[3] = ms
+                return
+        if len(self.spans) < self.MAX_SPANS:
+            self.spans.append([cause, names, ms, ms])
+
+    def text(self) -> str:
+        return " ".join(f"{c}{f'[{n}]' if n else ''}@{a}" + (f"-{b}" if b != a else "")
+                        for c, n, a, b in self.spans)
 
 
 class SettleSignal:
@@ -251,21 +306,30 @@ class SettleSignal:
 
     def __init__(self, display_name: str, exclude: Callable[[], set[int]] = lambda: set(),
                  quiet_s: float = QUIET_S, poll_s: float = POLL_S,
-                 first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S):
+                 first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S,
+                 timerless: Callable[[], set[int]] = lambda: set()):
+        """``timerless()`` names desktop processes whose timers never draw the input's effect:
+        the X server (it draws only what clients ask, at once) and the profile's panels (their
+        timers tick the clock; they redraw their task lists on X events at once). Their
+        runnable threads and CPU still count as activity."""
         self.damage = DamageMonitor(display_name)
         self.procs = ProcessActivity(exclude=exclude)
+        self.timerless = timerless
         self.quiet_s, self.poll_s, self.first_change_s = quiet_s, poll_s, first_change_s
         self.timer_s = timer_s
         self._lock = threading.Lock()
         self._mark: _Mark | None = None
         self._drawn_since_mark = False
+        #: Why the last wait lasted as long as it did (see :class:`_Why`).
+        self.last_why = ""
 
     def mark_input(self) -> None:
         """Call just before injecting input: what happens from now on is the input's doing."""
         with self._lock:
             self.damage.look()
             self._drawn_since_mark = False
-            self._mark = _Mark(time.monotonic(), self.procs.sample())
+            sample = self.procs.sample()
+            self._mark = _Mark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
 
     def wait(self, max_s: float = 3.0) -> dict[str, float]:
         """Block until the desktop is idle (or ``max_s`` after the last input); timing facts.
@@ -282,6 +346,7 @@ class SettleSignal:
         t0 = time.monotonic()
         mark = self._mark or _Mark(t0, self.procs.sample())
         start, base = mark.at, mark.sample
+        timerless = self.timerless()
         last_activity = t0
         prev = base
         looks = 0
@@ -290,16 +355,24 @@ class SettleSignal:
         timers: list[int] = []
         draws = draws_before_timer = 0
         chunked_since: float | None = None
+        why = _Why(start)
         while True:
             now = time.monotonic()
             cur = self.procs.sample()
             drawn = self.damage.look()  # after the sample: a drawing by a new process counts
             looks += 1
-            if cur.pids - prev.pids - base.pids:  # a process started since the last look
+            if new := cur.pids - prev.pids - base.pids:  # a process started since the last look
                 launched, drawn_after_launch = True, False
+                why.add(now, "spawn", new)
             if drawn:
                 self._drawn_since_mark = drawn_after_launch = True
                 draws += 1
+                why.add(now, "damage")
+            if cur.busy:
+                why.add(now, "runnable", cur.busy)
+            if cur.ticks != prev.ticks:
+                why.add(now, "cpu", {p for p, t in cur.per_pid.items()
+                                     if t != prev.per_pid.get(p, t)} or prev.pids - cur.pids)
             if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
                 last_activity = now
             prev = cur
@@ -309,44 +382,56 @@ class SettleSignal:
             # a launch (even behind a typed command's echo) has not drawn yet: its window may
             # come after a pause (files, the bus), so keep waiting a while
             waiting_for_window = not drawn_after_launch and now - start < self.first_change_s
+            if now - last_activity >= self.quiet_s and waiting_for_window:
+                why.add(now, "launch")
             if now - last_activity >= self.quiet_s and not waiting_for_window:
-                if ProcessActivity.busy_threads(cur.pids):
+                if busy := ProcessActivity.busy_threads(cur.pids):
+                    why.add(now, "thread", busy)
                     last_activity = time.monotonic()
                 elif ((chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
                       and self._drawn_since_mark
-                      and (due := self._timer_due(cur.pids, CHUNK_S)) is not None):
+                      and (soon := self._timer_due(cur.pids, mark, timerless, CHUNK_S))
+                      is not None):
                     # an event loop waking every few ms is working through a job in slices
                     # (LibreOffice lays out and counts words so): busy, not idle
                     chunked_since = now if chunked_since is None else chunked_since
-                    last_activity = time.monotonic() + due
+                    why.add(now, "chunk", {soon[1]})
+                    last_activity = time.monotonic() + soon[0]
                 elif (draws > draws_before_timer and sum(timers) < 1000 * TIMER_BUDGET_S
-                      and (due := self._timer_due(cur.pids)) is not None):
+                      and (soon := self._timer_due(cur.pids, mark, timerless)) is not None):
                     # something drew since the input (or since the last timer we waited for)
                     # and a timer is about to fire: let it fire, then look again. A timer that
                     # draws nothing ends this (periodic timers would hold us to max_s).
                     draws_before_timer = draws
-                    due = min(due, TIMER_BUDGET_S - sum(timers) / 1000)
+                    due = min(soon[0], TIMER_BUDGET_S - sum(timers) / 1000)
                     timers.append(round(1000 * due))
+                    why.add(now, "timer", {soon[1]})
                     last_activity = time.monotonic() + due
                 else:
                     break
             time.sleep(self.poll_s)
         self._mark = None
         end = time.monotonic()
+        self.last_why = why.text()
         return {"settle_ms": 1000 * (end - t0), "since_input_ms": 1000 * (end - start),
                 "settle_looks": float(looks), "settle_capped": float(capped),
                 "screen_changed": float(self._drawn_since_mark),
                 "settle_launch": float(launched), "settle_timers": float(len(timers))}
 
-    def _timer_due(self, pids: frozenset[int], within: float | None = None) -> float | None:
+    def _timer_due(self, pids: frozenset[int], mark: _Mark, timerless: set[int],
+                   within: float | None = None) -> tuple[float, int] | None:
         """The soonest wake-up, if within ``within`` (default ``timer_s``) seconds, of a desktop
-        process's main thread."""
+        process's main thread that ran since the input (so may have armed it in reaction to
+        it), not one of ``timerless``: ``(seconds, pid)``."""
         within = self.timer_s if within is None else within
         soonest = None
-        for pid in pids:
+        for pid in pids - timerless:
+            before = mark.runs.get(pid)
+            if before is not None and _runs(pid) == before:
+                continue  # asleep since before the input: a timer of its own (a clock, a caret)
             t = next_wakeup(pid)
-            if t is not None and t <= within and (soonest is None or t < soonest):
-                soonest = t
+            if t is not None and t <= within and (soonest is None or t < soonest[0]):
+                soonest = (t, pid)
         return soonest
 
     def close(self) -> None:
