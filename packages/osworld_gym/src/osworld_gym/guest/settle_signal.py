@@ -15,13 +15,15 @@ pixels, so the wait ends as soon as everything involved has gone idle:
   never shorter. Before declaring the desktop idle every *thread* is checked, not just main
   threads (a renderer's compositor thread may be the one still working).
 * **Timers about to fire**: when the action made something draw and then everything went idle,
-  the main threads' event loops are asked when they will wake next (the timeout of the
+  the main threads that ran since the input (a thread asleep since before it is on a timer of
+  its own: a clock, a caret; the X server and the panels never draw from timers what an input
+  did) are asked when they will wake next (the timeout of the
   ``poll``/``select`` they sleep in, :mod:`~osworld_gym.guest.wakeups`); one due within
   ``timer_s`` is waited for, and the next one too as long as the last one led to drawing
   (LibreOffice lays out an edit from one timer, then redraws its toolbars and status bar from
   another, 300 ms later).
-* **Work in slices**: a main thread that sleeps at most ``CHUNK_S`` between wake-ups is
-  working through a job (LibreOffice's layout and word count after an edit run from a 10 ms
+* **Work in slices**: a main thread that sleeps at most ``CHUNK_S`` between wake-ups and runs
+  at least ``CHUNK_CPU`` of the time is working through a job (LibreOffice's layout and word count after an edit run from a 10 ms
   timer and draw only at the end) and counts as busy, for up to ``CHUNKED_BUDGET_S``.
 * **Launches**: when a process appeared after the input and nothing has been drawn since it
   appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
@@ -81,9 +83,13 @@ TIMER_BUDGET_S = 0.4
 #: A main thread asleep for at most this long is working through a job in slices between its
 #: events (LibreOffice's idle layout and word count run from a 10 ms timer): still busy...
 CHUNK_S = 0.03
-#: ...for at most this long after it was first seen in one settle (GTK's file dialog polls that
-#: fast for seconds; an app that does so forever must not hold every turn to ``max_s``).
+#: ...for at most this long after it was first seen in one settle (an app that does so forever
+#: must not hold every turn to ``max_s``)...
 CHUNKED_BUDGET_S = 0.8
+#: ...and only while its main thread runs at least this share of the time: GTK's file dialog
+#: wakes that often for seconds doing next to nothing (1-3 %), which held every Ctrl+O to the
+#: budget.
+CHUNK_CPU = 0.1
 
 _DAMAGE_REPORT_NON_EMPTY = 3
 
@@ -243,14 +249,23 @@ class ProcessActivity:
         return out
 
 
+def _schedstat(pid: int, field_: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[field_])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _runs(pid: int) -> int | None:
     """How many times the main thread of ``pid`` has been scheduled (``/proc/PID/schedstat``,
     exact, unlike CPU ticks: a 1 ms reaction to an event counts)."""
-    try:
-        with open(f"/proc/{pid}/schedstat", "rb") as f:
-            return int(f.read().split()[2])
-    except (OSError, IndexError, ValueError):
-        return None
+    return _schedstat(pid, 2)
+
+
+def _cpu_ns(pid: int) -> int | None:
+    """Nanoseconds the main thread of ``pid`` has run."""
+    return _schedstat(pid, 0)
 
 
 @dataclass
@@ -277,7 +292,8 @@ class _Why:
     Causes: ``damage`` (something was drawn), ``cpu`` (processes used CPU), ``runnable`` (a main
     thread was runnable), ``spawn`` (a process appeared), ``launch`` (waiting for a new
     process's first drawing), ``thread`` (some thread was runnable), ``chunk``/``timer`` (an
-    event loop about to wake was waited for).
+    event loop about to wake was waited for); and what was *not* waited for: ``server-only``
+    (only the X server was runnable and a fresh look saw no drawing).
     """
 
     MAX_SPANS = 40
@@ -307,14 +323,17 @@ class SettleSignal:
     def __init__(self, display_name: str, exclude: Callable[[], set[int]] = lambda: set(),
                  quiet_s: float = QUIET_S, poll_s: float = POLL_S,
                  first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S,
-                 timerless: Callable[[], set[int]] = lambda: set()):
+                 timerless: Callable[[], set[int]] = lambda: set(),
+                 server: Callable[[], set[int]] = lambda: set()):
         """``timerless()`` names desktop processes whose timers never draw the input's effect:
         the X server (it draws only what clients ask, at once) and the profile's panels (their
         timers tick the clock; they redraw their task lists on X events at once). Their
-        runnable threads and CPU still count as activity."""
+        runnable threads and CPU still count as activity. ``server()`` names the X server:
+        when it is the only runnable process at the end of a wait, a fresh damage look decides
+        instead (it is runnable on our own round trips)."""
         self.damage = DamageMonitor(display_name)
         self.procs = ProcessActivity(exclude=exclude)
-        self.timerless = timerless
+        self.timerless, self.server = timerless, server
         self.quiet_s, self.poll_s, self.first_change_s = quiet_s, poll_s, first_change_s
         self.timer_s = timer_s
         self._lock = threading.Lock()
@@ -346,7 +365,7 @@ class SettleSignal:
         t0 = time.monotonic()
         mark = self._mark or _Mark(t0, self.procs.sample())
         start, base = mark.at, mark.sample
-        timerless = self.timerless()
+        timerless, server = self.timerless(), self.server()
         last_activity = t0
         prev = base
         looks = 0
@@ -355,6 +374,8 @@ class SettleSignal:
         timers: list[int] = []
         draws = draws_before_timer = 0
         chunked_since: float | None = None
+        chunk_probe: dict[int, tuple[int, float]] = {}  # pid -> (CPU ns, when) at the last look
+        idle_loops: set[int] = set()  # woke often but hardly ran: not working through a job
         why = _Why(start)
         while True:
             now = time.monotonic()
@@ -385,15 +406,26 @@ class SettleSignal:
             if now - last_activity >= self.quiet_s and waiting_for_window:
                 why.add(now, "launch")
             if now - last_activity >= self.quiet_s and not waiting_for_window:
-                if busy := ProcessActivity.busy_threads(cur.pids):
+                busy = ProcessActivity.busy_threads(cur.pids)
+                if busy and set(busy) <= server and not self.damage.look():
+                    # only the X server is runnable, most likely still on our own round trip
+                    # (it answers, then is preempted on a loaded machine): what it does for
+                    # others that shows is drawing, and a fresh look saw none
+                    why.add(now, "server-only", busy)
+                    busy = []
+                elif busy and set(busy) <= server:  # that look saw drawing: activity
+                    self._drawn_since_mark = drawn_after_launch = True
+                    draws += 1
+                    why.add(now, "damage")
+                if busy:
                     why.add(now, "thread", busy)
                     last_activity = time.monotonic()
                 elif ((chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
                       and self._drawn_since_mark
-                      and (soon := self._timer_due(cur.pids, mark, timerless, CHUNK_S))
-                      is not None):
-                    # an event loop waking every few ms is working through a job in slices
-                    # (LibreOffice lays out and counts words so): busy, not idle
+                      and (soon := self._chunked(cur.pids, mark, timerless | idle_loops,
+                                                 chunk_probe, idle_loops, now)) is not None):
+                    # an event loop waking every few ms and running much of the time is working
+                    # through a job in slices (LibreOffice lays out and counts words so): busy
                     chunked_since = now if chunked_since is None else chunked_since
                     why.add(now, "chunk", {soon[1]})
                     last_activity = time.monotonic() + soon[0]
@@ -417,6 +449,24 @@ class SettleSignal:
                 "settle_looks": float(looks), "settle_capped": float(capped),
                 "screen_changed": float(self._drawn_since_mark),
                 "settle_launch": float(launched), "settle_timers": float(len(timers))}
+
+    def _chunked(self, pids: frozenset[int], mark: _Mark, skip: set[int],
+                 probe: dict[int, tuple[int, float]], idle_loops: set[int], now: float
+                 ) -> tuple[float, int] | None:
+        """A main thread about to wake within ``CHUNK_S`` that ran at least ``CHUNK_CPU`` of the
+        time since it was last seen so (the first sighting gives it the benefit of the doubt:
+        one wake-up is waited for, then measured). One that hardly ran joins ``idle_loops``."""
+        while (soon := self._timer_due(pids, mark, skip, CHUNK_S)) is not None:
+            pid, ns = soon[1], _cpu_ns(soon[1])
+            last = probe.get(pid)
+            if ns is not None:
+                probe[pid] = (ns, now)
+            if (last is None or ns is None or now <= last[1]
+                    or (ns - last[0]) / 1e9 >= CHUNK_CPU * (now - last[1])):
+                return soon
+            idle_loops.add(pid)
+            skip = skip | {pid}
+        return None
 
     def _timer_due(self, pids: frozenset[int], mark: _Mark, timerless: set[int],
                    within: float | None = None) -> tuple[float, int] | None:
