@@ -292,7 +292,7 @@ class _Why:
     Causes: ``damage`` (something was drawn), ``cpu`` (processes used CPU), ``runnable`` (a main
     thread was runnable), ``spawn`` (a process appeared), ``launch`` (waiting for a new
     process's first drawing), ``thread`` (some thread was runnable), ``chunk``/``timer`` (an
-    event loop about to wake was waited for); and what was *not* waited for: ``server-only``
+    event loop about to wake was waited for, ``+ms`` its timeout); and what was *not* waited for: ``server-only``
     (only the X server was runnable and a fresh look saw no drawing).
     """
 
@@ -427,7 +427,7 @@ class SettleSignal:
                     # an event loop waking every few ms and running much of the time is working
                     # through a job in slices (LibreOffice lays out and counts words so): busy
                     chunked_since = now if chunked_since is None else chunked_since
-                    why.add(now, "chunk", {soon[1]})
+                    why.add(now, f"chunk+{round(1000 * soon[0])}", {soon[1]})
                     last_activity = time.monotonic() + soon[0]
                 elif (draws > draws_before_timer and sum(timers) < 1000 * TIMER_BUDGET_S
                       and (soon := self._timer_due(cur.pids, mark, timerless)) is not None):
@@ -437,7 +437,7 @@ class SettleSignal:
                     draws_before_timer = draws
                     due = min(soon[0], TIMER_BUDGET_S - sum(timers) / 1000)
                     timers.append(round(1000 * due))
-                    why.add(now, "timer", {soon[1]})
+                    why.add(now, f"timer+{round(1000 * due)}", {soon[1]})
                     last_activity = time.monotonic() + due
                 else:
                     break
