@@ -293,7 +293,8 @@ class _Why:
     thread was runnable), ``spawn`` (a process appeared), ``launch`` (waiting for a new
     process's first drawing), ``thread`` (some thread was runnable), ``chunk``/``timer`` (an
     event loop about to wake was waited for, ``+ms`` its timeout); and what was *not* waited for: ``server-only``
-    (only the X server was runnable and a fresh look saw no drawing).
+    (only the X server was runnable and a fresh look saw no drawing), ``idle-loop`` (an event
+    loop woke often but hardly ran: not a job in slices).
     """
 
     MAX_SPANS = 40
@@ -341,6 +342,7 @@ class SettleSignal:
         self._drawn_since_mark = False
         #: Why the last wait lasted as long as it did (see :class:`_Why`).
         self.last_why = ""
+        self._why = _Why(0.0)
 
     def mark_input(self) -> None:
         """Call just before injecting input: what happens from now on is the input's doing."""
@@ -376,7 +378,7 @@ class SettleSignal:
         chunked_since: float | None = None
         chunk_probe: dict[int, tuple[int, float]] = {}  # pid -> (CPU ns, when) at the last look
         idle_loops: set[int] = set()  # woke often but hardly ran: not working through a job
-        why = _Why(start)
+        why = self._why = _Why(start)
         while True:
             now = time.monotonic()
             cur = self.procs.sample()
@@ -465,6 +467,7 @@ class SettleSignal:
                     or (ns - last[0]) / 1e9 >= CHUNK_CPU * (now - last[1])):
                 return soon
             idle_loops.add(pid)
+            self._why.add(now, "idle-loop", {pid})
             skip = skip | {pid}
         return None
 
