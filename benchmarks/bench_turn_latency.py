@@ -190,6 +190,8 @@ def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top
                              capped=bool(facts.get("settle_capped")))
                 timers = int(facts.get("settle_timers", 0))
                 why = client.last_settle_why if method == "signal" else ""
+                if "since_input_ms" in facts:  # the guest's own wait, without the transfers
+                    why = f"guest {facts['since_input_ms']:.0f} ms: {why}"
                 if method != "fixed":
                     time.sleep(LATER_S)
                     later = client.screenshot_array()
