@@ -17,14 +17,16 @@ pixels, so the wait ends as soon as everything involved has gone idle:
 * **Timers about to fire**: when the action made something draw and then everything went idle,
   the main threads that ran since the input (a thread asleep since before it is on a timer of
   its own: a clock, a caret; the X server and the panels never draw from timers what an input
-  did) are asked when they will wake next (the timeout of the
-  ``poll``/``select`` they sleep in, :mod:`~osworld_gym.guest.wakeups`); one due within
+  did) are asked when they will wake next (the timeout of the ``poll``/``select`` they sleep
+  in, :mod:`~osworld_gym.guest.wakeups`); one due within
   ``timer_s`` is waited for, and the next one too as long as the last one led to drawing
   (LibreOffice lays out an edit from one timer, then redraws its toolbars and status bar from
   another, 300 ms later).
 * **Work in slices**: a main thread that sleeps at most ``CHUNK_S`` between wake-ups and runs
-  at least ``CHUNK_CPU`` of the time is working through a job (LibreOffice's layout and word count after an edit run from a 10 ms
-  timer and draw only at the end) and counts as busy, for up to ``CHUNKED_BUDGET_S``.
+  at least ``CHUNK_CPU`` of the time is working through a job (LibreOffice's layout and word
+  count after an edit run from a 10 ms timer and draw only at the end) and counts as busy, for
+  up to ``CHUNKED_BUDGET_S``; GTK's file dialog, waking as often doing next to nothing, does
+  not.
 * **Launches**: when a process appeared after the input and nothing has been drawn since it
   appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
   after the input, for its window: an app idle between bursts of CPU (reading files, waiting
@@ -33,7 +35,10 @@ pixels, so the wait ends as soon as everything involved has gone idle:
 The desktop has settled when no damage and no CPU activity were seen for ``quiet_s`` and no
 thread is runnable. What this cannot see: a timer due later than ``timer_s`` or armed when
 nothing was drawn (a tooltip after hovering for half a second; a caret's blink), a timer armed
-by one that drew nothing, and processes outside the guest's tree.
+by one that drew nothing, one of a process asleep since before the input, a timer due after
+an earlier one that drew nothing, and processes outside the guest's tree. What it cannot tell
+apart: a timer that will draw from one that will not (GNOME Terminal arms one of 0.1-0.3 s
+after some typed commands that draws nothing; it is waited for).
 The benchmark's stale-frame check (``benchmarks/bench_turn_latency.py``) measures what that
 costs.
 
@@ -287,14 +292,14 @@ def _comm(pid: int) -> str:
 
 class _Why:
     """What kept a wait going, look by look, merged into spans: ``cause[processes]@from-to``
-    in ms since the input, e.g. ``damage@12-40 cpu[tint2]@12-95 timer[mousepad]@150``.
+    in ms since the input, e.g. ``damage@12-40 cpu[tint2]@12-95 timer+90[mousepad]@150``.
 
     Causes: ``damage`` (something was drawn), ``cpu`` (processes used CPU), ``runnable`` (a main
     thread was runnable), ``spawn`` (a process appeared), ``launch`` (waiting for a new
     process's first drawing), ``thread`` (some thread was runnable), ``chunk``/``timer`` (an
-    event loop about to wake was waited for, ``+ms`` its timeout); and what was *not* waited for: ``server-only``
-    (only the X server was runnable and a fresh look saw no drawing), ``idle-loop`` (an event
-    loop woke often but hardly ran: not a job in slices).
+    event loop about to wake was waited for, ``+ms`` its timeout); and what was *not* waited
+    for: ``server-only`` (only the X server was runnable and a fresh look saw no drawing),
+    ``idle-loop`` (an event loop woke often but hardly ran: not a job in slices).
     """
 
     MAX_SPANS = 40
