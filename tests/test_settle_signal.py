@@ -300,3 +300,22 @@ def test_next_wakeup_reads_the_timeout_a_sleeping_event_loop_waits_with(code, ex
             assert got is not None and expected - 0.5 < got <= expected
     finally:
         stop(child)
+
+
+def test_the_trace_shows_a_process_name_the_player_chose_as_harmless_text():
+    """The player names its processes: a newline in one must not reach the ``X-Settle-Why``
+    header, nor the trace's own separators its parsing."""
+    from osworld_gym.guest.settle_signal import _comm
+
+    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a\\r\\nX-Bad: [1],@', 0, 0, 0); "
+            "print('go', flush=True); sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "go"
+        raw = Path(f"/proc/{child.pid}/comm").read_bytes()
+        assert b"\n" in raw.rstrip(b"\n")  # the name really holds a newline
+        name = _comm(child.pid)
+        assert name == "a??X-Bad:??1???", name
+    finally:
+        stop(child)

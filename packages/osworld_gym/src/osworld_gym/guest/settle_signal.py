@@ -283,11 +283,14 @@ class _Mark:
 
 
 def _comm(pid: int) -> str:
+    """The process's name, as the trace may show it: printable ASCII without the trace's own
+    separators (the player names its processes: a newline would forge a header)."""
     try:
         with open(f"/proc/{pid}/comm", "rb") as f:
-            return f.read().decode("utf-8", "replace").strip()
+            raw = f.read().rstrip(b"\n")
     except OSError:
         return "?"
+    return "".join(chr(b) if 0x21 <= b < 0x7F and chr(b) not in "[],@" else "?" for b in raw)
 
 
 class _Why:
