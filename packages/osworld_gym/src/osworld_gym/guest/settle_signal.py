@@ -22,11 +22,10 @@ pixels, so the wait ends as soon as everything involved has gone idle:
   ``timer_s`` is waited for, and the next one too as long as the last one led to drawing
   (LibreOffice lays out an edit from one timer, then redraws its toolbars and status bar from
   another, 300 ms later).
-* **Work in slices**: a main thread that sleeps at most ``CHUNK_S`` between wake-ups and runs
-  at least ``CHUNK_CPU`` of the time is working through a job (LibreOffice's layout and word
-  count after an edit run from a 10 ms timer and draw only at the end) and counts as busy, for
-  up to ``CHUNKED_BUDGET_S``; GTK's file dialog, waking as often doing next to nothing, does
-  not.
+* **Work in slices**: a main thread that ran since the input and sleeps at most ``CHUNK_S``
+  between wake-ups is working through a job (LibreOffice's layout and word count after an edit
+  run from a 10 ms timer and draw only at the end) and counts as busy, for up to
+  ``CHUNKED_BUDGET_S`` (GTK's file dialog wakes as often, doing nothing, and is waited for too).
 * **Launches**: when a process appeared after the input and nothing has been drawn since it
   appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
   after the input, for its window: an app idle between bursts of CPU (reading files, waiting
@@ -88,13 +87,10 @@ TIMER_BUDGET_S = 0.4
 #: A main thread asleep for at most this long is working through a job in slices between its
 #: events (LibreOffice's idle layout and word count run from a 10 ms timer): still busy...
 CHUNK_S = 0.03
-#: ...for at most this long after it was first seen in one settle (an app that does so forever
-#: must not hold every turn to ``max_s``)...
+#: ...for at most this long after it was first seen in one settle (GTK's file dialog polls that
+#: fast for seconds; an app that does so forever must not hold every turn to ``max_s``). Its
+#: CPU share does not tell the two apart: LibreOffice's job runs at 3-4 %, the dialog at 2-3 %.
 CHUNKED_BUDGET_S = 0.8
-#: ...and only while its main thread runs at least this share of the time: GTK's file dialog
-#: wakes that often for seconds doing next to nothing (1-3 %), which held every Ctrl+O to the
-#: budget.
-CHUNK_CPU = 0.1
 
 _DAMAGE_REPORT_NON_EMPTY = 3
 
@@ -268,11 +264,6 @@ def _runs(pid: int) -> int | None:
     return _schedstat(pid, 2)
 
 
-def _cpu_ns(pid: int) -> int | None:
-    """Nanoseconds the main thread of ``pid`` has run."""
-    return _schedstat(pid, 0)
-
-
 @dataclass
 class _Mark:
     at: float
@@ -301,8 +292,10 @@ class _Why:
     thread was runnable), ``spawn`` (a process appeared), ``launch`` (waiting for a new
     process's first drawing), ``thread`` (some thread was runnable), ``chunk``/``timer`` (an
     event loop about to wake was waited for, ``+ms`` its timeout); and what was *not* waited
-    for: ``server-only`` (only the X server was runnable and a fresh look saw no drawing),
-    ``idle-loop`` (an event loop woke often but hardly ran: not a job in slices).
+    for: ``server-only`` (only the X server was runnable and a fresh look saw no drawing). At the
+    end,
+    when something was drawn, ``asleep`` says in which call each main thread that ran since
+    the input sleeps (syscall number, timeout in ms or ``-``).
     """
 
     MAX_SPANS = 40
@@ -384,8 +377,6 @@ class SettleSignal:
         timers: list[int] = []
         draws = draws_before_timer = 0
         chunked_since: float | None = None
-        chunk_probe: dict[int, tuple[int, float]] = {}  # pid -> (CPU ns, when) at the last look
-        idle_loops: set[int] = set()  # woke often but hardly ran: not working through a job
         why = self._why = _Why(start)
         while True:
             now = time.monotonic()
@@ -432,10 +423,10 @@ class SettleSignal:
                     last_activity = time.monotonic()
                 elif ((chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
                       and self._drawn_since_mark
-                      and (soon := self._chunked(cur.pids, mark, timerless | idle_loops,
-                                                 chunk_probe, idle_loops, now)) is not None):
-                    # an event loop waking every few ms and running much of the time is working
-                    # through a job in slices (LibreOffice lays out and counts words so): busy
+                      and (soon := self._timer_due(cur.pids, mark, timerless, CHUNK_S))
+                      is not None):
+                    # an event loop waking every few ms is working through a job in slices
+                    # (LibreOffice lays out and counts words so, at 1-4 % CPU): busy, not idle
                     chunked_since = now if chunked_since is None else chunked_since
                     why.add(now, f"chunk+{round(1000 * soon[0])}", {soon[1]})
                     last_activity = time.monotonic() + soon[0]
@@ -450,6 +441,8 @@ class SettleSignal:
                     why.add(now, f"timer+{round(1000 * due)}", {soon[1]})
                     last_activity = time.monotonic() + due
                 else:
+                    if self._drawn_since_mark:
+                        self._note_sleepers(why, now, cur.pids - timerless, mark)
                     break
             time.sleep(self.poll_s)
         self._mark = None
@@ -460,24 +453,27 @@ class SettleSignal:
                 "screen_changed": float(self._drawn_since_mark),
                 "settle_launch": float(launched), "settle_timers": float(len(timers))}
 
-    def _chunked(self, pids: frozenset[int], mark: _Mark, skip: set[int],
-                 probe: dict[int, tuple[int, float]], idle_loops: set[int], now: float
-                 ) -> tuple[float, int] | None:
-        """A main thread about to wake within ``CHUNK_S`` that ran at least ``CHUNK_CPU`` of the
-        time since it was last seen so (the first sighting gives it the benefit of the doubt:
-        one wake-up is waited for, then measured). One that hardly ran joins ``idle_loops``."""
-        while (soon := self._timer_due(pids, mark, skip, CHUNK_S)) is not None:
-            pid, ns = soon[1], _cpu_ns(soon[1])
-            last = probe.get(pid)
-            if ns is not None:
-                probe[pid] = (ns, now)
-            if (last is None or ns is None or now <= last[1]
-                    or (ns - last[0]) / 1e9 >= CHUNK_CPU * (now - last[1])):
-                return soon
-            idle_loops.add(pid)
-            self._why.add(now, "idle-loop", {pid})
-            skip = skip | {pid}
-        return None
+    @staticmethod
+    def _note_sleepers(why: _Why, now: float, pids: frozenset[int], mark: _Mark) -> None:
+        """For the trace: how the main threads that ran since the input sleep as the wait ends
+        (``asleep[name:syscall+timeout ms]``; ``-`` no timeout we can read), at most six."""
+        notes = []
+        for pid in sorted(pids):
+            before = mark.runs.get(pid)
+            if before is None or _runs(pid) == before:
+                continue
+            try:
+                with open(f"/proc/{pid}/syscall") as f:
+                    nr = f.read().split(" ", 1)[0].strip()
+            except OSError:
+                continue
+            t = next_wakeup(pid)
+            notes.append(f"{_comm(pid)}:{nr}+{'-' if t is None else round(1000 * t)}")
+            if len(notes) == 6:
+                break
+        if notes:
+            why.add(now, "asleep")
+            why.spans[-1][1] = ";".join(notes)
 
     def _timer_due(self, pids: frozenset[int], mark: _Mark, timerless: set[int],
                    within: float | None = None) -> tuple[float, int] | None:
