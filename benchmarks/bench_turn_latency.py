@@ -169,8 +169,9 @@ def observe(client: GuestClient, method: str, previous: np.ndarray) -> tuple[np.
 
 
 def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top: int,
-        save: Path | None = None) -> list[Record]:
-    """Every scenario once per method; ``save``: a folder for the frame pairs of stale turns."""
+        save: Path | None = None, show_why: bool = False) -> list[Record]:
+    """Every scenario once per method; ``save``: a folder for the frame pairs of stale turns;
+    ``show_why``: print what kept each signal wait going (the guest's trace)."""
     records: list[Record] = []
     for sc in scs:
         for method in methods:
@@ -188,12 +189,15 @@ def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top
                 rec = Record(sc.name, step.kind, method, 1000 * (time.perf_counter() - t0),
                              capped=bool(facts.get("settle_capped")))
                 timers = int(facts.get("settle_timers", 0))
+                why = client.last_settle_why if method == "signal" else ""
+                if "since_input_ms" in facts:  # the guest's own wait, without the transfers
+                    why = f"guest {facts['since_input_ms']:.0f} ms: {why}"
                 if method != "fixed":
                     time.sleep(LATER_S)
                     later = client.screenshot_array()
                     d = compare_later(frame_new, later, ignore_top=ignore_top)
                     rec.stale = d.kind
-                    rec.extra = {"box": d.box, "pixels": d.pixels}
+                    rec.extra = {"box": d.box, "pixels": d.pixels, "why": why}
                     if save is not None and not d.explained:
                         save.mkdir(parents=True, exist_ok=True)
                         stem = f"{sc.name}-{method}-{len(records):03d}"
@@ -205,8 +209,8 @@ def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top
                 records.append(rec)
                 print(f"{sc.name:12s} {method:8s} {step.kind:20s} {rec.ms:7.0f} ms "
                       f"{rec.stale}{' capped' if rec.capped else ''}"
-                      f"{f' timers={timers}' if timers else ''} {rec.extra.get('box') or ''}",
-                      flush=True)
+                      f"{f' timers={timers}' if timers else ''} {rec.extra.get('box') or ''}"
+                      f"{f'  why: {why}' if why and show_why else ''}", flush=True)
     return records
 
 
@@ -273,6 +277,8 @@ def main() -> None:
     ap.add_argument("--profile", default="openbox", choices=["openbox", "ubuntu"])
     ap.add_argument("--apps", default="xterm,mousepad,libreoffice,chromium,vlc")
     ap.add_argument("--methods", default="signal,polling,fixed")
+    ap.add_argument("--why", action="store_true",
+                    help="print what kept each signal wait going (the guest's trace)")
     ap.add_argument("--json", help="also write every measurement to this file")
     ap.add_argument("--save-stale", type=Path, help="folder for the frame pairs of stale turns")
     ap.add_argument("--env-steps", type=int, metavar="REPS",
@@ -291,7 +297,7 @@ def main() -> None:
     client = provider.start()
     try:
         records = run(client, scs, methods, TOPBAR_ROWS if args.profile == "ubuntu" else 0,
-                      args.save_stale)
+                      args.save_stale, args.why)
     finally:
         provider.stop()
     load1 = open("/proc/loadavg").read().split()[:3]

@@ -27,6 +27,7 @@ if shutil.which("Xvfb") is None:
 from osworld_gym.actions.primitives import Click  # noqa: E402
 from osworld_gym.guest.screen import Screen  # noqa: E402
 from osworld_gym.guest.settle_signal import ProcessActivity, SettleSignal  # noqa: E402
+from osworld_gym.guest.wakeups import next_wakeup  # noqa: E402
 from osworld_gym.guest.xinput import XInput  # noqa: E402
 
 CLIENT = r"""
@@ -53,6 +54,11 @@ while True:
     elif mode == "timer":  # draw at once, then once more from a timer (LibreOffice's way)
         win.fill_rectangle(grey, 0, 0, 400, 300); d.flush()
         import select; select.select([], [], [], 0.25)
+    elif mode == "slices":  # paint, then work from a 10 ms timer, drawing at the end (LibreOffice)
+        win.fill_rectangle(grey, 0, 0, 400, 300); d.flush()
+        import select
+        for _ in range(30):
+            select.select([], [], [], 0.01)
     elif mode == "child":
         subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\n"
                         "while time.process_time() - t < 0.4: pass"], check=True)
@@ -73,6 +79,9 @@ def free_display(start: int = 140) -> int:
     raise RuntimeError("no free X display number")
 
 
+XVFB: dict[str, int] = {}  # display -> its X server's pid
+
+
 @pytest.fixture(scope="module")
 def display(tmp_path_factory) -> Iterator[str]:
     if not os.environ.get("XAUTHORITY"):  # python-xlib wants the file to exist
@@ -87,6 +96,7 @@ def display(tmp_path_factory) -> Iterator[str]:
     while not sock.exists():
         assert xvfb.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
         time.sleep(0.05)
+    XVFB[name] = xvfb.pid
     try:
         yield name
     finally:
@@ -96,7 +106,10 @@ def display(tmp_path_factory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def parts(display) -> Iterator[tuple[SettleSignal, XInput, Screen]]:
-    signal, xinput, screen = SettleSignal(display), XInput(display), Screen(display)
+    # as the guest does: the X server's timers are not the input's doing
+    signal = SettleSignal(display, timerless=lambda: {XVFB[display]},
+                          server=lambda: {XVFB[display]})
+    xinput, screen = XInput(display), Screen(display)
     try:
         yield signal, xinput, screen
     finally:
@@ -140,8 +153,79 @@ def test_the_wait_lasts_until_the_app_has_drawn_its_answer(display, parts, mode)
         signal.wait(5.0)  # the new window's first paint is done
         assert np.asarray(screen.capture(cursor=False).image)[150, 200].tolist() == [0, 0, 0]
         facts, frame = click_and_wait(parts)
-        assert frame[150, 200].tolist() == [255, 255, 255], facts
+        assert frame[150, 200].tolist() == [255, 255, 255], (facts, signal.last_why)
         assert facts["screen_changed"] == 1.0 and facts["settle_capped"] == 0.0
+        if mode == "timer":  # the app ran on the input and armed the timer: it was waited for
+            assert facts["settle_timers"] >= 1 and "timer+" in signal.last_why
+    finally:
+        stop(client)
+
+
+def first_paint_done(signal: SettleSignal) -> None:
+    signal.mark_input()
+    signal.wait(5.0)
+
+
+def test_a_timer_armed_before_the_input_is_not_waited_for(display, parts):
+    """A clock-like process went to sleep on a 0.3 s timeout just before the click and did not
+    run since: its timer is its own (a clock, a caret), not the click's doing. The app that
+    answered the click drew, so the old rule waited for any timer due soon (on ubuntu: the
+    panel's, the X server's)."""
+    clock = subprocess.Popen([sys.executable, "-c", "import select, sys\n"
+                              "print('go', flush=True); sys.stdin.readline()\n"
+                              "select.select([], [], [], 0.3); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    client = start_client(display, "plain")
+    try:
+        signal, xinput, screen = parts
+        first_paint_done(signal)
+        assert clock.stdin is not None and clock.stdout is not None
+        assert clock.stdout.readline().strip() == "go"
+        clock.stdin.write("\n")
+        clock.stdin.flush()
+        deadline = time.monotonic() + 30
+        while abs((next_wakeup(clock.pid) or 0) - 0.3) > 1e-6:  # asleep on it, before the input
+            assert clock.poll() is None and time.monotonic() < deadline
+            time.sleep(0.002)
+        facts, frame = click_and_wait(parts)
+        assert frame[150, 200].tolist() == [255, 255, 255]
+        assert facts["settle_timers"] == 0.0 and "timer" not in signal.last_why, signal.last_why
+    finally:
+        stop(client)
+        stop(clock)
+
+
+def test_timers_of_the_x_server_and_the_panels_are_not_waited_for(display):
+    """Processes named ``timerless`` (the X server, the profile's panels) draw from timers only
+    their own things: an app so named that paints grey, then white from a 0.25 s timer, gets
+    its grey frame, and the trace says no timer was waited for."""
+    client = start_client(display, "timer")
+    signal = SettleSignal(display, timerless=lambda: {client.pid, XVFB[display]})
+    xinput, screen = XInput(display), Screen(display)
+    try:
+        first_paint_done(signal)
+        facts, frame = click_and_wait((signal, xinput, screen))
+        assert facts["screen_changed"] == 1.0
+        assert facts["settle_timers"] == 0.0 and "timer" not in signal.last_why, signal.last_why
+        assert frame[150, 200].tolist() == [128, 128, 128]  # what the rule gives up, knowingly
+    finally:
+        stop(client)
+        signal.close()
+        xinput.close()
+        screen.close()
+
+
+def test_a_job_in_slices_at_a_few_percent_cpu_is_waited_for(display, parts):
+    """After its first paint the app wakes every 10 ms for 0.3 s, hardly running, then paints
+    its answer: LibreOffice's first edit does so (toolbar, modified flag, word count). A rule
+    that took low CPU for an idle loop returned the first paint."""
+    client = start_client(display, "slices")
+    try:
+        signal = parts[0]
+        first_paint_done(signal)
+        facts, frame = click_and_wait(parts)
+        assert frame[150, 200].tolist() == [255, 255, 255], (facts, signal.last_why)
+        assert "chunk+" in signal.last_why and facts["settle_capped"] == 0.0
     finally:
         stop(client)
 
@@ -196,8 +280,6 @@ def test_the_recorders_subtree_can_be_left_out():
     ("import sys; sys.stdin.read()", None),  # no timeout: not a timer
 ])
 def test_next_wakeup_reads_the_timeout_a_sleeping_event_loop_waits_with(code, expected):
-    from osworld_gym.guest.wakeups import next_wakeup
-
     child = subprocess.Popen([sys.executable, "-c", f"print('go', flush=True); {code}"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -212,5 +294,24 @@ def test_next_wakeup_reads_the_timeout_a_sleeping_event_loop_waits_with(code, ex
             assert got is None
         else:
             assert got is not None and expected - 0.5 < got <= expected
+    finally:
+        stop(child)
+
+
+def test_the_trace_shows_a_process_name_the_player_chose_as_harmless_text():
+    """The player names its processes: a newline in one must not reach the ``X-Settle-Why``
+    header, nor the trace's own separators its parsing."""
+    from osworld_gym.guest.settle_signal import _comm
+
+    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a\\r\\nX-Bad: [1],@', 0, 0, 0); "
+            "print('go', flush=True); sys.stdin.read()")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "go"
+        raw = Path(f"/proc/{child.pid}/comm").read_bytes()
+        assert b"\n" in raw.rstrip(b"\n")  # the name really holds a newline
+        name = _comm(child.pid)
+        assert name == "a??X-Bad:??1???", name
     finally:
         stop(child)

@@ -61,6 +61,9 @@ class GuestClient:
         #: False once the guest said it cannot tell when its screen settles (no XDamage, or a
         #: guest from before the signal): callers poll screenshots instead.
         self.settle_supported: bool = True
+        #: What kept the guest's last settle wait going (its ``X-Settle-Why`` trace), for
+        #: benchmarks and debugging; empty when it was not asked or an older guest answered.
+        self.last_settle_why: str = ""
 
     # ---- plumbing ---------------------------------------------------------------------------
     def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
@@ -183,6 +186,7 @@ class GuestClient:
             self.settle_supported = False
             return None
         header = resp.headers.get("X-Settle")
+        self.last_settle_why = resp.headers.get("X-Settle-Why", "")
         if header is None:  # a guest that ignores the parameter: this frame was not waited for
             self.settle_supported = False
             return None

@@ -185,11 +185,20 @@ class GuestApp:
                                                                self.screen.height), self.state_dir)
         self.a11y = Accessibility(self.registry, env)
         try:
-            self.settle = SettleSignal(cfg.display, exclude=self._not_the_desktop)
+            self.settle = SettleSignal(cfg.display, exclude=self._not_the_desktop,
+                                       timerless=self._timerless, server=self._x_server)
         except DamageUnavailable as e:
             log.warning("%s: the host will poll screenshots to see the screen settle", e)
         log.info("guest ready on display %s (%dx%d), home %s", cfg.display, self.screen.width,
                  self.screen.height, self.home)
+
+    def _x_server(self) -> set[int]:
+        return {self.desktop.xvfb.pid} if self.desktop.xvfb is not None else set()
+
+    def _timerless(self) -> set[int]:
+        """The X server and the profile's panels: their timers never show an input's effect."""
+        d = self.desktop
+        return self._x_server() | (d.session.pids() if d.session is not None else set())
 
     def _not_the_desktop(self) -> set[int]:
         """Processes whose CPU use is ours, not the desktop's reaction to input."""

@@ -72,7 +72,8 @@ def register(router: Router, app: GuestApp) -> None:
 
     def _settle(value: str) -> dict[str, str]:
         """Wait (at most ``value`` seconds after the last input) until the desktop is idle;
-        the facts as a JSON ``X-Settle`` header. 501 where the X server has no DAMAGE."""
+        the facts as a JSON ``X-Settle`` header, what kept the wait going as ``X-Settle-Why``.
+        501 where the X server has no DAMAGE."""
         try:
             max_s = float(value)
         except ValueError:
@@ -84,7 +85,10 @@ def register(router: Router, app: GuestApp) -> None:
             raise HTTPError(501, "this desktop's X server has no DAMAGE extension: poll "
                                  "screenshots to see the screen settle")
         facts = app.settle.wait(max_s)
-        return {"X-Settle": json.dumps({k: round(v, 2) for k, v in facts.items()})}
+        # what kept the wait going (the settle signal's trace, ASCII-safe for a header)
+        why = app.settle.last_why.encode("ascii", "replace").decode()[:2000]
+        return {"X-Settle": json.dumps({k: round(v, 2) for k, v in facts.items()}),
+                "X-Settle-Why": why}
 
     def reset(req: Request) -> Response:
         body = req.json()

@@ -15,14 +15,17 @@ pixels, so the wait ends as soon as everything involved has gone idle:
   never shorter. Before declaring the desktop idle every *thread* is checked, not just main
   threads (a renderer's compositor thread may be the one still working).
 * **Timers about to fire**: when the action made something draw and then everything went idle,
-  the main threads' event loops are asked when they will wake next (the timeout of the
-  ``poll``/``select`` they sleep in, :mod:`~osworld_gym.guest.wakeups`); one due within
+  the main threads that ran since the input (a thread asleep since before it is on a timer of
+  its own: a clock, a caret; the X server and the panels never draw from timers what an input
+  did) are asked when they will wake next (the timeout of the ``poll``/``select`` they sleep
+  in, :mod:`~osworld_gym.guest.wakeups`); one due within
   ``timer_s`` is waited for, and the next one too as long as the last one led to drawing
   (LibreOffice lays out an edit from one timer, then redraws its toolbars and status bar from
   another, 300 ms later).
-* **Work in slices**: a main thread that sleeps at most ``CHUNK_S`` between wake-ups is
-  working through a job (LibreOffice's layout and word count after an edit run from a 10 ms
-  timer and draw only at the end) and counts as busy, for up to ``CHUNKED_BUDGET_S``.
+* **Work in slices**: a main thread that ran since the input and sleeps at most ``CHUNK_S``
+  between wake-ups is working through a job (LibreOffice's layout and word count after an edit
+  run from a 10 ms timer and draw only at the end) and counts as busy, for up to
+  ``CHUNKED_BUDGET_S`` (GTK's file dialog wakes as often, doing nothing, and is waited for too).
 * **Launches**: when a process appeared after the input and nothing has been drawn since it
   appeared (a typed command's echo came before), the wait goes on, up to ``first_change_s``
   after the input, for its window: an app idle between bursts of CPU (reading files, waiting
@@ -31,7 +34,10 @@ pixels, so the wait ends as soon as everything involved has gone idle:
 The desktop has settled when no damage and no CPU activity were seen for ``quiet_s`` and no
 thread is runnable. What this cannot see: a timer due later than ``timer_s`` or armed when
 nothing was drawn (a tooltip after hovering for half a second; a caret's blink), a timer armed
-by one that drew nothing, and processes outside the guest's tree.
+by one that drew nothing, one of a process asleep since before the input, a timer due after
+an earlier one that drew nothing, and processes outside the guest's tree. What it cannot tell
+apart: a timer that will draw from one that will not (GNOME Terminal arms one of 0.1-0.3 s
+after some typed commands that draws nothing; it is waited for).
 The benchmark's stale-frame check (``benchmarks/bench_turn_latency.py``) measures what that
 costs.
 
@@ -50,7 +56,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from Xlib import X
 from Xlib import display as xdisplay
@@ -82,7 +88,8 @@ TIMER_BUDGET_S = 0.4
 #: events (LibreOffice's idle layout and word count run from a 10 ms timer): still busy...
 CHUNK_S = 0.03
 #: ...for at most this long after it was first seen in one settle (GTK's file dialog polls that
-#: fast for seconds; an app that does so forever must not hold every turn to ``max_s``).
+#: fast for seconds; an app that does so forever must not hold every turn to ``max_s``). Its
+#: CPU share does not tell the two apart: LibreOffice's job runs at 3-4 %, the dialog at 2-3 %.
 CHUNKED_BUDGET_S = 0.8
 
 _DAMAGE_REPORT_NON_EMPTY = 3
@@ -170,6 +177,8 @@ class ProcSample:
     ticks: int
     #: Processes whose main thread is runnable or in disk sleep.
     busy: frozenset[int]
+    #: Each process's ticks (as in ``ticks``), to say which one was active.
+    per_pid: dict[int, int] = field(default_factory=dict, compare=False)
 
 
 def _stat(pid: int | str, task: str | None = None) -> list[str] | None:
@@ -208,7 +217,8 @@ class ProcessActivity:
             if f[0] in ("R", "D"):
                 busy.add(pid)
         ours = self._descendants(parent, self.exclude())
-        return ProcSample(frozenset(ours), sum(ticks[p] for p in ours), frozenset(busy & ours))
+        return ProcSample(frozenset(ours), sum(ticks[p] for p in ours), frozenset(busy & ours),
+                          {p: ticks[p] for p in ours})
 
     def _descendants(self, parent: dict[int, int], skip: set[int]) -> set[int]:
         children: dict[int, list[int]] = {}
@@ -240,10 +250,73 @@ class ProcessActivity:
         return out
 
 
+def _schedstat(pid: int, field_: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[field_])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _runs(pid: int) -> int | None:
+    """How many times the main thread of ``pid`` has been scheduled (``/proc/PID/schedstat``,
+    exact, unlike CPU ticks: a 1 ms reaction to an event counts)."""
+    return _schedstat(pid, 2)
+
+
 @dataclass
 class _Mark:
     at: float
     sample: ProcSample
+    #: Each main thread's run count at the input: one that has not run since is asleep on a
+    #: timeout it set before the input, which is not the input's doing.
+    runs: dict[int, int | None] = field(default_factory=dict)
+
+
+def _comm(pid: int) -> str:
+    """The process's name, as the trace may show it: printable ASCII without the trace's own
+    separators (the player names its processes: a newline would forge a header)."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as f:
+            raw = f.read().rstrip(b"\n")
+    except OSError:
+        return "?"
+    return "".join(chr(b) if 0x21 <= b < 0x7F and chr(b) not in "[],@" else "?" for b in raw)
+
+
+class _Why:
+    """What kept a wait going, look by look, merged into spans: ``cause[processes]@from-to``
+    in ms since the input, e.g. ``damage@12-40 cpu[tint2]@12-95 timer+90[mousepad]@150``.
+
+    Causes: ``damage`` (something was drawn), ``cpu`` (processes used CPU), ``runnable`` (a main
+    thread was runnable), ``spawn`` (a process appeared), ``launch`` (waiting for a new
+    process's first drawing), ``thread`` (some thread was runnable), ``chunk``/``timer`` (an
+    event loop about to wake was waited for, ``+ms`` its timeout); and what was *not* waited
+    for: ``server-only`` (only the X server was runnable and a fresh look saw no drawing). At the
+    end,
+    when something was drawn, ``asleep`` says in which call each main thread that ran since
+    the input sleeps (syscall number, timeout in ms or ``-``).
+    """
+
+    MAX_SPANS = 40
+
+    def __init__(self, start: float):
+        self.start = start
+        self.spans: list[list] = []  # [cause, names, first ms, last ms]
+
+    def add(self, now: float, cause: str, pids: set[int] | frozenset[int] = frozenset()) -> None:
+        ms = round(1000 * (now - self.start))
+        names = ",".join(sorted({_comm(p) for p in list(pids)[:6]}))
+        for span in reversed(self.spans[-4:]):  # causes interleave: merge with a recent one
+            if span[0] == cause and span[1] == names:
+                span[3] = ms
+                return
+        if len(self.spans) < self.MAX_SPANS:
+            self.spans.append([cause, names, ms, ms])
+
+    def text(self) -> str:
+        return " ".join(f"{c}{f'[{n}]' if n else ''}@{a}" + (f"-{b}" if b != a else "")
+                        for c, n, a, b in self.spans)
 
 
 class SettleSignal:
@@ -251,21 +324,34 @@ class SettleSignal:
 
     def __init__(self, display_name: str, exclude: Callable[[], set[int]] = lambda: set(),
                  quiet_s: float = QUIET_S, poll_s: float = POLL_S,
-                 first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S):
+                 first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S,
+                 timerless: Callable[[], set[int]] = lambda: set(),
+                 server: Callable[[], set[int]] = lambda: set()):
+        """``timerless()`` names desktop processes whose timers never draw the input's effect:
+        the X server (it draws only what clients ask, at once) and the profile's panels (their
+        timers tick the clock; they redraw their task lists on X events at once). Their
+        runnable threads and CPU still count as activity. ``server()`` names the X server:
+        when it is the only runnable process at the end of a wait, a fresh damage look decides
+        instead (it is runnable on our own round trips)."""
         self.damage = DamageMonitor(display_name)
         self.procs = ProcessActivity(exclude=exclude)
+        self.timerless, self.server = timerless, server
         self.quiet_s, self.poll_s, self.first_change_s = quiet_s, poll_s, first_change_s
         self.timer_s = timer_s
         self._lock = threading.Lock()
         self._mark: _Mark | None = None
         self._drawn_since_mark = False
+        #: Why the last wait lasted as long as it did (see :class:`_Why`).
+        self.last_why = ""
+        self._why = _Why(0.0)
 
     def mark_input(self) -> None:
         """Call just before injecting input: what happens from now on is the input's doing."""
         with self._lock:
             self.damage.look()
             self._drawn_since_mark = False
-            self._mark = _Mark(time.monotonic(), self.procs.sample())
+            sample = self.procs.sample()
+            self._mark = _Mark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
 
     def wait(self, max_s: float = 3.0) -> dict[str, float]:
         """Block until the desktop is idle (or ``max_s`` after the last input); timing facts.
@@ -282,6 +368,7 @@ class SettleSignal:
         t0 = time.monotonic()
         mark = self._mark or _Mark(t0, self.procs.sample())
         start, base = mark.at, mark.sample
+        timerless, server = self.timerless(), self.server()
         last_activity = t0
         prev = base
         looks = 0
@@ -290,16 +377,24 @@ class SettleSignal:
         timers: list[int] = []
         draws = draws_before_timer = 0
         chunked_since: float | None = None
+        why = self._why = _Why(start)
         while True:
             now = time.monotonic()
             cur = self.procs.sample()
             drawn = self.damage.look()  # after the sample: a drawing by a new process counts
             looks += 1
-            if cur.pids - prev.pids - base.pids:  # a process started since the last look
+            if new := cur.pids - prev.pids - base.pids:  # a process started since the last look
                 launched, drawn_after_launch = True, False
+                why.add(now, "spawn", new)
             if drawn:
                 self._drawn_since_mark = drawn_after_launch = True
                 draws += 1
+                why.add(now, "damage")
+            if cur.busy:
+                why.add(now, "runnable", cur.busy)
+            if cur.ticks != prev.ticks:
+                why.add(now, "cpu", {p for p, t in cur.per_pid.items()
+                                     if t != prev.per_pid.get(p, t)} or prev.pids - cur.pids)
             if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
                 last_activity = now
             prev = cur
@@ -309,44 +404,91 @@ class SettleSignal:
             # a launch (even behind a typed command's echo) has not drawn yet: its window may
             # come after a pause (files, the bus), so keep waiting a while
             waiting_for_window = not drawn_after_launch and now - start < self.first_change_s
+            if now - last_activity >= self.quiet_s and waiting_for_window:
+                why.add(now, "launch")
             if now - last_activity >= self.quiet_s and not waiting_for_window:
-                if ProcessActivity.busy_threads(cur.pids):
+                busy = ProcessActivity.busy_threads(cur.pids)
+                if busy and set(busy) <= server and not self.damage.look():
+                    # only the X server is runnable, most likely still on our own round trip
+                    # (it answers, then is preempted on a loaded machine): what it does for
+                    # others that shows is drawing, and a fresh look saw none
+                    why.add(now, "server-only", busy)
+                    busy = []
+                elif busy and set(busy) <= server:  # that look saw drawing: activity
+                    self._drawn_since_mark = drawn_after_launch = True
+                    draws += 1
+                    why.add(now, "damage")
+                if busy:
+                    why.add(now, "thread", busy)
                     last_activity = time.monotonic()
                 elif ((chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
                       and self._drawn_since_mark
-                      and (due := self._timer_due(cur.pids, CHUNK_S)) is not None):
+                      and (soon := self._timer_due(cur.pids, mark, timerless, CHUNK_S))
+                      is not None):
                     # an event loop waking every few ms is working through a job in slices
-                    # (LibreOffice lays out and counts words so): busy, not idle
+                    # (LibreOffice lays out and counts words so, at 1-4 % CPU): busy, not idle
                     chunked_since = now if chunked_since is None else chunked_since
-                    last_activity = time.monotonic() + due
+                    why.add(now, f"chunk+{round(1000 * soon[0])}", {soon[1]})
+                    last_activity = time.monotonic() + soon[0]
                 elif (draws > draws_before_timer and sum(timers) < 1000 * TIMER_BUDGET_S
-                      and (due := self._timer_due(cur.pids)) is not None):
+                      and (soon := self._timer_due(cur.pids, mark, timerless)) is not None):
                     # something drew since the input (or since the last timer we waited for)
                     # and a timer is about to fire: let it fire, then look again. A timer that
                     # draws nothing ends this (periodic timers would hold us to max_s).
                     draws_before_timer = draws
-                    due = min(due, TIMER_BUDGET_S - sum(timers) / 1000)
+                    due = min(soon[0], TIMER_BUDGET_S - sum(timers) / 1000)
                     timers.append(round(1000 * due))
+                    why.add(now, f"timer+{round(1000 * due)}", {soon[1]})
                     last_activity = time.monotonic() + due
                 else:
+                    if self._drawn_since_mark:
+                        self._note_sleepers(why, now, cur.pids - timerless, mark)
                     break
             time.sleep(self.poll_s)
         self._mark = None
         end = time.monotonic()
+        self.last_why = why.text()
         return {"settle_ms": 1000 * (end - t0), "since_input_ms": 1000 * (end - start),
                 "settle_looks": float(looks), "settle_capped": float(capped),
                 "screen_changed": float(self._drawn_since_mark),
                 "settle_launch": float(launched), "settle_timers": float(len(timers))}
 
-    def _timer_due(self, pids: frozenset[int], within: float | None = None) -> float | None:
+    @staticmethod
+    def _note_sleepers(why: _Why, now: float, pids: frozenset[int], mark: _Mark) -> None:
+        """For the trace: how the main threads that ran since the input sleep as the wait ends
+        (``asleep[name:syscall+timeout ms]``; ``-`` no timeout we can read), at most six."""
+        notes = []
+        for pid in sorted(pids):
+            before = mark.runs.get(pid)
+            if before is None or _runs(pid) == before:
+                continue
+            try:
+                with open(f"/proc/{pid}/syscall") as f:
+                    nr = f.read().split(" ", 1)[0].strip()
+            except OSError:
+                continue
+            t = next_wakeup(pid)
+            notes.append(f"{_comm(pid)}:{nr}+{'-' if t is None else round(1000 * t)}")
+            if len(notes) == 6:
+                break
+        if notes:
+            why.add(now, "asleep")
+            why.spans[-1][1] = ";".join(notes)
+
+    def _timer_due(self, pids: frozenset[int], mark: _Mark, timerless: set[int],
+                   within: float | None = None) -> tuple[float, int] | None:
         """The soonest wake-up, if within ``within`` (default ``timer_s``) seconds, of a desktop
-        process's main thread."""
+        process's main thread that ran since the input (so may have armed it in reaction to
+        it), not one of ``timerless``: ``(seconds, pid)``."""
         within = self.timer_s if within is None else within
         soonest = None
-        for pid in pids:
+        for pid in pids - timerless:
+            before = mark.runs.get(pid)
+            if before is not None and _runs(pid) == before:
+                continue  # asleep since before the input: a timer of its own (a clock, a caret)
             t = next_wakeup(pid)
-            if t is not None and t <= within and (soonest is None or t < soonest):
-                soonest = t
+            if t is not None and t <= within and (soonest is None or t < soonest[0]):
+                soonest = (t, pid)
         return soonest
 
     def close(self) -> None:

@@ -62,8 +62,9 @@ def next_wakeup(pid: int, tid: int | None = None) -> float | None:
         return None
     index, kind = _TIMEOUTS[call[0]]
     arg = call[1][index]
-    if kind == _MS:
-        signed = arg - (1 << 64) if arg >= 1 << 63 else arg
+    if kind == _MS:  # an int: -1 (no timeout) may come as 0xffffffff, not sign-extended
+        low = arg & 0xFFFFFFFF
+        signed = low - (1 << 32) if low >= 1 << 31 else low
         return None if signed < 0 else signed / 1000
     if arg == 0:  # a NULL timeout: wait forever
         return None
