@@ -75,6 +75,9 @@ def test_the_desktops_cgroups_are_bound_read_write_and_named_to_the_guest():
         "bind": "/run/osworld-judge/cgroup/player-0.procs", "mode": "rw"}
     assert spec["command"][-2:] == ["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"]
     assert spec["security_opt"] == ["no-new-privileges"]
+    # on cgroup v2 a private cgroup namespace would refuse the moves into the bound cgroups
+    assert spec["cgroupns"] == "host"
+    assert "cgroupns" not in desktop_container_spec("osworld-gym:t", "/tmp/r", (800, 600))
 
 def test_the_profile_is_passed_to_the_guest_and_every_image_carries_ubuntus_packages(monkeypatch):
     spec = desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080), profile="openbox")

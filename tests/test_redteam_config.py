@@ -8,7 +8,10 @@ the agent's own terminal), then the episode is scored (``DONE``): 0, with no inf
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+from pathlib import Path
 import shlex
 
 import pytest
@@ -121,3 +124,25 @@ def test_judged_commands_see_the_judges_git_and_no_pip_or_ssh_config_of_the_agen
                          "grep -E '^(PIP_CONFIG_FILE|GIT_SSH_COMMAND|WGETRC)='", shell=True)
     assert out["output"] == ("false\n/dev/null\nGIT_SSH_COMMAND=ssh -F /dev/null\n"
                              "PIP_CONFIG_FILE=/dev/null\nWGETRC=/dev/null\n"), out
+
+
+def test_a_judged_curl_reads_no_curlrc_of_the_agent(tmp_path):
+    """``chrome-tabs-001`` scores with ``curl .../json/list``: a ``~/.curlrc`` with ``write-out``
+    would print the agent's JSON whatever the port answers. The judged environment points
+    ``CURL_HOME`` at the package's empty ``.curlrc``, which curl reads instead."""
+    import shutil
+
+    from osworld_gym.guest.judging import judged_env
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    (tmp_path / ".curlrc").write_text('write-out = "FORGED\\n"\noutput = "/dev/null"\n')
+    argv = ["curl", "-s", "http://127.0.0.1:9/"]
+    plain = subprocess.run(argv, env={"HOME": str(tmp_path), "PATH": os.environ["PATH"]},
+                           capture_output=True, text=True)
+    assert "FORGED" in plain.stdout  # the attack works on an ordinary curl
+    judged = subprocess.run(argv, env=judged_env({"HOME": str(tmp_path),
+                                                  "PATH": os.environ["PATH"]}),
+                            capture_output=True, text=True)
+    assert "FORGED" not in judged.stdout
+    assert Path(judged_env({})["CURL_HOME"], ".curlrc").is_file()

@@ -104,8 +104,11 @@ WATCH_INTERVAL_S = 0.001
 #: ``ext::`` remote) or hide work from ``git status`` (a fsmonitor "hook" ``/bin/true`` that
 #: reports nothing changed, a global excludes file, ``status.showUntrackedFiles=no``).
 #: Not covered (keyed by names the agent picks): ``diff.<driver>.textconv``,
-#: ``filter.<driver>.*`` named by its own ``.gitattributes``, ``remote.<name>.uploadpack`` for a
-#: remote not called ``origin``, ``diff.external`` (``git diff`` only; plumbing ignores it).
+#: ``filter.<driver>.*`` named by its own ``.gitattributes``, ``remote.<name>.uploadpack``
+#: (setting it for ``origin`` made a phantom remote appear in ``git remote``), ``diff.external``
+#: (``git diff`` only; plumbing ignores it), ``core.worktree``; and the repository's own data:
+#: the index (``--assume-unchanged``, ``--skip-worktree``) and ``.git/info/exclude`` are the
+#: agent's to write, so ``git status`` shows what they say.
 JUDGE_GIT_CONFIG = (
     ("core.fsmonitor", "false"), ("core.hooksPath", "/dev/null"), ("core.pager", "cat"),
     ("core.sshCommand", "ssh -F /dev/null"), ("core.excludesFile", "/dev/null"),
@@ -126,6 +129,9 @@ JUDGE_ENV = {
     "GIT_SSH_COMMAND": "ssh -F /dev/null", "GIT_PAGER": "cat", "PAGER": "cat",
     "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false", "SSH_ASKPASS": "/bin/false",
     "PIP_CONFIG_FILE": "/dev/null", "WGETRC": "/dev/null",
+    # curl reads $CURL_HOME/.curlrc when it exists, else falls back to ~/.curlrc (where
+    # `write-out = "@file"` prints the agent's JSON for chrome-tabs' `curl .../json/list`)
+    "CURL_HOME": str(Path(__file__).with_name("curlhome")),
 }
 
 

@@ -98,6 +98,10 @@ def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int
         # no setuid program (sudo, su, mount) raises anyone: the guest starts as root and drops
         "security_opt": ["no-new-privileges"],
     }
+    if cgroup_binds:
+        # the bound cgroups lie outside a private cgroup namespace's root (Docker's default on
+        # cgroup v2), and with nsdelegate the kernel refuses to move a process into them there
+        spec["cgroupns"] = "host"
     if cpus is not None:
         spec["nano_cpus"] = int(cpus * 1e9)
     if mem_limit is not None:
