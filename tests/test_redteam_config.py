@@ -146,3 +146,31 @@ def test_a_judged_curl_reads_no_curlrc_of_the_agent(tmp_path):
                             capture_output=True, text=True)
     assert "FORGED" not in judged.stdout
     assert Path(judged_env({})["CURL_HOME"], ".curlrc").is_file()
+
+
+def test_an_ssh_match_exec_does_not_run_when_the_ssh_config_is_judged(local_env):
+    """``os-ssh-config-001`` reads the agent's ``~/.ssh/config`` with ``ssh -G``, which runs a
+    ``Match exec`` command: the agent's code, inside the judge's cgroup while the player is
+    held. The evaluator refuses a config with ``Match`` or ``Include`` before ``ssh`` reads it;
+    the honest config (the oracle's) still scores 1."""
+    obs, _ = local_env.reset(options={"task": "os-ssh-config-001"})
+    alias, host = re.search(r"ssh (\S+)` must connect to the host (\S+) ", obs["instruction"]
+                            ).groups()
+    good = f"Host {alias}\\n  HostName {host}\\n  Port 2222\\n  User deploy\\n"
+    setup = "mkdir -p ~/.ssh && chmod 700 ~/.ssh && printf '{}' > ~/.ssh/config && " \
+            "chmod 600 ~/.ssh/config"
+    evil = "Match exec \"touch /tmp/ran-as-judge\"\\n" + good
+    assert player(local_env, setup.format(evil))["returncode"] == 0
+    ran = player(local_env, "ssh -G x >/dev/null 2>&1; ls /tmp/ran-as-judge && rm /tmp/ran-as-judge")
+    assert ran["returncode"] == 0, ran  # ssh -G does run it for the agent itself
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0, info
+    assert player(local_env, "test ! -e /tmp/ran-as-judge")["returncode"] == 0
+
+    local_env.reset(options={"task": "os-ssh-config-001"})
+    obs = local_env.unwrapped.task.instruction
+    alias, host = re.search(r"ssh (\S+)` must connect to the host (\S+) ", obs).groups()
+    good = f"Host {alias}\\n  HostName {host}\\n  Port 2222\\n  User deploy\\n"
+    assert player(local_env, setup.format(good))["returncode"] == 0
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 1.0, info
