@@ -58,16 +58,16 @@ def forged(env) -> str:
 
 @pytest.mark.parametrize("where", ["repo", "global"])
 def test_a_fsmonitor_cannot_hide_an_uncommitted_change_from_a_git_evaluation(local_env, where):
-    """The agent commits a wrong README.md and fixes it only in the work tree; a fsmonitor
+    """The agent commits and then changes a file without committing the change; a fsmonitor
     "hook" (``/bin/true``: it reports that nothing changed) makes ``git status`` trust its stale
-    index, so the tree looks committed."""
+    index, so the tree looks committed. (The committed blobs are what the evaluation reads.)"""
     obs, _ = local_env.reset(options={"task": TASK})
     name = project(obs)
-    commit_the_project(local_env, name, readme="# wrong")
+    commit_the_project(local_env, name)
     scope = "" if where == "repo" else "--global "
     out = player(local_env, f"cd ~/projects/{name} && git config {scope}core.fsmonitor /bin/true"
                             f" && git config {scope}core.fsmonitorHookVersion 1 && git status -s"
-                            f" && printf '# {name}\\n' > README.md")
+                            " && printf 'print(1)\\n' >> src/main.py")
     assert out["returncode"] == 0, out
     assert forged(local_env) == expected(name)  # the attack works for the agent's own git
     _, reward, terminated, _, info = local_env.step("DONE")
@@ -174,3 +174,17 @@ def test_an_ssh_match_exec_does_not_run_when_the_ssh_config_is_judged(local_env)
     assert player(local_env, setup.format(good))["returncode"] == 0
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 1.0, info
+
+
+def test_a_change_hidden_by_assume_unchanged_does_not_pass_for_committed(local_env):
+    """The index is the agent's: ``git update-index --assume-unchanged`` hides a fixed-up file
+    from ``git status``. The evaluation reads the committed blobs (``git show HEAD:...``), so
+    what was committed is what is scored."""
+    obs, _ = local_env.reset(options={"task": TASK})
+    name = project(obs)
+    commit_the_project(local_env, name, readme="# wrong")
+    out = player(local_env, f"cd ~/projects/{name} && printf '# {name}\\n' > README.md && "
+                            "git update-index --assume-unchanged README.md && git status -s")
+    assert out["returncode"] == 0 and out["output"].strip() == "", out  # status looks clean
+    _, reward, terminated, _, info = local_env.step("DONE")
+    assert terminated and info["infra_error"] is None and reward == 0.0, info
