@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,16 +24,15 @@ from pathlib import Path
 import gymnasium as gym
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
-from osworld_gym import image as image_pkg
 from osworld_gym.image import BuildOptions, build_image, containers
 from osworld_gym.providers.limits import cgroup_dirs
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
 from osworld_gym.providers.docker import DockerProvider
+from dockerd import daemon  # noqa: E402 - needs docker
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800)]
 
-START_DOCKERD = Path(image_pkg.__file__).with_name("start-dockerd.sh")
 TIMINGS: dict[str, float] = {}
 
 CHILD = textwrap.dedent("""
@@ -54,24 +52,9 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _daemon() -> object:
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-        return client
-    except docker.errors.DockerException:
-        pass
-    if shutil.which("dockerd") is None:
-        pytest.skip("Docker is not installed (apt-get install docker.io)")
-    if os.geteuid() != 0:
-        pytest.skip("the Docker daemon is not running and starting it needs root")
-    subprocess.run(["bash", str(START_DOCKERD)], check=True, timeout=120)
-    return docker.from_env(timeout=120)
-
-
 @pytest.fixture(scope="module")
 def dk():
-    client = _daemon()
+    client = daemon()
     yield client
     containers.cleanup_stale(client)  # whatever a failed test left behind
 

@@ -15,47 +15,28 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import gymnasium as gym
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
-from osworld_gym import image as image_pkg
 from osworld_gym.image import BuildOptions, build_image, containers
 from osworld_gym.providers.docker import DockerProvider
 
-from redteam import player
+from redteam import fork_bomb, player
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
+from dockerd import daemon  # noqa: E402 - needs docker
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800),
               pytest.mark.skipif(os.geteuid() == 1000,
                                  reason="a host user with the player's uid cannot be separated")]
 
-START_DOCKERD = Path(image_pkg.__file__).with_name("start-dockerd.sh")
-
-
-def _daemon():
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-        return client
-    except docker.errors.DockerException:
-        pass
-    if shutil.which("dockerd") is None:
-        pytest.skip("Docker is not installed (apt-get install docker.io)")
-    if os.geteuid() != 0:
-        pytest.skip("the Docker daemon is not running and starting it needs root")
-    subprocess.run(["bash", str(START_DOCKERD)], check=True, timeout=120)
-    return docker.from_env(timeout=120)
 
 
 @pytest.fixture(scope="module")
 def tag():
-    dk = _daemon()
+    dk = daemon()
     yield build_image(BuildOptions(apps="minimal",
                                    tag=os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG")),
                       client=dk).tag
@@ -170,26 +151,8 @@ def test_2000_processes_are_contained_and_the_judge_keeps_working(env):
     if os.geteuid() != 0:
         pytest.skip("the desktop's cgroups need a root host")
     env.reset(options={"task": "os-mkdir-001"})
-    bomb = ("import os, time\n"
-            "n = 0\n"
-            "for i in range(2000):\n"
-            "    try:\n"
-            "        pid = os.fork()\n"
-            "    except OSError:\n"
-            "        break\n"
-            "    if pid == 0:\n"
-            "        time.sleep(60); os._exit(0)\n"
-            "    n += 1\n"
-            "open(os.path.expanduser('~/forked'), 'w').write(str(n))\n"
-            "time.sleep(60)\n")
-    client = env.unwrapped.provider.start()
-    client.upload("/home/user/bomb.py", bomb.encode())
-    client.launch(["python3", "/home/user/bomb.py"])
-    deadline = time.monotonic() + 60
-    while (data := client.get_file("/home/user/forked")) is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert data is not None
-    assert 0 < int(data) < env.unwrapped.provider.limits.player_pids < 2000
+    forked = fork_bomb(env)
+    assert 0 < forked < env.unwrapped.provider.limits.player_pids < 2000
     # the bomb is still alive: the judge can still run commands and score
     assert judge(env, "echo judge-ok")["output"].strip() == "judge-ok"
     _, reward, _, _, info = env.step("DONE")

@@ -18,7 +18,7 @@ import pytest
 
 import osworld_gym
 from osworld_gym.providers.local import LocalProvider
-from redteam import player
+from redteam import fork_bomb, player
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)")
@@ -232,26 +232,7 @@ def test_the_desktop_user_maps_to_an_unprivileged_host_uid(env):
 
 def test_2000_processes_are_contained_by_the_pids_limit_and_the_judge_keeps_working(env):
     env.reset(options={"task": "os-mkdir-001"})
-    bomb = ("import os, time\n"
-            "n = 0\n"
-            "for i in range(2000):\n"
-            "    try:\n"
-            "        pid = os.fork()\n"
-            "    except OSError:\n"
-            "        break\n"
-            "    if pid == 0:\n"
-            "        time.sleep(60); os._exit(0)\n"
-            "    n += 1\n"
-            "open(os.path.expanduser('~/forked'), 'w').write(str(n))\n"
-            "time.sleep(60)\n")
-    client = env.unwrapped.provider.start()
-    client.upload("/home/user/bomb.py", bomb.encode())
-    client.launch(["python3", "/home/user/bomb.py"])
-    deadline = time.monotonic() + 60
-    while (data := client.get_file("/home/user/forked")) is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert data is not None
-    forked = int(data)
+    forked = fork_bomb(env)
     limit = env.unwrapped.provider.limits.player_pids
     assert 0 < forked < limit < 2000
     # the bomb is still alive: the judge can still run commands and score
