@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.memory import KNOWN_SHAPES, MemorySettings, estimate_memory, tokens_per_image
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "packages" / "arpo_trainer" / "configs"
 RECIPE = CONFIGS / "arpo_uitars_osworld.yaml"
 ZERO3 = CONFIGS / "accelerate_zero3_8gpu.yaml"

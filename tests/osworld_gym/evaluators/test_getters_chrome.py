@@ -25,8 +25,9 @@ from osworld_gym.errors import EvaluatorError
 from osworld_gym.evaluators import EvalContext, getter
 from osworld_gym.evaluators.getters import cdp_probe
 from osworld_gym.evaluators.getters.chrome import address_bar_url
+from repo_paths import ROOT
 
-SHIMS = Path(__file__).resolve().parents[1] / "packages/osworld_gym/src/osworld_gym/guest/shims"
+SHIMS = ROOT / "packages/osworld_gym/src/osworld_gym/guest/shims"
 needs_chromium = pytest.mark.skipif(
     shutil.which("chromium") is None, reason="Chromium is not installed"
 )

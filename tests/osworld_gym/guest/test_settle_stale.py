@@ -13,13 +13,13 @@ import importlib.util
 import re
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 pytestmark = [pytest.mark.desktop]
 
-_BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_turn_latency.py"
+_BENCH = ROOT / "benchmarks" / "bench_turn_latency.py"
 _spec = importlib.util.spec_from_file_location("bench_turn_latency", _BENCH)
 bench = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = bench  # its dataclasses look their module up

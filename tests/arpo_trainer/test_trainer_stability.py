@@ -27,11 +27,12 @@ from arpo_trainer.config import ARPOConfig
 from arpo_trainer.generation import ScriptedPolicy
 from arpo_trainer.testing.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
+from repo_paths import ROOT
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 DEMO = yaml.safe_load(
-    (Path(__file__).resolve().parents[1] / "packages/arpo_trainer/configs/demo.yaml").read_text()
+    (ROOT / "packages/arpo_trainer/configs/demo.yaml").read_text()
 )
 SHARED = "Action: type(content='the quick brown fox\\n')"
 X = [SHARED, "Action: call_user()"]

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-SHIMS = Path(__file__).resolve().parents[1] / "packages/osworld_gym/src/osworld_gym/guest/shims"
+SHIMS = ROOT / "packages/osworld_gym/src/osworld_gym/guest/shims"
 needs_chromium = pytest.mark.skipif(
     shutil.which("chromium") is None,
     reason="Chromium is not installed (apt-get install -y chromium)",

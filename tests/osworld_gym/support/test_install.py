@@ -22,8 +22,8 @@ import pytest
 from osworld_gym import doctor
 from osworld_gym.image.recipe import APPS, SYSTEM_PACKAGES
 from osworld_gym.tasks.programs import task_programs
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 INSTALL = ROOT / "scripts" / "install.sh"
 #: Packages of priority "required": in every Debian root file system, debootstrap's minbase too.
 REQUIRED = {"bash", "coreutils", "dash", "debianutils", "diffutils", "findutils", "grep", "gzip",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +17,7 @@ from osworld_gym.providers import local as local_mod
 from osworld_gym.providers.local import LocalProvider
 from osworld_gym.tasks import load_tasks
 from osworld_gym.tasks.support import classify, local_capabilities
+from repo_paths import TESTS
 
 pytestmark = pytest.mark.desktop
 
@@ -194,7 +194,7 @@ def test_an_official_gsettings_task_is_solvable_in_gnome_terminal(ubuntu_env):
 
 #: OSWorld's os/a4d98375-215b-4a4d-aee9-3d4370fccc41 ("automatically locked"), copied verbatim
 #: from its evaluation_examples: set up with gsettings, judged with gsettings.
-LOCK_SCREEN = json.loads((Path(__file__).parent / "data" /
+LOCK_SCREEN = json.loads((TESTS / "data" /
                           "osworld_os_a4d98375_lock_screen.json").read_text())
 
 
@@ -232,7 +232,7 @@ def test_an_official_gsettings_task_scores_zero_untouched_and_one_after_gsetting
 
 #: OSWorld's os/ec4e3f68-9ea4-4c18-a5c9-69f89d1178b3 ("remove vim from favorite apps"), copied
 #: verbatim: the dock's favourites set and judged through gsettings (check_gnome_favorite_apps).
-FAVORITES = json.loads((Path(__file__).parent / "data" /
+FAVORITES = json.loads((TESTS / "data" /
                         "osworld_os_ec4e3f68_favorite_apps.json").read_text())
 
 

@@ -8,7 +8,6 @@ nothing 0.0 on a real desktop is checked with the whole suite in test_builtin_or
 from __future__ import annotations
 
 import io
-import os
 import zipfile
 
 import pytest

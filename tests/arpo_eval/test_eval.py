@@ -28,6 +28,7 @@ from arpo_eval.run import RunConfig, run
 from arpo_eval.runner import evaluate_agent
 from arpo_eval.tables import format_summary, summarize
 from arpo_eval.tasks import TaskSpecError, resolve_task_spec
+from repo_paths import ROOT
 
 FAKE = {"provider": "fake", "settle": None}
 FAKE_DOMAINS = "builtin:os,terminal"
@@ -270,9 +271,8 @@ def test_cli_run_then_summary(tmp_path, capsys):
 
 def test_the_readme_quick_start_without_a_desktop_runs(tmp_path, monkeypatch):
     import shlex
-    from pathlib import Path
 
-    readme = (Path(__file__).parents[1] / "packages" / "arpo_eval" / "README.md").read_text()
+    readme = (ROOT / "packages" / "arpo_eval" / "README.md").read_text()
     block = readme.split("```bash", 1)[1].split("```", 1)[0]
     commands = [line.split("#", 1)[0].strip() for line in block.splitlines()]
     commands = [c for c in commands if c.startswith("arpo-eval")][:2]  # the no-desktop ones

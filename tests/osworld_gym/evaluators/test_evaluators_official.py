@@ -16,8 +16,9 @@ import pytest
 from osworld_gym.evaluators import registry
 from osworld_gym.evaluators.metrics.options import unhonoured_options
 from osworld_gym.evaluators.validate import plan
+from repo_paths import ROOT as REPO_ROOT
 
-ROOT = Path(os.environ.get("OSWORLD_EXAMPLES", Path(__file__).parents[1] / "../shared/osworld/evaluation_examples"))
+ROOT = Path(os.environ.get("OSWORLD_EXAMPLES", REPO_ROOT.parent / "shared/osworld/evaluation_examples"))
 pytestmark = pytest.mark.skipif(
     not (ROOT / "test_all.json").is_file(),
     reason=f"OSWorld's official task JSON not found at {ROOT} (set OSWORLD_EXAMPLES)",

@@ -9,7 +9,6 @@ without the oracle warm start and without the task-derived tokenizer corpus.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 import yaml
@@ -19,8 +18,8 @@ from arpo_trainer.testing.base_policy import BC_COMMANDS, BC_KEYS, BC_INSTRUCTIO
 from arpo_trainer.testing.tiny import build_tokenizer, grammar_corpus
 from osworld_gym.actions import make_action_set
 from osworld_gym.tasks import builtin_tasks
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "packages/arpo_trainer/configs/demo.yaml"
 _ARG = re.compile(r"(?:key|content)='((?:[^'\\]|\\.)*)'")
 

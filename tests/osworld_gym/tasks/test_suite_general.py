@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from osworld_gym.tasks.assets import generate
 from osworld_gym.tasks.builtin.web_media_assets import ARTICLES, STAFF
 
 GENERAL_DOMAINS = ("os", "terminal", "text_editor", "chrome", "vlc", "multi_apps")
-#: The first slice of built-in tasks; tests/test_builtin_oracles.py covers them.
+#: The first slice of built-in tasks; tests/osworld_gym/tasks/test_builtin_oracles.py covers them.
 FIRST_SLICE = frozenset({
     "os-mkdir-001", "os-rename-001", "os-delete-pattern-001", "os-count-lines-001", "os-chmod-001",
     "os-copy-001", "os-write-file-001", "os-infeasible-001", "text_editor-append-001",

@@ -19,8 +19,8 @@ import yaml
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.desktops import DesktopPool, ResetHook, parse_desktop_source
 from osworld_gym.errors import InfraError
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "packages" / "arpo_trainer" / "configs" / "demo.yaml"
 COMMON = dict(output_dir="/tmp/arpo-desktops-test", use_cpu=True, bf16=False, report_to="none",
               per_device_train_batch_size=2, num_generations=2)  # fmt: skip

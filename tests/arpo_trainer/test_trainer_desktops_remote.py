@@ -14,7 +14,7 @@ import os
 import pytest
 from arpo_trainer.testing.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
-from test_remote import TOKEN, H, W, launch_guest
+from tcp_guest import TOKEN, H, W, launch_guest
 from test_trainer_training import INFEASIBLE, make_config
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
