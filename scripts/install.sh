@@ -3,12 +3,12 @@
 # Sourced by scripts/test.sh and scripts/demo.sh (and thus by .ci/run).
 #
 #   bash scripts/install.sh                 apt packages, uv, the locked Python environment
-#   bash scripts/install.sh --system-only   apt packages only (what tests/test_install.py runs
+#   bash scripts/install.sh --system-only   apt packages only (what tests/osworld_gym/support/test_install.py runs
 #                                           in a fresh debootstrap chroot to prove this list)
 #
 # The list below must cover every program `osworld-gym doctor` checks: the desktop's own and
 # every program a built-in task runs, derived from the task JSON (osworld_gym/doctor.py maps
-# each program to its package; tests/test_install.py fails when a package here is missing).
+# each program to its package; tests/osworld_gym/support/test_install.py fails when a package here is missing).
 set -euo pipefail
 
 APT_PACKAGES=(

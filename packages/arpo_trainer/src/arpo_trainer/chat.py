@@ -18,7 +18,7 @@ of turns, the context each action was sampled in is exactly a prefix of the trai
 
 Text pieces are tokenized separately and concatenated; chunks between special tokens tokenize
 independently, so the result equals tokenizing the whole rendered conversation
-(``tests/test_trainer_chat.py`` checks this against ``processor.apply_chat_template``).
+(``tests/arpo_trainer/test_trainer_chat.py`` checks this against ``processor.apply_chat_template``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ random, so it first learns the *grammar* of the UI-TARS action set: a short supe
 episodes whose actions are drawn at random from that grammar (clicks at random points, generic
 key chords, generic typed text, scrolls, waits, ``finished()`` and ``call_user()``), in contexts
 with generic instructions and synthetic screenshots. Nothing comes from a task: no instruction,
-no oracle, no evaluator (``tests/test_trainer_noleak.py`` checks the word lists against every
+no oracle, no evaluator (``tests/arpo_trainer/test_trainer_noleak.py`` checks the word lists against every
 built-in task). The result writes valid actions, independent of the task, so it solves the tasks a
 random valid policy can solve (in practice: declaring an infeasible task infeasible with
 ``call_user()``) at a low rate, and ``arpo-train select-tasks`` keeps those.

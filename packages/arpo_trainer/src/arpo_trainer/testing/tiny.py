@@ -55,7 +55,7 @@ SPECIAL_TOKENS: tuple[str, ...] = (
 #: keyword arguments, quoting, key names one by one) and generic English. Nothing here comes from
 #: a task: no instruction, no oracle, no evaluator. A whole action, or a multi-word argument like a
 #: key chord or a shell command, is never one entry, so it cannot become one token
-#: (``tests/test_trainer_noleak.py`` checks both against every built-in task).
+#: (``tests/arpo_trainer/test_trainer_noleak.py`` checks both against every built-in task).
 ACTION_CORPUS: tuple[str, ...] = (
     # output format
     "Thought: ",
