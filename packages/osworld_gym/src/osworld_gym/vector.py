@@ -114,10 +114,10 @@ class VectorSafe(gym.Wrapper):
     sub-env to be reset before its next step (``SyncVectorEnv`` asserts it), so in this mode the
     episode's end travels in ``info`` and the returned ``terminated``/``truncated`` stay False:
     every step's info has ``episode_end`` and ``held``, and a step that ran also the env's own
-    ``terminated`` and ``truncated``. An env never reset (a vector env's replacement of a dead or hung worker) is
-    held too, with a blank observation. A transition with ``info["infra_error"]`` also ends the
-    episode: a vector env's own failures (a timeout, a dead worker) come with its vector-level
-    ``truncated`` and no ``episode_end``.
+    ``terminated`` and ``truncated``. An env never reset (a vector env's replacement of a dead or
+    hung worker) is held too, with a blank observation. A transition with ``info["infra_error"]``
+    also ends the episode: a vector env's own failures (a timeout, a dead worker) come with its
+    vector-level ``truncated`` and no ``episode_end``.
 
     >>> import osworld_gym
     >>> env = VectorSafe(gym.make("OSWorld-v0", provider="fake", settle=None,
