@@ -1,16 +1,17 @@
 """A pool of desktops stepped in lock-step: G rollouts of a task run as parallel episodes.
 
 The pool is a Gymnasium vector env over ``OSWorld-v0`` sub-envs: osworld-gym's desktop recipe
-(:func:`osworld_gym.vector.make_vec`: an ``AsyncVectorEnv`` with one subprocess per desktop,
-autoreset off, per-step deadlines, hung workers replaced) or, for the fake backend, a plain
-``SyncVectorEnv``. Each sub-env is wrapped in an :class:`EpisodeSlot`:
+(:class:`osworld_gym.vector.OSWorldVectorEnv`: one subprocess per desktop, autoreset off,
+per-step deadlines, hung or dead workers replaced), Ray actors, or, for the fake backend and a
+single desktop, a plain ``SyncVectorEnv``. Each sub-env is osworld-gym's
+:class:`~osworld_gym.vector.VectorSafe` in its hold-finished mode:
 
-* every slot gets its own task for the next reset (``set_attr("next_task", [...])``);
-* a slot whose episode has ended keeps its final state: stepping it again does nothing, so the
-  lock-step loop can step the whole vector while some episodes are still running. The episode
-  end travels in ``info["episode_end"]``; the vector env itself never sees ``terminated``, so it
-  neither autoresets nor refuses to step the slot;
-* an infrastructure failure during reset or step never kills the vector env: the slot reports
+* every desktop gets its own task for the next reset (``set_attr("next_task", [...])``);
+* a desktop whose episode has ended is held: stepping it again does nothing, so the lock-step
+  loop can step the whole vector while some episodes are still running (the episode's end
+  travels in ``info["episode_end"]``);
+* an infrastructure failure (a reset failing with an ``InfraError``, a step or reset past
+  ``step_timeout``, a desktop's worker that died) never kills the vector env: the desktop reports
   ``info["infra_error"]`` and ends its episode, and the trainer leaves that trajectory out.
 
 Where the desktops come from is the config's ``desktops`` section (:class:`DesktopSource`,
@@ -48,6 +49,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from osworld_gym.vector import OSWorldVectorEnv, make_safe_env
 
 log = logging.getLogger(__name__)
 
@@ -64,91 +66,9 @@ class StepResult:
     info: dict[str, Any]
 
 
-class EpisodeSlot(gym.Wrapper):
-    """Runs one episode per reset on a per-slot task and holds still once the episode is over."""
-
-    #: The task of the next :meth:`reset` (an id, a task dict or an ``osworld_gym`` Task).
-    next_task: Any = None
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self._over = True
-        self._last_obs: dict[str, Any] | None = None
-        self._task_id: str | None = None
-
-    def _blank(self) -> dict[str, Any]:
-        shape = self.observation_space["screenshot"].shape
-        return {"screenshot": np.zeros(shape, np.uint8), "instruction": ""}
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        options = dict(options or {})
-        if "task" not in options and self.next_task is not None:
-            options["task"] = self.next_task
-        task = options.get("task")
-        self._task_id = getattr(task, "id", None) or (
-            task.get("id") if isinstance(task, dict) else task
-        )
-        try:
-            obs, info = self.env.reset(seed=seed, options=options)
-        except Exception as e:  # noqa: BLE001 - any failure here is the desktop's, never the agent's
-            log.warning("reset of task %s failed: %s", self._task_id, e)
-            self._over, self._last_obs = True, self._blank()
-            return self._last_obs, self._info_for_failure(e, step=0)
-        self._over, self._last_obs = False, obs
-        return obs, {**info, "episode_end": False}
-
-    def step(self, action: Any):
-        if self._over:
-            assert self._last_obs is not None, "reset() the slot first"
-            return self._last_obs, 0.0, False, False, {"idle": True, "episode_end": True}
-        try:
-            obs, reward, terminated, truncated, info = self.env.step(action)
-        except Exception as e:  # noqa: BLE001 - the env reports agent errors in info, not by raising
-            log.warning("step of task %s failed: %s", self._task_id, e)
-            self._over = True
-            return self._last_obs, 0.0, False, False, self._info_for_failure(e, step=-1)
-        self._last_obs = obs
-        self._over = bool(terminated or truncated)
-        info = {
-            **info,
-            "episode_end": self._over,
-            "terminated": bool(terminated),
-            "truncated": bool(truncated),
-            "idle": False,
-        }
-        return obs, reward, False, False, info
-
-    def _info_for_failure(self, e: BaseException, step: int) -> dict[str, Any]:
-        return {
-            "task_id": self._task_id,
-            "step": step,
-            "infra_error": f"{type(e).__name__}: {e}",
-            "action_error": None,
-            "special": None,
-            "episode_end": True,
-            "idle": False,
-            "terminated": False,
-            "truncated": True,
-        }
-
-
-def make_slot(env_kwargs: dict[str, Any]) -> EpisodeSlot:
-    """``EpisodeSlot(gym.make("OSWorld-v0", **env_kwargs))`` (module level, so subprocesses can pickle it)."""
-    import osworld_gym  # noqa: F401 - registers OSWorld-v0 in a fresh subprocess
-
-    return EpisodeSlot(gym.make("OSWorld-v0", disable_env_checker=True, **env_kwargs))
-
-
-def make_safe_slot(env_kwargs: dict[str, Any]) -> gym.Env:
-    """:func:`make_slot` inside osworld-gym's ``VectorSafe`` (a sub-env of the async pool)."""
-    from osworld_gym.vector import VectorSafe
-
-    return VectorSafe(make_slot(env_kwargs))
-
-
 def _ray_vector_env(n: int, kwargs: dict[str, Any], source: DesktopSource,
                     step_timeout: float | None) -> gym.vector.VectorEnv:
-    """``n`` :class:`EpisodeSlot` desktops as Ray actors (connecting to Ray first if needed)."""
+    """``n`` held desktops as Ray actors (connecting to Ray first if needed)."""
     # Ray 2.4x under `uv run` would build a fresh virtualenv per worker; desktop actors run in this
     # interpreter's environment (one machine, or the same image on every node). Read at import.
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
@@ -180,7 +100,7 @@ def _ray_vector_env(n: int, kwargs: dict[str, Any], source: DesktopSource,
         step_timeout=step_timeout,
         reset_timeout=step_timeout,
         start_timeout=source.start_timeout_s or 300.0,
-        wrappers=[EpisodeSlot],
+        hold_finished=True,
         **kwargs,
     )
 
@@ -242,18 +162,17 @@ class DesktopPool:
         if backend == "ray":
             self.vec: gym.vector.VectorEnv = _ray_vector_env(n, kwargs, source, step_timeout)
         elif backend == "async":
-            from osworld_gym.vector import OSWorldVectorEnv
-
             # spawn: the trainer process holds torch threads, which must not be forked.
             self.vec = OSWorldVectorEnv(
-                [functools.partial(make_safe_slot, slot) for slot in per_slot],
+                [functools.partial(make_safe_env, hold_finished=True, **slot) for slot in per_slot],
                 step_timeout=step_timeout,
                 reset_timeout=step_timeout,
                 context="spawn",
                 daemon=False,
             )
         elif backend == "sync":
-            fns = [functools.partial(make_slot, slot) for slot in per_slot]
+            fns = [functools.partial(make_safe_env, hold_finished=True, **slot)
+                   for slot in per_slot]
             self.vec = SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED)
         else:
             raise ValueError(f"backend must be 'auto', 'sync' or 'async', got {backend!r}")
@@ -271,19 +190,24 @@ class DesktopPool:
         """One lock-step turn: desktop ``i`` gets ``actions[i]``; ``None`` leaves it idle (result ``None``)."""
         if len(actions) != self.n:
             raise ValueError(f"{len(actions)} actions for {self.n} desktops")
-        obs, rewards, _, _, infos = self.vec.step(tuple("" if a is None else a for a in actions))
+        obs, rewards, terms, truncs, infos = self.vec.step(
+            tuple("" if a is None else a for a in actions))
         out: list[StepResult | None] = []
         for i, info in enumerate(unbatch_info(infos, self.n)):
-            if actions[i] is None or info.get("idle"):
+            if actions[i] is None or info.get("held"):
                 out.append(None)
                 continue
+            # the vector env's own failures (a timeout, a dead worker) report the end in its
+            # flags, next to info["infra_error"]; the desktops themselves report it in info
+            terminated = bool(info.get("terminated", terms[i]))
+            truncated = bool(info.get("truncated", truncs[i]))
             out.append(
                 StepResult(
                     screenshot=obs["screenshot"][i],
                     reward=float(rewards[i]),
-                    done=bool(info.get("episode_end")),
-                    terminated=bool(info.get("terminated")),
-                    truncated=bool(info.get("truncated")),
+                    done=bool(info.get("episode_end", terminated or truncated)),
+                    terminated=terminated,
+                    truncated=truncated,
                     info=info,
                 )
             )

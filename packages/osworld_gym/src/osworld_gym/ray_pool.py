@@ -56,7 +56,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from osworld_gym.errors import MissingDependencyError
-from osworld_gym.vector import VectorSafe, blank_observation
+from osworld_gym.vector import VectorSafe, blank_observation, make_safe_env
 
 try:
     import ray
@@ -93,13 +93,9 @@ class EnvActor:
     """One OSWorld env in a Ray actor (use through :class:`RayVectorEnv`)."""
 
     def __init__(self, env_kwargs: dict[str, Any], transport: str = "auto",
-                 driver_node: str | None = None, wrappers: tuple = ()):
-        import osworld_gym  # noqa: F401 - registers OSWorld-v0
-
-        env: gym.Env = gym.make("OSWorld-v0", disable_env_checker=True, **env_kwargs)
-        for wrap in wrappers:
-            env = wrap(env)
-        self.env = VectorSafe(env)
+                 driver_node: str | None = None, wrappers: tuple = (),
+                 hold_finished: bool = False):
+        self.env = make_safe_env(hold_finished=hold_finished, wrappers=wrappers, **env_kwargs)
         if transport == "auto":
             here = ray.get_runtime_context().get_node_id()
             transport = "array" if driver_node in (None, here) else "png"
@@ -152,6 +148,8 @@ class RayVectorEnv(VectorEnv):
             replaced and the step reported as an infrastructure error (``None``: no limit).
         reset_timeout: the same for resets.
         start_timeout: seconds to wait for all actors to be placed and constructed.
+        hold_finished: hold a finished sub-env until it is reset (``VectorSafe``'s
+            hold-finished mode: the episode's end is reported in ``info``).
         wrappers: wrappers applied to each sub-env in its actor, innermost first, inside
             ``VectorSafe`` (as in :func:`osworld_gym.vector.make_vec`); they must be importable
             on the nodes (a class or function of an installed module).
@@ -168,7 +166,7 @@ class RayVectorEnv(VectorEnv):
                  num_cpus: float = 1, scheduling_strategy: Any = "SPREAD",
                  transport: str = "auto", step_timeout: float | None = None,
                  reset_timeout: float | None = None, start_timeout: float = 300.0,
-                 wrappers: tuple | list = (), **env_kwargs: Any):
+                 wrappers: tuple | list = (), hold_finished: bool = False, **env_kwargs: Any):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         if transport not in TRANSPORTS:
@@ -193,6 +191,7 @@ class RayVectorEnv(VectorEnv):
         self.reset_timeout = reset_timeout
         self._env_kwargs = env_kwargs
         self._wrappers = tuple(wrappers)
+        self._hold_finished = hold_finished
         self._driver_node = ray.get_runtime_context().get_node_id()
         self._actor_cls = ray.remote(EnvActor).options(
             num_cpus=num_cpus, resources=dict(resources or {}),
@@ -291,7 +290,7 @@ class RayVectorEnv(VectorEnv):
 
     def _new_actor(self) -> Any:
         return self._actor_cls.remote(self._env_kwargs, self.transport, self._driver_node,
-                                      self._wrappers)
+                                      self._wrappers, self._hold_finished)
 
     def _wait_placed(self, timeout: float) -> None:
         refs = [a.ready.remote() for a in self.actors]

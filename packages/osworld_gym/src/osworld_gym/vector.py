@@ -16,6 +16,9 @@ the agent says so, and a desktop can die under a run. Gymnasium's defaults assum
   overruns ``reset_timeout``/``step_timeout``, and a worker process that died are reported in
   that sub-env's ``info["infra_error"]`` and truncate its episode (reward 0.0, **not a score**);
   the others carry on, and a hung or dead worker is replaced by a fresh one;
+* **hold-finished mode** (``make_vec(..., hold_finished=True)``, see :class:`VectorSafe`): for
+  lock-step groups of multi-turn episodes, a finished sub-env is held (stepping it runs nothing)
+  until you reset it or the group; its episode's end is in ``info["episode_end"]``;
 * **no shared memory**: Gymnasium 1.4 reads ``Text`` observations out of shared memory only once,
   at construction, so with ``shared_memory=True`` every instruction would come back as the same
   filler string. Screenshots therefore travel through the pipes (~10 ms per step for a 1080p
@@ -57,6 +60,7 @@ from __future__ import annotations
 
 import atexit
 import copy
+import functools
 import logging
 import multiprocessing
 import time
@@ -74,7 +78,7 @@ from osworld_gym.errors import InfraError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OSWorldVectorEnv", "VectorSafe", "blank_observation", "make_vec"]
+__all__ = ["OSWorldVectorEnv", "VectorSafe", "blank_observation", "make_safe_env", "make_vec"]
 
 _DIED = "the sub-env's worker process died (killed, or crashed); it was replaced"
 
@@ -99,14 +103,51 @@ class VectorSafe(gym.Wrapper):
       restarts the desktop). One bad desktop no longer takes the whole batch down.
     * ``info["variation"]`` is ``-1`` for tasks without seeded variables (``None`` in a single
       env), so that Gymnasium can batch it as an integer array.
+    * :attr:`next_task` names the task of every reset whose ``options`` name none, so each
+      sub-env of a vector env can get its own: ``envs.set_attr("next_task", [t0, t1, ...])``.
+
+    **Hold-finished mode** (``hold_finished=True``), for groups of multi-turn episodes stepped in
+    lock-step (a GRPO group: the finished desktops wait for the rest). An env whose episode has
+    ended is *held* until the caller resets it (alone, with ``reset_mask``, or with the group):
+    stepping it again runs nothing and returns its last observation, reward 0.0 and
+    ``info["held"] = True``. Gymnasium's vector envs with autoreset disabled require a finished
+    sub-env to be reset before its next step (``SyncVectorEnv`` asserts it), so in this mode the
+    episode's end travels in ``info`` and the returned ``terminated``/``truncated`` stay False:
+    every step's info has ``episode_end`` and ``held``, and a step that ran also the env's own
+    ``terminated`` and ``truncated``. An env never reset (a vector env's replacement of a dead or
+    hung worker) is held too, with a blank observation. A transition with ``info["infra_error"]``
+    also ends the episode: a vector env's own failures (a timeout, a dead worker) come with its
+    vector-level ``truncated`` and no ``episode_end``.
+
+    >>> import osworld_gym
+    >>> env = VectorSafe(gym.make("OSWorld-v0", provider="fake", settle=None,
+    ...                           screen_size=(64, 48)), hold_finished=True)
+    >>> env.next_task = osworld_gym.testing.FAKE_TASK
+    >>> _, info = env.reset()
+    >>> _, reward, terminated, truncated, info = env.step("FAIL")
+    >>> reward, terminated, info["episode_end"], info["terminated"], info["held"]
+    (1.0, False, True, True, False)
+    >>> _, reward, terminated, truncated, info = env.step("FAIL")     # held: nothing runs
+    >>> reward, info["episode_end"], info["held"]
+    (0.0, True, True)
+    >>> env.close()
     """
 
-    def __init__(self, env: gym.Env):
+    #: The task of every :meth:`reset` whose ``options`` name none: an id, a task dict or a
+    #: :class:`~osworld_gym.tasks.Task` (``None``: the seed or the env's RNG draws one).
+    next_task: Any = None
+
+    def __init__(self, env: gym.Env, *, hold_finished: bool = False):
         super().__init__(env)
+        self.hold_finished = hold_finished
         self._failed_reset: str | None = None
         self._last_info: dict[str, Any] = {}
+        self._last_obs: dict[str, Any] | None = None
+        self._held = True  # no episode yet
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if self.next_task is not None and "task" not in (options or {}):
+            options = dict(options or {}, task=self.next_task)
         self._failed_reset = None
         try:
             obs, info = self.env.reset(seed=seed, options=options)
@@ -115,16 +156,38 @@ class VectorSafe(gym.Wrapper):
             log.warning("sub-env reset failed: %s", e)
             obs = blank_observation(self.observation_space)
             info = self.error_info(self._failed_reset, task_id=self._task_id(seed, options))
-        self._last_info = info
+        self._last_info, self._last_obs, self._held = info, obs, False
         return obs, self._batchable(info)
 
     def step(self, action: Any):
+        if self.hold_finished and self._held:
+            return self._held_step()
         if self._failed_reset is not None:
             info = dict(self._last_info, step=1, infra_error=self._failed_reset)
             self._failed_reset = None
-            return blank_observation(self.observation_space), 0.0, False, True, self._batchable(info)
+            return self._ended(blank_observation(self.observation_space), 0.0, False, True,
+                               self._batchable(info))
         obs, reward, terminated, truncated, info = self.env.step(action)
-        return obs, reward, terminated, truncated, self._batchable(info)
+        return self._ended(obs, reward, terminated, truncated, self._batchable(info))
+
+    def _ended(self, obs: Any, reward: float, terminated: bool, truncated: bool,
+               info: dict[str, Any]):
+        """The transition as this mode reports it (in hold-finished mode: the end in ``info``)."""
+        if not self.hold_finished:
+            return obs, reward, terminated, truncated, info
+        over = bool(terminated or truncated)
+        self._held, self._last_obs = over, obs
+        self._last_info = info
+        info = dict(info, episode_end=over, terminated=bool(terminated),
+                    truncated=bool(truncated), held=False)
+        return obs, reward, False, False, info
+
+    def _held_step(self):
+        obs = self._last_obs if self._last_obs is not None else blank_observation(
+            self.observation_space)
+        info = {"task_id": self._last_info.get("task_id"), "step": self._last_info.get("step", 0),
+                "episode_end": True, "held": True}
+        return obs, 0.0, False, False, info
 
     def space_fingerprint(self) -> str:
         """A cheap identity of the env's spaces (``Text`` spaces with a Unicode charset are
@@ -269,6 +332,14 @@ class OSWorldVectorEnv(AsyncVectorEnv):
                                         self.observations)
         return self._copy_obs(), rewards, terminations, truncations, infos
 
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set an attribute of every sub-env (``values``: one per sub-env, or one for all); a
+        worker that died since the last call is replaced first (its episode, if one ran, ends
+        at the next step with ``info["infra_error"]``), so the fresh one gets the value too."""
+        for i in self._revive_dead_workers():
+            self._reset_failed[i] = VectorSafe.error_info(_DIED)
+        super().set_attr(name, values)
+
     # -- internals ---------------------------------------------------------------------------------
 
     def _check_spaces(self) -> None:
@@ -333,7 +404,7 @@ class OSWorldVectorEnv(AsyncVectorEnv):
             pipe.close()
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
-            target=_async_worker, name=f"Worker<{type(self).__name__}>-{i}",
+            target=self.worker or _async_worker, name=f"Worker<{type(self).__name__}>-{i}",
             args=(i, CloudpickleWrapper(self.env_fns[i]), child, parent, None, self.error_queue,
                   self.autoreset_mode, None))
         proc.daemon = self.daemon
@@ -361,10 +432,24 @@ def _close_all() -> None:  # non-daemonic workers would otherwise keep the inter
             log.exception("closing %r at exit failed", envs)
 
 
+def make_safe_env(*, hold_finished: bool = False,
+                  wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+                  **env_kwargs: Any) -> VectorSafe:
+    """One ``OSWorld-v0`` env with ``wrappers`` (innermost first) inside :class:`VectorSafe`: a
+    sub-env of :func:`make_vec` (module level, so a ``spawn`` worker can unpickle it, e.g. as
+    ``functools.partial(make_safe_env, provider="local", ...)``)."""
+    import osworld_gym  # noqa: F401 - registers OSWorld-v0 in a fresh subprocess
+
+    env: gym.Env = gym.make("OSWorld-v0", disable_env_checker=True, **env_kwargs)
+    for wrap in wrappers:
+        env = wrap(env)
+    return VectorSafe(env, hold_finished=hold_finished)
+
+
 def make_vec(num_envs: int, *, step_timeout: float | None = None,
              reset_timeout: float | None = None, context: str | None = None,
              daemon: bool = False, wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
-             **env_kwargs: Any) -> OSWorldVectorEnv:
+             hold_finished: bool = False, **env_kwargs: Any) -> OSWorldVectorEnv:
     """``num_envs`` OSWorld envs in worker processes, set up for desktops (module docstring).
 
     Args:
@@ -375,18 +460,14 @@ def make_vec(num_envs: int, *, step_timeout: float | None = None,
         daemon: daemonic workers (default ``False``: a sub-env may spawn processes of its own).
         wrappers: extra wrappers applied to each sub-env, innermost first, inside
             :class:`VectorSafe` (e.g. ``lambda env: RecordEpisode(env, "results")``).
+        hold_finished: hold a finished sub-env until it is reset (:class:`VectorSafe`'s
+            hold-finished mode: the episode's end is reported in ``info``).
         **env_kwargs: arguments of :class:`~osworld_gym.env.OSWorldEnv` (``provider``,
             ``tasks``, ``max_steps``, ...), the same for every sub-env.
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be at least 1, got {num_envs}")
-    import osworld_gym  # noqa: F401 - registers OSWorld-v0
-
-    def make_one() -> gym.Env:
-        env: gym.Env = gym.make("OSWorld-v0", disable_env_checker=True, **env_kwargs)
-        for wrap in wrappers:
-            env = wrap(env)
-        return VectorSafe(env)
-
+    make_one = functools.partial(make_safe_env, hold_finished=hold_finished,
+                                 wrappers=tuple(wrappers), **env_kwargs)
     return OSWorldVectorEnv([make_one] * num_envs, step_timeout=step_timeout,
                             reset_timeout=reset_timeout, context=context, daemon=daemon)
