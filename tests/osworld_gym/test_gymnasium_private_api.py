@@ -14,7 +14,6 @@ import inspect
 import multiprocessing
 import tomllib
 from multiprocessing.connection import Connection
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -23,8 +22,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, VectorEnv
 from gymnasium.vector.utils import CloudpickleWrapper
 from packaging.requirements import Requirement
 from packaging.version import Version
-
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT
 
 
 class Counter(gym.Env):
