@@ -46,7 +46,7 @@ def official_tasks() -> Iterator[dict[str, Any]]:
 
 
 def _external(raw: dict[str, Any]) -> bool:
-    from osworld_gym.tasks.support import classify
+    from osworld_gym.support.classifier import classify
 
     reasons = classify(raw, "local").reasons
     return any(r.startswith(("needs a live website", "needs VS Code", "needs a Google account",

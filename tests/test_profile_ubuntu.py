@@ -17,7 +17,7 @@ from osworld_gym.guest.profiles import FAVOURITES, Geometry
 from osworld_gym.providers import local as local_mod
 from osworld_gym.providers.local import LocalProvider
 from osworld_gym.tasks import load_tasks
-from osworld_gym.tasks.support import classify, local_capabilities
+from osworld_gym.support.classifier import classify, local_capabilities
 
 pytestmark = pytest.mark.desktop
 

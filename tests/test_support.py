@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from osworld_gym.tasks import load_tasks, support
-from osworld_gym.tasks.support import Capabilities, classify, local_capabilities
+from osworld_gym.support.classifier import Capabilities, classify, local_capabilities
 
 HF = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main"
 ALL_APPS = frozenset(support.APP_KEYS)

@@ -83,7 +83,7 @@ def resolve_task_spec(spec: str | Any, *, meta: str | None = None, source: str =
         spec: the ``--tasks`` value (or a TaskSet / task objects, returned as a TaskSet).
         meta: meta file for an ``evaluation_examples`` directory.
         source: what plain id lists are resolved against.
-        skip_unsupported: drop tasks the desktop cannot run (``osworld_gym.tasks.support``).
+        skip_unsupported: drop tasks the desktop cannot run (``osworld_gym.support.classifier``).
         provider: the backend ``skip_unsupported`` classifies for.
 
     Raises:

@@ -65,7 +65,7 @@ from osworld_gym.providers import Provider, make_provider
 from osworld_gym.settle import SettleConfig, wait_until_settled
 from osworld_gym.spaces import MAX_A11Y_CHARS, MAX_INSTRUCTION_CHARS, UnicodeText
 from osworld_gym.tasks import SetupRunner, Task, TaskSet, load_tasks
-from osworld_gym.tasks.support import capabilities
+from osworld_gym.support.classifier import capabilities
 from osworld_gym.tasks.validation import HostAccess, check_host_access, validate_task
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Task JSON names getters by ``type`` and metrics by ``func`` exactly as OSWorld does; see
 :mod:`.registry` for the supported names and how to add one, :mod:`.evaluate` for the scoring
 rules. Which OSWorld tasks can run at all (getters, metrics, rules and options implemented;
-apps installed) is decided by :func:`osworld_gym.tasks.support.classify`.
+apps installed) is decided by :func:`osworld_gym.support.classifier.classify`.
 
 >>> from osworld_gym.evaluators import metric_names
 >>> "exact_match" in metric_names()

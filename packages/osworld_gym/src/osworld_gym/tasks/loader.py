@@ -12,7 +12,7 @@
 * any other directory: every ``*.json`` file below it, each a task or a list of tasks.
 
 Every task is validated (setup steps, getters, metrics) and classified for the provider
-(:func:`osworld_gym.tasks.support.classify`) before any episode starts. By default the tasks
+(:func:`osworld_gym.support.classifier.classify`) before any episode starts. By default the tasks
 that cannot run are left out and reported: ``TaskSet.unsupported`` maps each one's id to the
 reason (a user pointing the trainer at OSWorld's folder gets the list of what runs, not one
 exception). ``strict=True`` raises at the first such task instead.
@@ -158,7 +158,7 @@ def load_tasks(
             inside that directory such as ``"test_small.json"``).
         domains: keep only tasks of these domain(s).
         strict: raise at the first task that is invalid or that
-            :func:`osworld_gym.tasks.support.classify` finds unsupported on ``provider``
+            :func:`osworld_gym.support.classifier.classify` finds unsupported on ``provider``
             (it needs VS Code, GNOME, a live website, an app that is not installed, ...)
             instead of leaving it out and reporting it in ``TaskSet.unsupported``.
         skip_unsupported: the older spelling: ``True`` is the default, ``False`` is
@@ -170,7 +170,7 @@ def load_tasks(
             requested domain does not exist, or nothing was loaded. The message names the file
             and the task.
     """
-    from osworld_gym.tasks.support import capabilities, classify
+    from osworld_gym.support.classifier import capabilities, classify
 
     if skip_unsupported is not None:
         strict = not skip_unsupported

@@ -4,7 +4,7 @@ OSWorld metrics take their options as keyword arguments. Some of ours honour onl
 OSWorld's options; silently ignoring one that asks for an extra check would turn a failure into
 a pass. A metric therefore declares what it honours with :func:`honours`; at run time
 :func:`check_options` rejects an *active* (truthy) option it does not know, and task
-classification (:mod:`osworld_gym.tasks.support`) uses :func:`unhonoured_options` to mark such
+classification (:mod:`osworld_gym.support.classifier`) uses :func:`unhonoured_options` to mark such
 tasks unsupported before any episode.
 
 >>> @honours("ignore_case")

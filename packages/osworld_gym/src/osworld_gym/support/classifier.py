@@ -63,8 +63,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from osworld_gym.errors import TaskError
-from osworld_gym.tasks.needs import missing_programs, network_steps, systemd_programs
-from osworld_gym.tasks.programs import is_shell
+from osworld_gym.support.needs import missing_programs, network_steps, systemd_programs
+from osworld_gym.support.packages import DESKTOP_PATH, PACKAGES
+from osworld_gym.support.programs import is_shell
 from osworld_gym.tasks.task import Task
 
 
@@ -132,7 +133,6 @@ def _installed(key: str, path: str | None) -> bool:
 def desktop_path() -> str:
     """The PATH the local desktop gives task commands: the task python's directory (when
     installed), our shims, then the system directories (the host's own PATH does not count)."""
-    from osworld_gym.doctor import DESKTOP_PATH
     from osworld_gym.guest import task_python
 
     python = task_python.interpreter()
@@ -363,8 +363,6 @@ def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
     missing = sorted(wanted - caps.apps) if caps.apps is not None else []
     if not missing:
         return []
-    from osworld_gym.doctor import PACKAGES
-
     packages = sorted({PACKAGES.get(APP_KEYS[k][0], APP_KEYS[k][0]) for k in missing})
     return [f"needs apps not installed: {', '.join(missing)} "
             f"(apt-get install {' '.join(packages)}, or run scripts/install.sh)"]

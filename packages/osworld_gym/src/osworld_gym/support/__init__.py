@@ -1,0 +1,27 @@
+"""Support: which tasks a backend can run, and why not; proving the tasks solvable.
+
+This floor sits above :mod:`osworld_gym.tasks` (task records) and :mod:`osworld_gym.evaluators`
+(getters, metrics) and reads both, and the providers' capabilities:
+
+* :func:`classify` (:mod:`.classifier`): can a task run on a provider, and the reasons why not;
+* :mod:`.coverage`: classify a whole OSWorld task set, grouped by reason
+  (``osworld-gym tasks coverage``);
+* :mod:`.needs`: network steps, systemd and missing programs, three of the classifier's checks;
+* :mod:`.programs`: the programs a task runs (also read by ``osworld-gym doctor``);
+* :mod:`.packages`: the Debian package of each program, and the desktop's PATH;
+* :mod:`.check`: play every task's oracle and a do-nothing agent (``osworld-gym tasks check``).
+
+>>> from osworld_gym.support import classify
+>>> classify({"id": "t", "instruction": "x", "evaluator": {"func": "infeasible"}}).supported
+True
+"""
+
+from osworld_gym.support.classifier import (
+    Capabilities,
+    Support,
+    capabilities,
+    classify,
+    local_capabilities,
+)
+
+__all__ = ["Capabilities", "Support", "capabilities", "classify", "local_capabilities"]
