@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from osworld_gym.evaluators import registry
+from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.support.classifier import classify
 
 _EXTERNAL = ("needs a live website", "needs the network", "needs VS Code", "needs a Google account",

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from osworld_gym.actions import make_action_set
-from osworld_gym.tasks import builtin_tasks
+from osworld_gym.support import builtin_tasks
 from PIL import Image
 
 from arpo_eval.agents import AgentError

@@ -15,9 +15,9 @@ from osworld_gym.evaluators import (
     metric,
     register_getter,
     register_metric,
-    registry,
     validate_evaluator,
 )
+from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.evaluators.metrics.general import (
     check_direct_json_object,
     check_include_exclude,

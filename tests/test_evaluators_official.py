@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from osworld_gym.evaluators import registry
+from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.evaluators.metrics.options import unhonoured_options
-from osworld_gym.evaluators.validate import plan
+from osworld_gym.tasks.evaluator_spec import plan
 
 ROOT = Path(os.environ.get("OSWORLD_EXAMPLES", Path(__file__).parents[1] / "../shared/osworld/evaluation_examples"))
 pytestmark = pytest.mark.skipif(

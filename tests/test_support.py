@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from osworld_gym.tasks import load_tasks, support
+from osworld_gym.support import classifier
+from osworld_gym.support import load_tasks
 from osworld_gym.support.classifier import Capabilities, classify, local_capabilities
 
 HF = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main"
-ALL_APPS = frozenset(support.APP_KEYS)
+ALL_APPS = frozenset(classifier.APP_KEYS)
 SANDBOX = Capabilities(network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS)
 
 
@@ -374,7 +375,7 @@ def test_python_steps_need_the_task_python(tmp_path):
 
 def test_local_path_is_the_desktops_not_the_hosts(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    path = support.desktop_path().split(":")
+    path = classifier.desktop_path().split(":")
     assert path[-6:] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".split(":")
     assert any(p.endswith("guest/shims") for p in path)
 
@@ -487,7 +488,7 @@ def test_osworld_image_providers_only_lack_what_is_not_implemented():
 def test_local_capabilities_look_for_the_app_programs(monkeypatch):
     found = {"chromium", "vlc", "socat"}
     monkeypatch.setattr(
-        support.shutil,
+        classifier.shutil,
         "which",
         lambda name, path=None: f"/usr/bin/{name}" if name in found else None,
     )
@@ -511,7 +512,7 @@ def write_evaluation_examples(root: Path, tasks: list[dict[str, Any]]) -> Path:
 
 
 def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(support, "local_capabilities", lambda: SANDBOX)
+    monkeypatch.setattr(classifier, "local_capabilities", lambda: SANDBOX)
     every = [
         OS_RENAME,
         OS_BLUETOOTH,

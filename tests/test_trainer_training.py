@@ -150,7 +150,8 @@ def test_trajectories_whose_desktop_failed_are_excluded_and_counted(tmp_path):
         ],
         "evaluator": {"func": "infeasible"},
     }
-    from osworld_gym.tasks import Task, TaskSet, builtin_task
+    from osworld_gym.support import builtin_task
+    from osworld_gym.tasks import Task, TaskSet
 
     tasks = TaskSet([builtin_task(INFEASIBLE), Task.from_dict(broken, validate=False)])
     vlm = build_tiny_vlm(seed=0)

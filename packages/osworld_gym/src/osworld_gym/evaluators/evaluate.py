@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from osworld_gym.errors import EvaluatorError, GuestError, UnusableResultFile
-from osworld_gym.evaluators import registry
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.evaluators.metrics.general import infeasible
-from osworld_gym.evaluators.validate import MetricSpec, plan
+from osworld_gym.tasks import evaluator_registry as registry
+from osworld_gym.tasks.evaluator_spec import MetricSpec, plan
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
 
 if TYPE_CHECKING:

@@ -3,6 +3,8 @@
 This floor sits above :mod:`osworld_gym.tasks` (task records) and :mod:`osworld_gym.evaluators`
 (getters, metrics) and reads both, and the providers' capabilities:
 
+* :func:`load_tasks`, :func:`builtin_tasks`, :func:`builtin_task` (:mod:`.load`): tasks read,
+  validated, and those a provider cannot run left out (``TaskSet.unsupported`` says why);
 * :func:`classify` (:mod:`.classifier`): can a task run on a provider, and the reasons why not;
 * :mod:`.coverage`: classify a whole OSWorld task set, grouped by reason
   (``osworld-gym tasks coverage``);
@@ -23,5 +25,15 @@ from osworld_gym.support.classifier import (
     classify,
     local_capabilities,
 )
+from osworld_gym.support.load import builtin_task, builtin_tasks, load_tasks
 
-__all__ = ["Capabilities", "Support", "capabilities", "classify", "local_capabilities"]
+__all__ = [
+    "Capabilities",
+    "Support",
+    "builtin_task",
+    "builtin_tasks",
+    "capabilities",
+    "classify",
+    "load_tasks",
+    "local_capabilities",
+]

@@ -369,7 +369,7 @@ def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
 
 
 def _implementation(uses: _Uses) -> list[str]:
-    from osworld_gym.evaluators import registry
+    from osworld_gym.tasks import evaluator_registry as registry
     from osworld_gym.evaluators.metrics.options import unhonoured_options
     from osworld_gym.evaluators.metrics.table import SUPPORTED_RULES
     from osworld_gym.tasks.setup import STEP_PARAMETERS

@@ -28,14 +28,24 @@ import sqlite3
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import osworld_gym.tasks.chrome_tabs as chrome_tabs
 from osworld_gym.errors import SetupError
-from osworld_gym.tasks import chrome_tabs
 from osworld_gym.tasks.paths import guest_path
 
 if TYPE_CHECKING:
-    from osworld_gym.tasks.setup import SetupRunner
+    from osworld_gym.client import GuestClient
+
+
+class SetupRunner(Protocol):
+    """What these steps use of :class:`osworld_gym.tasks.setup.SetupRunner` (which calls them)."""
+
+    client: GuestClient
+    home: str
+
+    @property
+    def task_cache_dir(self) -> Path: ...
 
 #: DevTools ports tried in order: our google-chrome shim's, then OSWorld's socat forward.
 PORTS = (1337, 9222)

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from osworld_gym.errors import TaskError
+from osworld_gym.tasks.evaluator_spec import validate_evaluator
+from osworld_gym.tasks.setup import validate_steps
 from osworld_gym.tasks.validation import check_task_id, normalize_booleans, validate_task
 
 #: related_apps / snapshot spellings that differ from OSWorld's domain folder names.
@@ -181,9 +183,6 @@ class Task:
                 :class:`~osworld_gym.errors.TaskValidationError` for an unsafe id, path, URL or
                 number (:mod:`osworld_gym.tasks.validation`).
         """
-        from osworld_gym.evaluators.validate import validate_evaluator
-        from osworld_gym.tasks.setup import validate_steps
-
         try:
             check_task_id(self.id)
             validate_steps(self.config, phase="config", task_id=self.id)

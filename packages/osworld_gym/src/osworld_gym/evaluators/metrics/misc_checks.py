@@ -209,7 +209,7 @@ def compare_archive(result: str | None, expected: str, **options: Any) -> float:
         NotImplementedError: ``audio``/``video`` (not implemented here).
         ValueError: an unknown ``file_type``.
     """
-    from osworld_gym.evaluators import registry
+    from osworld_gym.tasks import evaluator_registry as registry
 
     if not result:
         return 0.0
