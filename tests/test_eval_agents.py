@@ -142,7 +142,7 @@ def test_a_client_error_is_not_retried():
 
 
 def test_tiny_transformers_agent_runs_end_to_end(tmp_path):
-    from arpo_trainer.testing.tiny import build_tiny_vlm
+    from arpo_trainer.tiny import build_tiny_vlm
 
     model_dir = build_tiny_vlm(seed=0).save(tmp_path / "tiny-ckpt")
     ids = tmp_path / "ids.txt"

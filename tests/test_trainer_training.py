@@ -13,7 +13,7 @@ import pytest
 import torch
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.modeling import lora_config
-from arpo_trainer.testing.tiny import build_tiny_vlm
+from arpo_trainer.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

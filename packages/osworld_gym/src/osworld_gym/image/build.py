@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import osworld_gym.image.recipe as recipe
 from osworld_gym.errors import InfraError, MissingDependencyError
-from osworld_gym.image import recipe
 
 log = logging.getLogger(__name__)
 
