@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from osworld_gym.support import classifier
-from osworld_gym.support import load_tasks
+from osworld_gym.providers.local import LocalProvider
+from osworld_gym.support import classifier, load_tasks
 from osworld_gym.support.classifier import Capabilities, classify, local_capabilities
 
 HF = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main"
@@ -488,7 +489,7 @@ def test_osworld_image_providers_only_lack_what_is_not_implemented():
 def test_local_capabilities_look_for_the_app_programs(monkeypatch):
     found = {"chromium", "vlc", "socat"}
     monkeypatch.setattr(
-        classifier.shutil,
+        shutil,
         "which",
         lambda name, path=None: f"/usr/bin/{name}" if name in found else None,
     )
@@ -512,7 +513,8 @@ def write_evaluation_examples(root: Path, tasks: list[dict[str, Any]]) -> Path:
 
 
 def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(classifier, "local_capabilities", lambda: SANDBOX)
+    monkeypatch.setattr(LocalProvider, "capabilities",
+                        classmethod(lambda cls, profile=None: SANDBOX))
     every = [
         OS_RENAME,
         OS_BLUETOOTH,
