@@ -9,9 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from osworld_gym.env import OSWorldEnv
+from osworld_gym.evaluators import register_metric
+from osworld_gym.evaluators.metrics.options import honours
+from osworld_gym.providers.capabilities import OSWORLD_IMAGE
+from osworld_gym.providers.fake import FakeProvider
 from osworld_gym.providers.local import LocalProvider
 from osworld_gym.support import classifier, load_tasks
 from osworld_gym.support.classifier import Capabilities, classify, local_capabilities
+from osworld_gym.tasks.evaluator_registry import unregister_metric
 
 HF = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main"
 ALL_APPS = frozenset(classifier.APP_KEYS)
@@ -558,3 +564,47 @@ def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypat
 def test_only_urls_that_are_fetched_need_a_live_website(config, live):
     reasons = classify(task("web", ["os"], config, {"func": "infeasible"}), SANDBOX).reasons
     assert any(r.startswith("needs a live website") for r in reasons) is live
+
+
+# -- the seams classify reads: provider classes, metric declarations ------------------------------
+
+
+class _FakeOnOSWorldsImage(FakeProvider):
+    """A provider class declaring OSWorld's image (VS Code, GNOME, network, every app)."""
+
+    @classmethod
+    def capabilities(cls, profile: str | None = None) -> Capabilities:
+        return OSWORLD_IMAGE
+
+
+def test_the_provider_class_declares_what_its_desktops_offer_the_env_s_tasks():
+    tasks = [VSCODE_SETTINGS, OS_BLUETOOTH]
+    local = OSWorldEnv(provider=FakeProvider(), tasks=tasks)
+    full = OSWorldEnv(provider=_FakeOnOSWorldsImage(), tasks=tasks)
+    try:
+        assert local.tasks.unsupported == {"0ed39f63": "needs VS Code (domain vs_code)"}
+        assert full.tasks.unsupported == {} and "0ed39f63" in full.tasks
+    finally:
+        local.close()
+        full.close()
+
+
+def test_a_metric_s_own_option_check_and_undeclared_options_are_reported_by_classify():
+    def no_negative_tolerance(options):
+        return ["unsupported tolerance: negative"] if options.get("tolerance", 0) < 0 else []
+
+    @honours("tolerance", check=no_negative_tolerance)
+    def close_enough(result, expected=None, **options):
+        return 1.0
+
+    register_metric("close_enough", close_enough)
+    try:
+        evaluator = {"func": "close_enough", "result": {"type": "vm_command_line", "command": "ls"},
+                     "options": {"tolerance": -1, "fancy": True, "off": False}}
+        support = classify(task("opt", ["os"], [], evaluator), OSWORLD_IMAGE)
+        assert support.reasons == ("unsupported tolerance: negative",
+                                   "unsupported metric option: close_enough(fancy)")
+        evaluator["options"] = {"tolerance": 2}
+        assert classify(task("opt", ["os"], [], evaluator), OSWORLD_IMAGE).supported
+    finally:
+        unregister_metric("close_enough")
