@@ -21,8 +21,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.support.classifier import classify
+from osworld_gym.tasks import evaluator_registry as registry
 
 _EXTERNAL = ("needs a live website", "needs the network", "needs VS Code", "needs a Google account",
              "needs GNOME", "needs systemd")

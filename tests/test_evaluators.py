@@ -17,7 +17,6 @@ from osworld_gym.evaluators import (
     register_metric,
     validate_evaluator,
 )
-from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.evaluators.metrics.general import (
     check_direct_json_object,
     check_include_exclude,
@@ -27,6 +26,7 @@ from osworld_gym.evaluators.metrics.general import (
 )
 from osworld_gym.evaluators.metrics.text import compare_text_file
 from osworld_gym.tasks import SetupRunner, Task
+from osworld_gym.tasks import evaluator_registry as registry
 
 
 class FakeGuest:

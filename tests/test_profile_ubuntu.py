@@ -16,8 +16,7 @@ from osworld_gym.errors import MissingDependencyError, TaskError
 from osworld_gym.guest.profiles import FAVOURITES, Geometry
 from osworld_gym.providers import local as local_mod
 from osworld_gym.providers.local import LocalProvider
-from osworld_gym.support import load_tasks
-from osworld_gym.support.classifier import classify, local_capabilities
+from osworld_gym.support import classify, load_tasks, local_capabilities
 
 pytestmark = pytest.mark.desktop
 

@@ -12,11 +12,10 @@ import pytest
 from osworld_gym.env import OSWorldEnv
 from osworld_gym.evaluators import register_metric
 from osworld_gym.evaluators.metrics.options import honours
-from osworld_gym.providers.capabilities import OSWORLD_IMAGE
+from osworld_gym.providers.capabilities import OSWORLD_IMAGE, desktop_path
 from osworld_gym.providers.fake import FakeProvider
 from osworld_gym.providers.local import LocalProvider
-from osworld_gym.support import classifier, load_tasks
-from osworld_gym.support.classifier import Capabilities, classify, local_capabilities
+from osworld_gym.support import Capabilities, classifier, classify, load_tasks, local_capabilities
 from osworld_gym.tasks.evaluator_registry import unregister_metric
 
 HF = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main"
@@ -382,7 +381,7 @@ def test_python_steps_need_the_task_python(tmp_path):
 
 def test_local_path_is_the_desktops_not_the_hosts(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    path = classifier.desktop_path().split(":")
+    path = desktop_path().split(":")
     assert path[-6:] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".split(":")
     assert any(p.endswith("guest/shims") for p in path)
 

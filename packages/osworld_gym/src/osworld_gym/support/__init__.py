@@ -18,13 +18,8 @@ This floor sits above :mod:`osworld_gym.tasks` (task records) and :mod:`osworld_
 True
 """
 
-from osworld_gym.support.classifier import (
-    Capabilities,
-    Support,
-    capabilities,
-    classify,
-    local_capabilities,
-)
+from osworld_gym.providers.capabilities import Capabilities, local_capabilities
+from osworld_gym.support.classifier import Support, capabilities, classify
 from osworld_gym.support.load import builtin_task, builtin_tasks, load_tasks
 
 __all__ = [

@@ -63,13 +63,7 @@ from urllib.parse import urlparse
 from osworld_gym.errors import TaskError
 from osworld_gym.evaluators.metrics.options import option_problems
 from osworld_gym.providers import PROVIDERS, provider_class
-from osworld_gym.providers.capabilities import (
-    APP_KEYS,
-    OSWORLD_IMAGE,
-    Capabilities,
-    desktop_path,
-    local_capabilities,
-)
+from osworld_gym.providers.capabilities import APP_KEYS, OSWORLD_IMAGE, Capabilities
 from osworld_gym.support.needs import missing_programs, network_steps, systemd_programs
 from osworld_gym.support.packages import PACKAGES
 from osworld_gym.support.programs import is_shell
