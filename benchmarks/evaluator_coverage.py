@@ -4,7 +4,8 @@ which ones osworld-gym's evaluator registry implements.
 Why: issue 11 asks for every metric and getter an offline-runnable official task names. This
 script is the work list (most-used missing names first) and the coverage figure for the report.
 Tasks needing something no offline sandbox has (a live website, installs from the network,
-VS Code, a Google account, GNOME, systemd) are counted separately; the reason comes from :func:`osworld_gym.support.classifier.classify`.
+VS Code, a Google account, GNOME, systemd) are counted separately; the reason comes from
+:func:`osworld_gym.support.classify`.
 
 Usage::
 

@@ -1,6 +1,7 @@
 """Tiny, randomly initialised Qwen2.5-VL models built entirely offline (no hub, no downloads).
 
-Used by the CPU demo (``--model tiny``), the ``tiny`` eval agent and the tests. Three parts, each built in code:
+Used by the CPU demo (``--model tiny``), the ``tiny`` eval agent and the tests. Three parts,
+each built in code:
 
 * a byte-level BPE tokenizer whose merges are learned (with the ``tokenizers`` library) from the
   UI-TARS action grammar and generic English (never from a task's instruction, oracle or
