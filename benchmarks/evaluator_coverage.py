@@ -4,7 +4,8 @@ which ones osworld-gym's evaluator registry implements.
 Why: issue 11 asks for every metric and getter an offline-runnable official task names. This
 script is the work list (most-used missing names first) and the coverage figure for the report.
 Tasks needing something no offline sandbox has (a live website, installs from the network,
-VS Code, a Google account, GNOME, systemd) are counted separately; the reason comes from :func:`osworld_gym.tasks.support.classify`.
+VS Code, a Google account, GNOME, systemd) are counted separately; the reason comes from
+:func:`osworld_gym.support.classify`.
 
 Usage::
 
@@ -21,8 +22,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from osworld_gym.evaluators import registry
-from osworld_gym.tasks.support import classify
+from osworld_gym.support.classifier import classify
+from osworld_gym.tasks import evaluator_registry as registry
 
 _EXTERNAL = ("needs a live website", "needs the network", "needs VS Code", "needs a Google account",
              "needs GNOME", "needs systemd")

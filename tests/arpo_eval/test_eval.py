@@ -16,7 +16,7 @@ import pytest
 from osworld_gym.errors import GuestError
 from osworld_gym.providers.fake import FakeProvider
 from osworld_gym.recording import summarize_results
-from osworld_gym.tasks import builtin_tasks
+from osworld_gym.support import builtin_tasks
 
 from arpo_eval.agents import AgentSpec, FailAgent, NoopAgent
 from arpo_eval.cli import main

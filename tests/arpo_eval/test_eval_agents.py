@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from osworld_gym.actions import make_action_set
-from osworld_gym.tasks import builtin_tasks
+from osworld_gym.support import builtin_tasks
 from PIL import Image
 
 from arpo_eval.agents import AgentError
@@ -142,7 +142,7 @@ def test_a_client_error_is_not_retried():
 
 
 def test_tiny_transformers_agent_runs_end_to_end(tmp_path):
-    from arpo_trainer.testing.tiny import build_tiny_vlm
+    from arpo_trainer.tiny import build_tiny_vlm
 
     model_dir = build_tiny_vlm(seed=0).save(tmp_path / "tiny-ckpt")
     ids = tmp_path / "ids.txt"

@@ -8,7 +8,8 @@ oracle is proven on a desktop by ``test_builtin_oracles.py``.
 from __future__ import annotations
 
 import pytest
-from osworld_gym.tasks import TaskSet, builtin_tasks
+from osworld_gym.support import builtin_tasks
+from osworld_gym.tasks import TaskSet
 from test_eval_agents import ChatServer
 from test_eval_report import rendered_dom, text
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from arpo_trainer.chat import OMITTED_SCREENSHOT, TurnEncoder
-from arpo_trainer.testing.tiny import build_tiny_vlm
+from arpo_trainer.tiny import build_tiny_vlm
 from PIL import Image
 
 

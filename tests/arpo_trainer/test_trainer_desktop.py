@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 from arpo_trainer.modeling import lora_config
-from arpo_trainer.testing.tiny import build_tiny_vlm
+from arpo_trainer.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
 from test_trainer_training import make_config
 

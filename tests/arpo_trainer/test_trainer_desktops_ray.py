@@ -17,7 +17,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from arpo_trainer.testing.tiny import build_tiny_vlm  # noqa: E402
+from arpo_trainer.tiny import build_tiny_vlm  # noqa: E402
 from arpo_trainer.trainer import ARPOTrainer  # noqa: E402
 from test_trainer_training import INFEASIBLE, make_config  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402

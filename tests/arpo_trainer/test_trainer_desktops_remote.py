@@ -12,7 +12,7 @@ import json
 import os
 
 import pytest
-from arpo_trainer.testing.tiny import build_tiny_vlm
+from arpo_trainer.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
 from tcp_guest import TOKEN, H, W, launch_guest
 from test_trainer_training import INFEASIBLE, make_config

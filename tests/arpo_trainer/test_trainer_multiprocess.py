@@ -40,9 +40,9 @@ def _worker(out: Path, resume: bool) -> None:
     from arpo_trainer.demos import oracle_script
     from arpo_trainer.generation import TurnSample
     from arpo_trainer.tasks import resolve_tasks, task_dataset
-    from arpo_trainer.testing.tiny import build_tiny_vlm
+    from arpo_trainer.tiny import build_tiny_vlm
     from arpo_trainer.trainer import ARPOTrainer
-    from osworld_gym.tasks import builtin_task
+    from osworld_gym.support import builtin_task
 
     class PacedPolicy:
         """The real policy generates; the rank's script decides what is played."""

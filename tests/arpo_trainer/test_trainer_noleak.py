@@ -15,9 +15,9 @@ import yaml
 from arpo_trainer.demos import oracle_script
 from arpo_trainer.modeling import ModelArguments
 from arpo_trainer.testing.base_policy import BC_COMMANDS, BC_KEYS, BC_INSTRUCTIONS
-from arpo_trainer.testing.tiny import build_tokenizer, grammar_corpus
+from arpo_trainer.tiny import build_tokenizer, grammar_corpus
 from osworld_gym.actions import make_action_set
-from osworld_gym.tasks import builtin_tasks
+from osworld_gym.support import builtin_tasks
 from repo_paths import ROOT
 
 DEMO = ROOT / "packages/arpo_trainer/configs/demo.yaml"

@@ -20,7 +20,7 @@ import io
 import numpy as np
 import pytest
 from arpo_trainer.chat import TurnEncoder
-from arpo_trainer.testing.tiny import build_processor, build_tokenizer
+from arpo_trainer.tiny import build_processor, build_tokenizer
 from PIL import Image
 
 UITARS_MIN_PIXELS = 100 * 28 * 28

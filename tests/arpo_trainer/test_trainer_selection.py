@@ -15,9 +15,9 @@ from arpo_trainer.generation import ScriptedPolicy, TransformersPolicy, turn_gen
 from arpo_trainer.rollout import Collector
 from arpo_trainer.selection import choose_tasks, evaluate_tasks, success_table
 from arpo_trainer.tasks import resolve_tasks
-from arpo_trainer.testing.tiny import build_tiny_vlm
+from arpo_trainer.tiny import build_tiny_vlm
 from osworld_gym.actions import make_action_set
-from osworld_gym.tasks import builtin_task
+from osworld_gym.support import builtin_task
 
 FAKE = {
     "provider": "fake",

@@ -25,7 +25,7 @@ import torch
 import yaml
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.generation import ScriptedPolicy
-from arpo_trainer.testing.tiny import build_tiny_vlm
+from arpo_trainer.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
 from repo_paths import ROOT
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.modeling import lora_config
-from arpo_trainer.testing.tiny import build_tiny_vlm
+from arpo_trainer.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -150,7 +150,8 @@ def test_trajectories_whose_desktop_failed_are_excluded_and_counted(tmp_path):
         ],
         "evaluator": {"func": "infeasible"},
     }
-    from osworld_gym.tasks import Task, TaskSet, builtin_task
+    from osworld_gym.support import builtin_task
+    from osworld_gym.tasks import Task, TaskSet
 
     tasks = TaskSet([builtin_task(INFEASIBLE), Task.from_dict(broken, validate=False)])
     vlm = build_tiny_vlm(seed=0)

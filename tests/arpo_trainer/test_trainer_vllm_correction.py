@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from arpo_trainer.batch import importance_sampling_ratio
 from arpo_trainer.config import ARPOConfig
-from arpo_trainer.testing.tiny import build_tokenizer
+from arpo_trainer.tiny import build_tokenizer
 from arpo_trainer.vllm_rollout import VISION_TOKENS, collapse_image_runs, vllm_sampling_kwargs
 
 

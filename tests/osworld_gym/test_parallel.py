@@ -12,7 +12,7 @@ from pettingzoo.test import parallel_api_test
 import osworld_gym.parallel
 from osworld_gym.errors import GuestError
 from osworld_gym.parallel import OSWorldGroupEnv
-from osworld_gym.tasks import builtin_task, load_tasks
+from osworld_gym.support import builtin_task, load_tasks
 
 #: built-in tasks whose setup runs on the fake provider too (the suite grows; tests pin these)
 TASKS = load_tasks([builtin_task(t) for t in (

@@ -16,7 +16,7 @@ ray = pytest.importorskip("ray")
 
 import osworld_gym.ray_pool  # noqa: E402
 from osworld_gym.ray_pool import RayVectorEnv  # noqa: E402
-from osworld_gym.tasks import builtin_task, load_tasks  # noqa: E402
+from osworld_gym.support import builtin_task, load_tasks  # noqa: E402
 
 TASKS = load_tasks([builtin_task(t) for t in (
     "os-chmod-001", "os-copy-001", "os-infeasible-001", "os-mkdir-001")])

@@ -15,7 +15,7 @@ from PIL import Image
 
 import osworld_gym.recording
 from osworld_gym.recording import RecordEpisode, json_safe, summarize_results
-from osworld_gym.tasks import builtin_task, load_tasks
+from osworld_gym.support import builtin_task, load_tasks
 from osworld_gym.vector import make_vec
 
 TASKS = load_tasks([builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "os-infeasible-001")])

@@ -20,7 +20,7 @@ import numpy as np
 import osworld_gym.vector
 import pytest
 from osworld_gym.errors import GuestError
-from osworld_gym.tasks import builtin_task, load_tasks
+from osworld_gym.support import builtin_task, load_tasks
 from osworld_gym.vector import VectorSafe, make_vec
 from proc_tree import alive, descendants
 

@@ -15,7 +15,6 @@ from osworld_gym.evaluators import (
     metric,
     register_getter,
     register_metric,
-    registry,
     validate_evaluator,
 )
 from osworld_gym.evaluators.metrics.general import (
@@ -27,6 +26,7 @@ from osworld_gym.evaluators.metrics.general import (
 )
 from osworld_gym.evaluators.metrics.text import compare_text_file
 from osworld_gym.tasks import SetupRunner, Task
+from osworld_gym.tasks import evaluator_registry as registry
 
 
 class FakeGuest:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from osworld_gym.evaluators import registry
+from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.evaluators.metrics.options import unhonoured_options
-from osworld_gym.evaluators.validate import plan
+from osworld_gym.tasks.evaluator_spec import plan
 from repo_paths import ROOT as REPO_ROOT
 
 ROOT = Path(os.environ.get("OSWORLD_EXAMPLES", REPO_ROOT.parent / "shared/osworld/evaluation_examples"))
@@ -47,7 +47,7 @@ def official_tasks() -> Iterator[dict[str, Any]]:
 
 
 def _external(raw: dict[str, Any]) -> bool:
-    from osworld_gym.tasks.support import classify
+    from osworld_gym.support.classifier import classify
 
     reasons = classify(raw, "local").reasons
     return any(r.startswith(("needs a live website", "needs VS Code", "needs a Google account",

@@ -15,8 +15,7 @@ from osworld_gym.errors import MissingDependencyError, TaskError
 from osworld_gym.guest.profiles import FAVOURITES, Geometry
 from osworld_gym.providers import local as local_mod
 from osworld_gym.providers.local import LocalProvider
-from osworld_gym.tasks import load_tasks
-from osworld_gym.tasks.support import classify, local_capabilities
+from osworld_gym.support import classify, load_tasks, local_capabilities
 from repo_paths import TESTS
 
 pytestmark = pytest.mark.desktop

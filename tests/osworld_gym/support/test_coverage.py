@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from osworld_gym.errors import TaskError
-from osworld_gym.tasks.coverage import coverage, official_tasks, reason_kind
+from osworld_gym.support.coverage import coverage, official_tasks, reason_kind
 
 from osworld_examples import OFFICIAL, PRESENT, SKIP_REASON
 

@@ -1,6 +1,6 @@
 """A fresh machine gets everything the desktop and its tasks run from ``scripts/install.sh``.
 
-The list of programs is derived from the task JSON (``osworld_gym.tasks.programs``), mapped to
+The list of programs is derived from the task JSON (``osworld_gym.support.programs``), mapped to
 Debian packages in ``osworld_gym.doctor.PACKAGES``, checked by ``osworld-gym doctor`` and
 installed by ``scripts/install.sh``. These tests hold the three together, and the last one proves
 the install on a clean Debian 12 root file system (``debootstrap``), where nothing installed by
@@ -21,7 +21,7 @@ import pytest
 
 from osworld_gym import doctor
 from osworld_gym.image.recipe import APPS, SYSTEM_PACKAGES
-from osworld_gym.tasks.programs import task_programs
+from osworld_gym.support.programs import task_programs
 from repo_paths import ROOT
 
 INSTALL = ROOT / "scripts" / "install.sh"

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 from osworld_gym.errors import OSWorldGymError
-from osworld_gym.tasks.coverage import official_tasks
-from osworld_gym.tasks.support import capabilities, classify
+from osworld_gym.support.coverage import official_tasks
+from osworld_gym.support.classifier import capabilities, classify
 from osworld_gym.tasks.task import Task
 
 from osworld_examples import OFFICIAL, SKIP_REASON

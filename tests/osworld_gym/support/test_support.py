@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from osworld_gym.tasks import load_tasks, support
-from osworld_gym.tasks.support import Capabilities, classify, local_capabilities
+from osworld_gym.env import OSWorldEnv
+from osworld_gym.evaluators import register_metric
+from osworld_gym.evaluators.metrics.options import honours
+from osworld_gym.providers.capabilities import OSWORLD_IMAGE, desktop_path
+from osworld_gym.providers.fake import FakeProvider
+from osworld_gym.providers.local import LocalProvider
+from osworld_gym.support import Capabilities, classifier, classify, load_tasks, local_capabilities
+from osworld_gym.tasks.evaluator_registry import unregister_metric
 
 HF = "https://huggingface.co/datasets/xlangai/ubuntu_osworld_file_cache/resolve/main"
-ALL_APPS = frozenset(support.APP_KEYS)
+ALL_APPS = frozenset(classifier.APP_KEYS)
 SANDBOX = Capabilities(network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS)
 
 
@@ -374,7 +381,7 @@ def test_python_steps_need_the_task_python(tmp_path):
 
 def test_local_path_is_the_desktops_not_the_hosts(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
-    path = support.desktop_path().split(":")
+    path = desktop_path().split(":")
     assert path[-6:] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".split(":")
     assert any(p.endswith("guest/shims") for p in path)
 
@@ -487,7 +494,7 @@ def test_osworld_image_providers_only_lack_what_is_not_implemented():
 def test_local_capabilities_look_for_the_app_programs(monkeypatch):
     found = {"chromium", "vlc", "socat"}
     monkeypatch.setattr(
-        support.shutil,
+        shutil,
         "which",
         lambda name, path=None: f"/usr/bin/{name}" if name in found else None,
     )
@@ -511,7 +518,8 @@ def write_evaluation_examples(root: Path, tasks: list[dict[str, Any]]) -> Path:
 
 
 def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(support, "local_capabilities", lambda: SANDBOX)
+    monkeypatch.setattr(LocalProvider, "capabilities",
+                        classmethod(lambda cls, profile=None: SANDBOX))
     every = [
         OS_RENAME,
         OS_BLUETOOTH,
@@ -555,3 +563,47 @@ def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypat
 def test_only_urls_that_are_fetched_need_a_live_website(config, live):
     reasons = classify(task("web", ["os"], config, {"func": "infeasible"}), SANDBOX).reasons
     assert any(r.startswith("needs a live website") for r in reasons) is live
+
+
+# -- the seams classify reads: provider classes, metric declarations ------------------------------
+
+
+class _FakeOnOSWorldsImage(FakeProvider):
+    """A provider class declaring OSWorld's image (VS Code, GNOME, network, every app)."""
+
+    @classmethod
+    def capabilities(cls, profile: str | None = None) -> Capabilities:
+        return OSWORLD_IMAGE
+
+
+def test_the_provider_class_declares_what_its_desktops_offer_the_env_s_tasks():
+    tasks = [VSCODE_SETTINGS, OS_BLUETOOTH]
+    local = OSWorldEnv(provider=FakeProvider(), tasks=tasks)
+    full = OSWorldEnv(provider=_FakeOnOSWorldsImage(), tasks=tasks)
+    try:
+        assert local.tasks.unsupported == {"0ed39f63": "needs VS Code (domain vs_code)"}
+        assert full.tasks.unsupported == {} and "0ed39f63" in full.tasks
+    finally:
+        local.close()
+        full.close()
+
+
+def test_a_metric_s_own_option_check_and_undeclared_options_are_reported_by_classify():
+    def no_negative_tolerance(options):
+        return ["unsupported tolerance: negative"] if options.get("tolerance", 0) < 0 else []
+
+    @honours("tolerance", check=no_negative_tolerance)
+    def close_enough(result, expected=None, **options):
+        return 1.0
+
+    register_metric("close_enough", close_enough)
+    try:
+        evaluator = {"func": "close_enough", "result": {"type": "vm_command_line", "command": "ls"},
+                     "options": {"tolerance": -1, "fancy": True, "off": False}}
+        support = classify(task("opt", ["os"], [], evaluator), OSWORLD_IMAGE)
+        assert support.reasons == ("unsupported tolerance: negative",
+                                   "unsupported metric option: close_enough(fancy)")
+        evaluator["options"] = {"tolerance": 2}
+        assert classify(task("opt", ["os"], [], evaluator), OSWORLD_IMAGE).supported
+    finally:
+        unregister_metric("close_enough")

@@ -23,7 +23,7 @@ from collections import Counter
 
 import pytest
 
-from osworld_gym.tasks import builtin_tasks
+from osworld_gym.support import builtin_tasks
 from osworld_gym.tasks.assets import generate
 from osworld_gym.tasks.builtin.web_media_assets import ARTICLES, STAFF
 

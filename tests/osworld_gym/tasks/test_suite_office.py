@@ -11,7 +11,7 @@ import io
 import zipfile
 
 import pytest
-from osworld_gym.tasks import builtin_tasks
+from osworld_gym.support import builtin_tasks
 from osworld_gym.tasks.assets import generate
 
 OFFICE_DOMAINS = ("libreoffice_calc", "libreoffice_writer", "libreoffice_impress")

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from osworld_gym.errors import SetupError, TaskError
+from osworld_gym.support import load_tasks
 from osworld_gym.tasks import (
     Task,
     TaskSet,
@@ -18,7 +19,6 @@ from osworld_gym.tasks import (
     download_cache_path,
     fetch,
     guest_path,
-    load_tasks,
     placeholder_values,
     substitute,
 )

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 from osworld_gym.evaluators import validate_evaluator
-from osworld_gym.tasks import BUILTIN_DIR, Task, builtin_task, builtin_tasks, load_tasks
+from osworld_gym.support import builtin_task, builtin_tasks, load_tasks
+from osworld_gym.tasks import BUILTIN_DIR, Task
 
 TASKS = builtin_tasks()
 

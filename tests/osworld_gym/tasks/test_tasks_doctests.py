@@ -1,4 +1,4 @@
-"""The ``>>>`` examples in the tasks and evaluators docstrings run and hold."""
+"""The ``>>>`` examples in the tasks, evaluators and support docstrings run and hold."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import importlib
 import pkgutil
 
 import osworld_gym.evaluators
+import osworld_gym.support
 import osworld_gym.tasks
 import pytest
 
 
 def module_names() -> list[str]:
     names = []
-    for package in (osworld_gym.tasks, osworld_gym.evaluators):
+    for package in (osworld_gym.tasks, osworld_gym.evaluators, osworld_gym.support):
         names.append(package.__name__)
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             names.append(info.name)

@@ -202,7 +202,7 @@ def _hf_bundle(spec: AgentSpec) -> AgentBundle:
         raise ValueError("--agent hf needs --model (a checkpoint directory, a hub id, or 'tiny')")
     torch.manual_seed(spec.seed)
     if spec.model == "tiny":
-        from arpo_trainer.testing.tiny import build_tiny_vlm
+        from arpo_trainer.tiny import build_tiny_vlm
 
         vlm = build_tiny_vlm(seed=spec.seed)
         model, processor = vlm.model, vlm.processor

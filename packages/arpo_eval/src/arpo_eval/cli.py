@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="builtin | builtin:DOMAIN[,DOMAIN] | id list file | evaluation_examples dir | meta json")
     r.add_argument("--meta", help="meta file of an evaluation_examples directory (default test_all.json)")
     r.add_argument("--skip-unsupported", action="store_true",
-                   help="drop OSWorld tasks the provider cannot run (osworld_gym.tasks.support)")
+                   help="drop OSWorld tasks the provider cannot run (osworld_gym.support)")
     r.add_argument("--provider", default="local", choices=("local", "docker", "remote", "fake"),
                    help="desktop backend (fake: canned screens, for tests of the plumbing)")
     r.add_argument("--provider-arg", action="append", default=[], metavar="KEY=VALUE",

@@ -18,7 +18,7 @@ resumed run skips every episode that has a ``result.txt``. Without it nothing is
 is what task selection wants:
 
 >>> from arpo_eval.agents import FailAgent
->>> from osworld_gym.tasks import builtin_tasks
+>>> from osworld_gym.support import builtin_tasks
 >>> tasks = builtin_tasks("os")[5:8]
 >>> records = evaluate_agent(FailAgent, tasks, env_kwargs={"provider": "fake", "settle": None},
 ...                          progress=False)

@@ -9,7 +9,7 @@
   optional ``<domain>/`` prefix allowed), a JSON list of ids, or a task list written by
   ``arpo-train select-tasks`` (``{"kind": "arpo-task-list", "source", "task_ids"}``). Plain id
   lists are resolved against ``source`` (default ``builtin``);
-* anything else :func:`osworld_gym.tasks.load_tasks` reads (a task JSON file, a directory).
+* anything else :func:`osworld_gym.support.load_tasks` reads (a task JSON file, a directory).
 
 >>> [t.id for t in resolve_task_spec("builtin:os")][:2]
 ['os-mkdir-001', 'os-rename-001']
@@ -27,7 +27,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.tasks import Task, TaskSet, builtin_tasks, load_tasks
+from osworld_gym.support import builtin_tasks, load_tasks
+from osworld_gym.tasks import Task, TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def resolve_task_spec(spec: str | Any, *, meta: str | None = None, source: str =
         spec: the ``--tasks`` value (or a TaskSet / task objects, returned as a TaskSet).
         meta: meta file for an ``evaluation_examples`` directory.
         source: what plain id lists are resolved against.
-        skip_unsupported: drop tasks the desktop cannot run (``osworld_gym.tasks.support``).
+        skip_unsupported: drop tasks the desktop cannot run (``osworld_gym.support.classifier``).
         provider: the backend ``skip_unsupported`` classifies for.
 
     Raises:

@@ -7,7 +7,7 @@ trained on. :func:`run_episode` plays one episode on any ``OSWorld-v0`` env.
 
 >>> import gymnasium as gym, osworld_gym
 >>> from osworld_gym.actions import make_action_set
->>> from osworld_gym.tasks import builtin_task
+>>> from osworld_gym.support import builtin_task
 >>> env = gym.make("OSWorld-v0", provider="fake", tasks=None, action_set="uitars", settle=None,
 ...                screen_size=(640, 360))
 >>> agent = OracleAgent(make_action_set("uitars", screen_size=(640, 360)))

@@ -119,7 +119,7 @@ def build_policy(margs: ModelArguments, args: ARPOConfig, tasks: Any):
     from osworld_gym.actions import make_action_set
 
     from arpo_trainer.demos import oracle_script
-    from arpo_trainer.testing.tiny import build_tiny_vlm
+    from arpo_trainer.tiny import build_tiny_vlm
 
     corpus: list[str] = []
     if margs.tiny_corpus_from_tasks:

@@ -9,7 +9,7 @@ kept, with the real screenshots they produced, so a stored demo is exactly what 
 have seen and written.
 
 >>> from osworld_gym.actions import make_action_set
->>> from osworld_gym.tasks import builtin_task
+>>> from osworld_gym.support import builtin_task
 >>> oracle_script(builtin_task("os-mkdir-001"), make_action_set("uitars", screen_size=(640, 360)))
 ["Action: hotkey(key='ctrl alt t')", "Action: type(content='mkdir -p /home/user/Desktop/projects\\\\n')", "Action: finished(content='')"]
 """

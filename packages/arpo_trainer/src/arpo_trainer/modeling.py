@@ -1,6 +1,6 @@
 """Loading the policy: model, processor, and the LoRA configuration for its language model.
 
->>> from arpo_trainer.testing.tiny import build_tiny_vlm
+>>> from arpo_trainer.tiny import build_tiny_vlm
 >>> vlm = build_tiny_vlm()
 >>> cfg = lora_config(vlm.model, r=4)
 >>> sorted(language_linear_names(vlm.model))
@@ -13,6 +13,7 @@ False
 
 from __future__ import annotations
 
+import importlib.resources
 import logging
 import re
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from transformers import (
     AutoProcessor,
     AutoTokenizer,
 )
+from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
+from transformers.processing_utils import ProcessorMixin
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +149,22 @@ def lora_config(
     )
 
 
+class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
+    """``Qwen2_5_VLProcessor`` without a video processor, so it needs no torchvision."""
+
+    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        self.image_token = "<|image_pad|>"
+        self.video_token = "<|video_pad|>"
+        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
+        self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
+        ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
+
+
+def qwen2_5_vl_chat_template() -> str:
+    """The Qwen2.5-VL chat template shipped inside the TRL wheel."""
+    return (importlib.resources.files("trl") / "chat_templates" / "qwen2_5_vl.jinja").read_text()
+
+
 def load_processor(path: str | Path, **kwargs: Any):
     """``AutoProcessor``, or (no torchvision, hence no video processor; or a processor class
     transformers does not know, like the tiny model's) an image-only Qwen-VL processor built from
@@ -160,8 +179,6 @@ def load_processor(path: str | Path, **kwargs: Any):
         )
     except (ImportError, AttributeError, ValueError, OSError) as e:
         log.info("AutoProcessor failed (%s); building an image-only processor", e)
-    from arpo_trainer.testing.tiny import ImageOnlyQwen2_5_VLProcessor, qwen2_5_vl_chat_template
-
     tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
     image_processor = AutoImageProcessor.from_pretrained(path, **kwargs)
     return ImageOnlyQwen2_5_VLProcessor(

@@ -1,6 +1,6 @@
 """Task sets for training: where they come from, and the dataset rows TRL iterates over.
 
-``tasks`` may be ``"builtin"``, anything :func:`osworld_gym.tasks.load_tasks` reads, or a task
+``tasks`` may be ``"builtin"``, anything :func:`osworld_gym.support.load_tasks` reads, or a task
 list written by ``arpo-train select-tasks`` (a JSON object with ``"source"`` and ``"task_ids"``),
 which resolves to its source restricted to the listed ids.
 
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
-from osworld_gym.tasks import TaskSet, builtin_tasks, load_tasks
+from osworld_gym.support import builtin_tasks, load_tasks
+from osworld_gym.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 

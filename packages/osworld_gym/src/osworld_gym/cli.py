@@ -56,7 +56,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_list(args: argparse.Namespace) -> int:
-    from osworld_gym.tasks import load_tasks
+    from osworld_gym.support import load_tasks
 
     tasks = load_tasks(args.tasks, domains=args.domain)
     if args.json:
@@ -75,7 +75,7 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_show(args: argparse.Namespace) -> int:
-    from osworld_gym.tasks import load_tasks
+    from osworld_gym.support import load_tasks
 
     task = load_tasks(args.tasks)[args.id].instantiate(args.variation)
     print(json.dumps(task.to_dict(), indent=2, ensure_ascii=False))
@@ -83,8 +83,8 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
-    from osworld_gym.tasks import load_tasks
-    from osworld_gym.tasks.check import check_tasks, format_table
+    from osworld_gym.support import load_tasks
+    from osworld_gym.support.check import check_tasks, format_table
 
     tasks = load_tasks(args.tasks, domains=args.domain)
     if args.ids:
@@ -111,7 +111,7 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_coverage(args: argparse.Namespace) -> int:
-    from osworld_gym.tasks.coverage import coverage
+    from osworld_gym.support.coverage import coverage
 
     cov = coverage(args.path, provider=args.provider, meta=args.meta, profile=args.profile)
     if args.write_meta:

@@ -4,7 +4,7 @@ What is checked is derived, not listed by hand:
 
 * the programs the local desktop itself runs (:data:`DESKTOP_PROGRAMS`);
 * every program the built-in tasks start, read from their JSON by
-  :func:`osworld_gym.tasks.programs.task_programs` (setup steps, postconfig, command getters);
+  :func:`osworld_gym.support.programs.task_programs` (setup steps, postconfig, command getters);
 * for every file type the tasks ``open``, that the desktop resolves a default application the
   way ``xdg-open`` does (the file's MIME type from its name, then ``mimeapps.list``) and that
   the application's program is installed. An empty ``notes.txt`` needs the MIME database and a
@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from osworld_gym.guest.profiles import UBUNTU_PROGRAMS, UBUNTU_THEMES
-from osworld_gym.tasks.programs import opened_suffixes, task_programs
+from osworld_gym.support.packages import DESKTOP_PATH, PACKAGES
+from osworld_gym.support.programs import opened_suffixes, task_programs
 
-#: PATH inside the desktop (the sandbox's, less our shims directory).
-DESKTOP_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: The skeleton home every desktop starts from (its ``.config/mimeapps.list`` sets defaults).
 SKELETON = Path(__file__).resolve().parent / "guest" / "skel"
 
@@ -57,34 +56,6 @@ PROFILE_PROGRAMS: tuple[str, ...] = tuple(UBUNTU_PROGRAMS)
 SHIMS: dict[str, str] = {"google-chrome": "chromium", "google-chrome-stable": "chromium",
                          "sudo": "bash"}
 
-#: Program -> the Debian 12 package that ships it. Every program the desktop or a task runs must
-#: be here, ``scripts/install.sh`` must name every package, and ``dpkg -S`` must agree (tests).
-PACKAGES: dict[str, str] = {
-    # the desktop
-    "bwrap": "bubblewrap", "Xvfb": "xvfb", "openbox": "openbox", "dbus-daemon": "dbus-daemon",
-    "wmctrl": "wmctrl", "setpriv": "util-linux",
-    "xdg-open": "xdg-utils", "xdg-mime": "xdg-utils", "file": "file",
-    "mimetype": "libfile-mimeinfo-perl",
-    # apps
-    "xterm": "xterm", "mousepad": "mousepad", "libreoffice": "libreoffice-common",
-    "soffice": "libreoffice-common", "chromium": "chromium", "vlc": "vlc", "ffmpeg": "ffmpeg",
-    "socat": "socat", "python3": "python3",
-    "gimp": "gimp", "thunderbird": "thunderbird", "nautilus": "nautilus", "evince": "evince",
-    # command-line tools tasks use in setup steps and checks
-    "bash": "bash", "sh": "dash", "awk": "mawk", "cat": "coreutils", "chmod": "coreutils",
-    "cmp": "diffutils", "diff": "diffutils", "cp": "coreutils", "curl": "curl",
-    "cut": "coreutils", "find": "findutils", "xargs": "findutils", "git": "git", "grep": "grep",
-    "gzip": "gzip", "head": "coreutils", "ls": "coreutils", "mkdir": "coreutils",
-    "mktemp": "coreutils", "mv": "coreutils", "pgrep": "procps", "pkill": "procps",
-    "ps": "procps", "readlink": "coreutils", "rm": "coreutils", "sed": "sed", "seq": "coreutils",
-    "sha256sum": "coreutils", "sleep": "coreutils", "sort": "coreutils", "ssh": "openssh-client",
-    "stat": "coreutils", "tail": "coreutils", "tar": "tar", "touch": "coreutils",
-    "tr": "coreutils", "uniq": "coreutils", "wc": "coreutils", "timeout": "coreutils",
-    "env": "coreutils", "unzip": "unzip", "zip": "zip", "jq": "jq", "which": "debianutils",
-    "killall": "psmisc",
-    # the "ubuntu" desktop profile
-    **UBUNTU_PROGRAMS,
-}
 
 @dataclass
 class Check:

@@ -64,8 +64,8 @@ from osworld_gym.evaluators.evaluate import EvalResult
 from osworld_gym.providers import Provider, make_provider
 from osworld_gym.settle import SettleConfig, wait_until_settled
 from osworld_gym.spaces import MAX_A11Y_CHARS, MAX_INSTRUCTION_CHARS, UnicodeText
-from osworld_gym.tasks import SetupRunner, Task, TaskSet, load_tasks
-from osworld_gym.tasks.support import capabilities
+from osworld_gym.support import load_tasks
+from osworld_gym.tasks import SetupRunner, Task, TaskSet
 from osworld_gym.tasks.validation import HostAccess, check_host_access, validate_task
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         provider: ``"local"`` (a sandboxed Xvfb desktop on this machine, the default),
             ``"fake"`` (canned frames; for API tests only), or a :class:`Provider` instance.
         tasks: where ``reset`` draws tasks from: ``"builtin"`` (our suite), anything
-            :func:`osworld_gym.tasks.load_tasks` accepts, or ``None`` (then every reset must
+            :func:`osworld_gym.support.load_tasks` accepts, or ``None`` (then every reset must
             pass ``options={"task": ...}``).
         action_set: ``"pyautogui"``, ``"computer_13"``, ``"uitars"`` or an :class:`ActionSet`.
         screen_size: desktop size in pixels, ``(width, height)``.
@@ -131,7 +131,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self.screen_size = tuple(self.provider.screen_size)
         # what the tasks may use depends on the desktop: its provider, and on local desktops
         # its profile (gsettings)
-        caps = capabilities(self.provider.name, getattr(self.provider, "profile", None))
+        caps = self.provider.capabilities(self.provider.profile)
         self.tasks: TaskSet | None = None if tasks is None else load_tasks(tasks, provider=caps)
         self.action_set = (action_set if isinstance(action_set, ActionSet)
                            else make_action_set(action_set, screen_size=self.screen_size,

@@ -10,7 +10,7 @@ episode terminated (DONE/FAIL) or was truncated (step budget, or an infrastructu
 ``info["infra_error"]`` is ``None``.
 
 >>> from osworld_gym.parallel import OSWorldGroupEnv
->>> from osworld_gym.tasks import builtin_task
+>>> from osworld_gym.support import builtin_task
 >>> tasks = [builtin_task("os-infeasible-001"), builtin_task("os-mkdir-001")]
 >>> group = OSWorldGroupEnv(group_size=3, provider="fake", tasks=tasks, max_steps=2)
 >>> obs, infos = group.reset(options={"task": "os-infeasible-001"})

@@ -23,7 +23,7 @@ over any link slower than ~2.5 Gbit/s (6.2 MB in the ~20 ms PNG costs) PNG is th
 
 >>> import ray
 >>> from osworld_gym.ray_pool import RayVectorEnv
->>> from osworld_gym.tasks import builtin_task
+>>> from osworld_gym.support import builtin_task
 >>> ray.init(num_cpus=2, resources={"osworld_desktop": 2})   # doctest: +SKIP
 >>> envs = RayVectorEnv(2, num_cpus=0, provider="fake",     # any Ray cluster, fake desktops
 ...                     tasks=[builtin_task("os-mkdir-001"), builtin_task("os-copy-001")])

@@ -26,7 +26,7 @@ the agent says so, and a desktop can die under a run. Gymnasium's defaults assum
 
 The recipe, runnable (the ``fake`` provider needs no desktop; drop it for real ones):
 
->>> from osworld_gym.tasks import builtin_task, load_tasks
+>>> from osworld_gym.support import builtin_task, load_tasks
 >>> from osworld_gym.vector import make_vec
 >>> tasks = load_tasks([builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "os-infeasible-001")])
 >>> envs = make_vec(2, provider="fake", tasks=tasks, max_steps=3)

@@ -37,7 +37,7 @@ import torch
 
 from arpo_trainer.batch import collate
 from arpo_trainer.chat import TurnEncoder
-from arpo_trainer.testing.tiny import TinyVLM, build_tiny_vlm
+from arpo_trainer.tiny import TinyVLM, build_tiny_vlm
 
 log = logging.getLogger(__name__)
 

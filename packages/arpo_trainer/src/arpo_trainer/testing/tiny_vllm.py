@@ -1,6 +1,6 @@
 """A tiny Qwen2.5-VL that vLLM's CPU engine loads: real processor, attention sizes its kernels take.
 
-:func:`~arpo_trainer.testing.tiny.build_tiny_vlm` makes an *image-only* processor so the main
+:func:`~arpo_trainer.tiny.build_tiny_vlm` makes an *image-only* processor so the main
 environment needs no torchvision. vLLM refuses that checkpoint: it loads the processor with
 ``AutoProcessor`` and wants a real ``Qwen2_5_VLProcessor`` (image processor, video processor
 with its ``video_preprocessor_config.json``, tokenizer), and its CPU attention backend only takes
@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
 
-from arpo_trainer.testing.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS, build_tiny_vlm
+from arpo_trainer.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS, build_tiny_vlm
 
 log = logging.getLogger(__name__)
 

@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from osworld_gym.errors import EvaluatorError, GuestError, UnusableResultFile
-from osworld_gym.evaluators import registry
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.evaluators.metrics.general import infeasible
-from osworld_gym.evaluators.validate import MetricSpec, plan
+from osworld_gym.tasks import evaluator_registry as registry
+from osworld_gym.tasks.evaluator_spec import MetricSpec, plan
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
+from osworld_gym.tasks.setup import SetupRunner
 
 if TYPE_CHECKING:
-    from osworld_gym.tasks.setup import SetupRunner
     from osworld_gym.tasks.task import Task
 
 logger = logging.getLogger(__name__)
@@ -81,8 +81,6 @@ def evaluate(task: Task, ctx: EvalContext, runner: SetupRunner | None = None) ->
     }
     if p.postconfig:
         if runner is None:
-            from osworld_gym.tasks.setup import SetupRunner
-
             runner = SetupRunner(
                 ctx.client,
                 cache_dir=ctx.cache_dir.parent,

@@ -33,7 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.errors import InfraError, MissingDependencyError
-from osworld_gym.image import recipe
+from osworld_gym.image.recipe import (
+    APPS,
+    BASE_TAG,
+    LABEL_IMAGE,
+    LABEL_INPUTS,
+    default_tag,
+    entrypoint_script,
+    render_dockerfile,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +67,9 @@ def default_cache_dir() -> Path:
 class BuildOptions:
     """How to build the desktop image (the flags of ``osworld-gym image build``)."""
 
-    #: App set from :data:`~.recipe.APPS`: ``minimal`` (xterm, mousepad) or ``full``.
+    #: App set from :data:`~.APPS`: ``minimal`` (xterm, mousepad) or ``full``.
     apps: str = "minimal"
-    #: Image tag; default :func:`~.recipe.default_tag` of ``apps``.
+    #: Image tag; default :func:`~.default_tag` of ``apps``.
     tag: str | None = None
     #: Base image; ``None`` builds and imports our debootstrap rootfs (no registry needed).
     base: str | None = None
@@ -82,7 +90,7 @@ class BuildOptions:
 
     @property
     def image_tag(self) -> str:
-        return self.tag or recipe.default_tag(self.apps)
+        return self.tag or default_tag(self.apps)
 
 
 @dataclass
@@ -174,18 +182,18 @@ def ensure_base_image(client: Any, opts: BuildOptions, progress: Progress = log.
     if opts.base:
         return opts.base, {}
     try:
-        client.images.get(recipe.BASE_TAG)
-        return recipe.BASE_TAG, {}
+        client.images.get(BASE_TAG)
+        return BASE_TAG, {}
     except docker.errors.ImageNotFound:
         pass
     tarball, seconds = debootstrap_tarball(opts, progress)
     timings = {"debootstrap": seconds} if seconds else {}
     t0 = time.monotonic()
-    repo, tag = recipe.BASE_TAG.rsplit(":", 1)
-    progress(f"docker import {tarball} {recipe.BASE_TAG}")
+    repo, tag = BASE_TAG.rsplit(":", 1)
+    progress(f"docker import {tarball} {BASE_TAG}")
     client.api.import_image_from_file(str(tarball), repository=repo, tag=tag)
     timings["import"] = time.monotonic() - t0
-    return recipe.BASE_TAG, timings
+    return BASE_TAG, timings
 
 
 # ---- 2. wheels ---------------------------------------------------------------------------------
@@ -304,8 +312,8 @@ def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
     import docker
 
     opts = opts or BuildOptions()
-    if opts.apps not in recipe.APPS:
-        raise ValueError(f"unknown app set {opts.apps!r}; choose one of {sorted(recipe.APPS)}")
+    if opts.apps not in APPS:
+        raise ValueError(f"unknown app set {opts.apps!r}; choose one of {sorted(APPS)}")
     t_start = time.monotonic()
     client = client or docker_client(timeout=1800)
     tag = opts.image_tag
@@ -335,15 +343,15 @@ def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
             timings["task_python"] = seconds
         shutil.copytree(task_deps, ctx / "wheels" / "task",
                         ignore=shutil.ignore_patterns(".complete"))
-        dockerfile = recipe.render_dockerfile(opts.apps)
+        dockerfile = render_dockerfile(opts.apps)
         (ctx / "Dockerfile").write_text(dockerfile)
-        (ctx / "entrypoint.sh").write_text(recipe.entrypoint_script())
+        (ctx / "entrypoint.sh").write_text(entrypoint_script())
 
         try:
             base_id = client.images.get(base).id
         except docker.errors.ImageNotFound:
             base_id = base  # pulled by the build
-        digest = _digest([dockerfile.encode(), recipe.entrypoint_script().encode(),
+        digest = _digest([dockerfile.encode(), entrypoint_script().encode(),
                           wheel.read_bytes(), base_id.encode(),
                           "\n".join(sorted(p.name for p in deps.glob("*.whl"))).encode(),
                           "\n".join(sorted(p.name for p in task_deps.glob("*.whl"))).encode()])
@@ -352,7 +360,7 @@ def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
         except docker.errors.ImageNotFound:
             existing = None
         if existing is not None and not opts.no_cache and \
-                existing.labels.get(recipe.LABEL_INPUTS) == digest:
+                existing.labels.get(LABEL_INPUTS) == digest:
             timings["total"] = time.monotonic() - t_start
             progress(f"{tag} is up to date ({existing.short_id})")
             return BuildResult(tag, existing.id, True, timings)
@@ -373,7 +381,7 @@ def _remove_replaced(client: Any, image: Any) -> None:
     container still uses it or it is not ours."""
     import docker
 
-    if image.labels.get(recipe.LABEL_IMAGE) != "desktop":
+    if image.labels.get(LABEL_IMAGE) != "desktop":
         return
     try:
         client.images.remove(image.id)
@@ -388,7 +396,7 @@ def _docker_build(client: Any, ctx: Path, tag: str, base: str, digest: str, opts
     image_id = None
     stream = client.api.build(path=str(ctx), tag=tag, buildargs=buildargs, rm=True, forcerm=True,
                               nocache=opts.no_cache, decode=True, network_mode=opts.network_mode,
-                              labels={recipe.LABEL_INPUTS: digest})
+                              labels={LABEL_INPUTS: digest})
     for chunk in stream:
         if "error" in chunk:
             raise ImageBuildError(f"docker build of {tag} failed: {chunk['error'].strip()}\n"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from osworld_gym.providers.base import Provider
 
-__all__ = ["Provider", "make_provider", "PROVIDERS"]
+__all__ = ["Provider", "make_provider", "provider_class", "PROVIDERS"]
 
 #: provider name -> "module:Class", imported on demand so unused backends cost nothing
 PROVIDERS: dict[str, str] = {
@@ -32,7 +33,17 @@ def make_provider(spec: str | Provider, *, screen_size: tuple[int, int] = (1920,
     if spec not in PROVIDERS:
         raise ValueError(f"unknown provider {spec!r}; choose one of {sorted(PROVIDERS)} "
                          "or pass a Provider instance")
-    import importlib
+    return provider_class(spec)(screen_size=tuple(screen_size), **kwargs)
 
-    module, cls = PROVIDERS[spec].split(":")
-    return getattr(importlib.import_module(module), cls)(screen_size=tuple(screen_size), **kwargs)
+
+def provider_class(name: str) -> type[Provider]:
+    """The provider class registered as ``name`` (its module imported on first use).
+
+    >>> provider_class("fake").capabilities().network
+    False
+
+    Raises:
+        KeyError: no provider has that name.
+    """
+    module, cls = PROVIDERS[name].split(":")
+    return getattr(importlib.import_module(module), cls)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING
 
+from osworld_gym.providers.capabilities import OSWORLD_IMAGE, Capabilities
+
 if TYPE_CHECKING:
     from osworld_gym.client import GuestClient
 
@@ -25,9 +27,17 @@ class Provider(abc.ABC):
     #: Whether the agent's processes are separated from the judge's (README "Threat model"):
     #: ``False`` where the agent could forge its score, ``None`` where the provider cannot tell.
     separated: bool | None = None
+    #: the desktop profile (``"ubuntu"``, ``"openbox"``) where the provider has them
+    profile: str | None = None
 
     def __init__(self, screen_size: tuple[int, int] = (1920, 1080)):
         self.screen_size = screen_size
+
+    @classmethod
+    def capabilities(cls, profile: str | None = None) -> Capabilities:
+        """What this provider's desktops offer tasks (with desktop ``profile``, where it has
+        them): read by task classification. Default: OSWorld's own image, where everything is."""
+        return OSWORLD_IMAGE
 
     @abc.abstractmethod
     def start(self) -> GuestClient:

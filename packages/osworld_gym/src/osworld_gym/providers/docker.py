@@ -52,6 +52,7 @@ from osworld_gym.errors import InfraError, MissingDependencyError
 from osworld_gym.image import containers
 from osworld_gym.image.recipe import default_tag
 from osworld_gym.providers.base import Provider
+from osworld_gym.providers.capabilities import DEFAULT_PROFILE, PROFILE_ENV, PROFILES
 from osworld_gym.providers.limits import DesktopCgroup, DesktopLimits, PlayerFreezer, start_janitor
 
 log = logging.getLogger(__name__)
@@ -224,8 +225,6 @@ class DockerProvider(Provider):
         self.extra_binds = dict(extra_binds or {})
         self.home_template = str(home_template) if home_template else None
         self.owner_watchdog = owner_watchdog
-        from osworld_gym.providers.local import DEFAULT_PROFILE, PROFILE_ENV, PROFILES
-
         self.profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
         if self.profile not in PROFILES:
             raise ValueError(f"unknown desktop profile {self.profile!r} (from "

@@ -26,6 +26,7 @@ from osworld_gym.actions.primitives import (
 )
 from osworld_gym.errors import GuestError
 from osworld_gym.providers.base import Provider
+from osworld_gym.providers.capabilities import Capabilities, local_capabilities
 
 
 class FakeClient:
@@ -128,6 +129,11 @@ class FakeProvider(Provider):
     """A provider whose desktop is a :class:`FakeClient`."""
 
     name = "fake"
+
+    @classmethod
+    def capabilities(cls, profile: str | None = None) -> Capabilities:
+        """The local desktop's (the fake stands in for it): this machine's apps and PATH."""
+        return local_capabilities(profile)
 
     def __init__(self, screen_size: tuple[int, int] = (1920, 1080)):
         super().__init__(screen_size)

@@ -51,6 +51,13 @@ from osworld_gym.client import GuestClient
 from osworld_gym.errors import InfraError, MissingDependencyError
 from osworld_gym.providers import sandbox as sbx
 from osworld_gym.providers.base import Provider
+from osworld_gym.providers.capabilities import (
+    DEFAULT_PROFILE,
+    PROFILE_ENV,
+    PROFILES,
+    Capabilities,
+    local_capabilities,
+)
 from osworld_gym.providers.limits import (
     DesktopCgroup,
     DesktopLimits,
@@ -85,13 +92,6 @@ def _fresh_spawner_after_fork() -> None:
 
 os.register_at_fork(after_in_child=_fresh_spawner_after_fork)
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
-#: Desktop profiles (see osworld_gym.guest.profiles); the env var picks one when none is given.
-PROFILES = ("openbox", "ubuntu")
-PROFILE_ENV = "OSWORLD_GYM_PROFILE"
-#: The profile when neither ``profile=`` nor the env var names one: OSWorld's look.
-DEFAULT_PROFILE = "ubuntu"
 
 
 def check_system(sandbox: bool = True, profile: str = DEFAULT_PROFILE) -> None:
@@ -141,6 +141,11 @@ class LocalProvider(Provider):
     """
 
     name = "local"
+
+    @classmethod
+    def capabilities(cls, profile: str | None = None) -> Capabilities:
+        """This machine as the sandbox sees it (:func:`.capabilities.local_capabilities`)."""
+        return local_capabilities(profile)
 
     def __init__(
         self,

@@ -1,20 +1,27 @@
 """Tasks: OSWorld task JSON, loaded, validated, set up on a desktop.
 
-* :class:`Task` (:mod:`.task`): one task record; :func:`load_tasks` / :class:`TaskSet`
-  (:mod:`.loader`): files, directories, OSWorld ``evaluation_examples``.
+* :class:`Task` (:mod:`.task`): one task record; :class:`TaskSet` and :func:`collect`
+  (:mod:`.loader`): files, directories, OSWorld ``evaluation_examples``. Loading with
+  validation and classification for a provider: :func:`osworld_gym.support.load_tasks`.
 * :class:`SetupRunner` (:mod:`.setup`): runs ``config``/``postconfig`` steps.
 * :mod:`.cache`: OSWorld's host file cache layout and downloads; :mod:`.placeholders`:
   ``{CLIENT_PASSWORD}`` and friends; :mod:`.paths`: guest path rules.
-* :func:`builtin_tasks` (:mod:`.builtin`): tasks shipped with osworld-gym.
+* :data:`BUILTIN_DIR` (:mod:`.builtin`): tasks shipped with osworld-gym
+  (:func:`osworld_gym.support.builtin_tasks` loads them).
+* :mod:`.evaluator_spec`: the ``evaluator`` object's shape; :mod:`.evaluator_registry`: the getter
+  and metric names a task may use, bound lazily to their code in :mod:`osworld_gym.evaluators`.
 
->>> from osworld_gym.tasks import builtin_tasks
->>> len(builtin_tasks()) >= 10
-True
+This package is the task *format*: it imports no evaluator and nothing of
+:mod:`osworld_gym.support` (the import-linter contracts in the root ``pyproject.toml`` say so).
+
+>>> from osworld_gym.tasks import Task
+>>> Task.from_dict({"id": "t", "instruction": "x", "evaluator": {"func": "infeasible"}}).domain
+'unknown'
 """
 
-from osworld_gym.tasks.builtin import BUILTIN_DIR, builtin_task, builtin_tasks
+from osworld_gym.tasks.builtin import BUILTIN_DIR
 from osworld_gym.tasks.cache import cloud_file_cache_path, download_cache_path, fetch
-from osworld_gym.tasks.loader import TaskSet, load_tasks
+from osworld_gym.tasks.loader import TaskSet, collect
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
 from osworld_gym.tasks.setup import SetupRunner, validate_steps
@@ -28,13 +35,11 @@ __all__ = [
     "SetupRunner",
     "Task",
     "TaskSet",
-    "builtin_task",
-    "builtin_tasks",
     "cloud_file_cache_path",
+    "collect",
     "download_cache_path",
     "fetch",
     "guest_path",
-    "load_tasks",
     "placeholder_values",
     "substitute",
     "validate_steps",

@@ -1,6 +1,6 @@
-"""Load tasks from JSON files, directories, OSWorld's ``evaluation_examples``, or Python objects.
+"""Read tasks from JSON files, directories, OSWorld's ``evaluation_examples``, or Python objects.
 
-``load_tasks`` accepts:
+:func:`collect` accepts:
 
 * ``"builtin"``: the tasks shipped with osworld-gym (:mod:`osworld_gym.tasks.builtin`);
 * a :class:`Task`, a task ``dict``, or a list of them;
@@ -11,19 +11,13 @@
   in ``meta`` (default ``test_all.json`` when present, else every file under ``examples/``);
 * any other directory: every ``*.json`` file below it, each a task or a list of tasks.
 
-Every task is validated (setup steps, getters, metrics) and classified for the provider
-(:func:`osworld_gym.tasks.support.classify`) before any episode starts. By default the tasks
-that cannot run are left out and reported: ``TaskSet.unsupported`` maps each one's id to the
-reason (a user pointing the trainer at OSWorld's folder gets the list of what runs, not one
-exception). ``strict=True`` raises at the first such task instead.
+It yields each task object with the domain and file it came from, unchecked; :class:`TaskSet`
+holds a loaded set. :func:`osworld_gym.support.load_tasks` validates what this reads and leaves
+out the tasks the provider cannot run (classifying is a floor above the task format).
 
->>> ts = load_tasks([{"id": "b", "instruction": "x", "evaluator": {"func": "infeasible"}},
-...                  {"id": "a", "instruction": "y", "domain": "os",
-...                   "evaluator": {"func": "infeasible"}}])
->>> [t.id for t in ts], ts.domains()
-(['b', 'a'], ['os', 'unknown'])
->>> ts.for_seed(0).id, ts.for_seed(1).id, ts.for_seed(2).id
-('a', 'b', 'a')
+>>> [(item["id"], domain) for item, domain, _ in collect({"id": "a", "instruction": "x",
+...                                                      "evaluator": {"func": "infeasible"}})]
+[('a', None)]
 """
 
 from __future__ import annotations
@@ -42,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_META = "test_all.json"
 
-#: ``load_tasks(BUILTIN)`` loads the tasks shipped with osworld-gym.
+#: ``collect(BUILTIN)`` reads the tasks shipped with osworld-gym.
 BUILTIN = "builtin"
 _BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 
@@ -65,7 +59,7 @@ class TaskSet(Sequence[Task]):
 
     def __init__(self, tasks: Iterable[Task], unsupported: dict[str, str] | None = None):
         self._tasks = list(tasks)
-        #: Tasks left out at load time: id -> why (see :func:`load_tasks`).
+        #: Tasks left out at load time: id -> why (see :func:`osworld_gym.support.load_tasks`).
         self.unsupported: dict[str, str] = dict(unsupported or {})
         if not self._tasks:
             raise TaskError("a task set needs at least one task")
@@ -141,90 +135,17 @@ class TaskSet(Sequence[Task]):
         return TaskSet(kept)
 
 
-def load_tasks(
-    spec: TaskSpec,
-    *,
-    meta: str | os.PathLike[str] | None = None,
-    domains: str | Iterable[str] | None = None,
-    strict: bool = False,
-    skip_unsupported: bool | None = None,
-    provider: str = "local",
-) -> TaskSet:
-    """Load and validate tasks from ``spec`` (see the module docstring for the accepted forms).
-
-    Args:
-        spec: what to load.
-        meta: for an ``evaluation_examples`` directory, the meta file to use (a path, or a name
-            inside that directory such as ``"test_small.json"``).
-        domains: keep only tasks of these domain(s).
-        strict: raise at the first task that is invalid or that
-            :func:`osworld_gym.tasks.support.classify` finds unsupported on ``provider``
-            (it needs VS Code, GNOME, a live website, an app that is not installed, ...)
-            instead of leaving it out and reporting it in ``TaskSet.unsupported``.
-        skip_unsupported: the older spelling: ``True`` is the default, ``False`` is
-            ``strict=True``.
-        provider: the backend tasks are classified for (``"local"``: this machine).
-
-    Raises:
-        TaskError: a file is missing or not JSON, a task is malformed or unsupported, a
-            requested domain does not exist, or nothing was loaded. The message names the file
-            and the task.
-    """
-    from osworld_gym.tasks.support import capabilities, classify
-
-    if skip_unsupported is not None:
-        strict = not skip_unsupported
-    wanted = None if domains is None else ({domains} if isinstance(domains, str) else set(domains))
-    items = list(_collect(spec, meta, wanted))
-    caps = capabilities(provider)
-    tasks: list[Task] = []
-    unsupported: dict[str, str] = {}
-    first_error: TaskError | None = None
-    for item, domain, origin in items:
-        if isinstance(item, Task):
-            task = item
-        else:
-            try:
-                task = Task.from_dict(item, domain, origin=origin)
-            except TaskError as exc:
-                if strict:
-                    raise
-                first_error = first_error or exc
-                key = str(item.get("id", origin)) if isinstance(item, dict) else str(origin)
-                support = classify(item, caps) if isinstance(item, dict) else None
-                # the classifier's reason is the shorter, actionable one ("unknown metric: x")
-                unsupported[key] = (str(support.reason) if support is not None
-                                    and not support.supported else f"invalid task: {exc}")
-                continue
-        if wanted is not None and task.domain not in wanted:
-            continue
-        support = classify(task, caps)
-        if not support.supported:
-            if strict:
-                raise TaskError(f"task {task.id!r} cannot run on {provider}: {support.reason}")
-            unsupported[task.id] = str(support.reason)
-            continue
-        tasks.append(task)
-    if unsupported:
-        logger.warning("left out %d of %d tasks this desktop cannot run (TaskSet.unsupported "
-                       "says why; `osworld-gym tasks coverage` groups them)", len(unsupported),
-                       len(unsupported) + len(tasks))
-        for task_id, reason in unsupported.items():
-            logger.info("left out task %s: %s", task_id, reason)
-    if not tasks:
-        what = f" in domain(s) {sorted(wanted)}" if wanted else ""
-        why = "".join(f"\n  {k}: {v}" for k, v in list(unsupported.items())[:10])
-        raise TaskError(f"no tasks loaded from {_describe(spec)}{what}"
-                        + (f"; none can run here:{why}" if why else "")
-                        + (f"\nfirst invalid task: {first_error}" if first_error else ""))
-    logger.info("loaded %d tasks from %s", len(tasks), _describe(spec))
-    return TaskSet(tasks, unsupported)
-
-
 _Item = tuple[Task | dict[str, Any], str | None, str | None]  # (task, domain, origin)
 
 
-def _collect(spec: Any, meta: Any, wanted: set[str] | None) -> Iterator[_Item]:
+def collect(spec: Any, meta: Any = None, wanted: set[str] | None = None) -> Iterator[_Item]:
+    """Yield ``(task object or Task, domain or None, origin file or None)`` for each task
+    ``spec`` names (see the module docstring); ``meta``: the meta file of an
+    ``evaluation_examples`` directory; ``wanted``: domains to read from a meta file.
+
+    Raises:
+        TaskError: a file is missing or not JSON, a domain is not in the meta file.
+    """
     if isinstance(spec, Task | dict):
         yield spec, None, None
         return
@@ -339,7 +260,8 @@ def _is_meta(data: Any) -> bool:
     )
 
 
-def _describe(spec: Any) -> str:
+def describe(spec: Any) -> str:
+    """A short description of ``spec`` for messages."""
     if isinstance(spec, str | os.PathLike):
         return str(spec)
     if isinstance(spec, Task | dict):

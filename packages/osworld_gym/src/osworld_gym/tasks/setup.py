@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from osworld_gym.errors import GuestError, InfraError, SetupError, TaskError
-from osworld_gym.tasks import setup_browser
 from osworld_gym.tasks.cache import DEFAULT_TIMEOUT_S, download_cache_path, fetch
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
 from osworld_gym.tasks.validation import (
@@ -56,6 +55,11 @@ from osworld_gym.tasks.validation import (
     safe_child,
 )
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
+from osworld_gym.tasks.setup_browser import (
+    chrome_close_tabs,
+    chrome_open_tabs,
+    update_browse_history,
+)
 
 if TYPE_CHECKING:
     from osworld_gym.client import GuestClient
@@ -287,9 +291,9 @@ class SetupRunner:
             "close_window": self._close_window,
             "download": self._download,
             "upload_file": self._upload_file,
-            "chrome_open_tabs": partial(setup_browser.chrome_open_tabs, self),
-            "chrome_close_tabs": partial(setup_browser.chrome_close_tabs, self),
-            "update_browse_history": partial(setup_browser.update_browse_history, self),
+            "chrome_open_tabs": partial(chrome_open_tabs, self),
+            "chrome_close_tabs": partial(chrome_close_tabs, self),
+            "update_browse_history": partial(update_browse_history, self),
         }
 
     @property

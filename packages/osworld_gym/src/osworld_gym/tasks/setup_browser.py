@@ -28,15 +28,26 @@ import sqlite3
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from osworld_gym.errors import SetupError
-from osworld_gym.tasks import chrome_tabs
 from osworld_gym.tasks.paths import guest_path
 
 if TYPE_CHECKING:
-    from osworld_gym.tasks.setup import SetupRunner
+    from osworld_gym.client import GuestClient
 
+
+class SetupRunner(Protocol):
+    """What these steps use of :class:`osworld_gym.tasks.setup.SetupRunner` (which calls them)."""
+
+    client: GuestClient
+    home: str
+
+    @property
+    def task_cache_dir(self) -> Path: ...
+
+#: The script the tab steps run inside the desktop (standard library only).
+_CHROME_TABS = Path(__file__).with_name("chrome_tabs.py")
 #: DevTools ports tried in order: our google-chrome shim's, then OSWorld's socat forward.
 PORTS = (1337, 9222)
 #: OSWorld's cache name of the base History database.
@@ -48,7 +59,7 @@ _CHROME_EPOCH = datetime(1601, 1, 1)
 
 
 def _run_tabs(runner: SetupRunner, args: dict[str, Any]) -> dict[str, Any]:
-    source = Path(chrome_tabs.__file__).read_text(encoding="utf-8")
+    source = _CHROME_TABS.read_text(encoding="utf-8")
     args = {"ports": list(PORTS), **args}
     timeout = float(args.get("connect_s", 75)) + 15 * (len(args.get("urls", [])) + 1)
     result = runner.client.execute(["python3", "-c", source, json.dumps(args)], shell=False,

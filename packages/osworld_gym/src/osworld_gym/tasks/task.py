@@ -23,7 +23,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from osworld_gym.errors import TaskError
+from osworld_gym.tasks.evaluator_spec import validate_evaluator
+from osworld_gym.tasks.setup import validate_steps
 from osworld_gym.tasks.validation import check_task_id, normalize_booleans, validate_task
+from osworld_gym.tasks.variation import instantiate_dict
 
 #: related_apps / snapshot spellings that differ from OSWorld's domain folder names.
 DOMAIN_ALIASES: dict[str, str] = {"vscode": "vs_code", "multiapps": "multi_apps"}
@@ -74,8 +77,6 @@ class Task:
         """
         if self.template is None:
             return self
-        from osworld_gym.tasks.variation import instantiate_dict
-
         task = Task.from_dict(instantiate_dict(self.template, seed), domain=self.domain)
         return replace(task, template=self.template)
 
@@ -116,8 +117,6 @@ class Task:
         who = f"task {task_id!r}{where}"
         template = None
         if d.get("variables") and "variation" not in d:
-            from osworld_gym.tasks.variation import instantiate_dict
-
             if not isinstance(d["variables"], dict):
                 raise TaskError(f"{who}: field 'variables' must be an object")
             template, d = d, instantiate_dict(d, None)
@@ -181,9 +180,6 @@ class Task:
                 :class:`~osworld_gym.errors.TaskValidationError` for an unsafe id, path, URL or
                 number (:mod:`osworld_gym.tasks.validation`).
         """
-        from osworld_gym.evaluators.validate import validate_evaluator
-        from osworld_gym.tasks.setup import validate_steps
-
         try:
             check_task_id(self.id)
             validate_steps(self.config, phase="config", task_id=self.id)

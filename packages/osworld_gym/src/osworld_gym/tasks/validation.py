@@ -50,6 +50,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from osworld_gym.errors import TaskValidationError
+from osworld_gym.spaces import MAX_INSTRUCTION_CHARS
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
 
 #: What a task id may look like (OSWorld's are UUIDs; ours ``os-mkdir-001``).
@@ -213,8 +214,6 @@ def check_instruction(instruction: str, who: str) -> None:
     """The instruction must fit the observation space: at most ``MAX_INSTRUCTION_CHARS``
     characters (refused, not silently truncated, which would change the task) and encodable
     (no lone surrogates)."""
-    from osworld_gym.spaces import MAX_INSTRUCTION_CHARS
-
     if len(instruction) > MAX_INSTRUCTION_CHARS:
         raise TaskValidationError(f"{who}: the instruction is {len(instruction)} characters; "
                                   f"the observation space admits {MAX_INSTRUCTION_CHARS}")

@@ -6,7 +6,7 @@ Each is ``get_<type>(ctx: EvalContext, config: dict) -> value`` where ``type`` i
 (``rule_relativeTime``), :mod:`.chrome` (tabs through DevTools, queried inside the desktop by
 :mod:`.cdp_probe`), :mod:`.chrome_profile` (Chrome's profile files), :mod:`.vlc`, :mod:`.apps` (GIMP's config,
 the default video player, the screen size), :mod:`.slides` (media inside a presentation).
-They are imported lazily through :mod:`..registry`.
+They are imported lazily through :mod:`osworld_gym.tasks.evaluator_registry`.
 
 Conventions (shared with :func:`osworld_gym.evaluators.evaluate`):
 

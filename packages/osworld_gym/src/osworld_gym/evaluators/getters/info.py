@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from osworld_gym.errors import GuestError
+from osworld_gym.errors import EvaluatorError, GuestError
 from osworld_gym.evaluators.context import EvalContext
+from osworld_gym.evaluators.getters.file import _download
 from osworld_gym.tasks.paths import guest_path
+from osworld_gym.tasks.validation import safe_child
 
 
 def get_list_directory(ctx: EvalContext, config: dict[str, Any]) -> dict[str, Any] | None:
@@ -69,8 +71,6 @@ def get_vm_window_size(ctx: EvalContext, config: dict[str, Any]) -> dict[str, in
     open (the metric then scores 0)."""
     import json
 
-    from osworld_gym.errors import EvaluatorError
-
     result = ctx.client.execute(["python", "-c", _WINDOW_SIZE_SCRIPT,
                                  str(config["app_class_name"])], timeout=30.0)
     output = (result.get("output") or "").strip()
@@ -103,10 +103,6 @@ def get_vm_wallpaper(ctx: EvalContext, config: dict[str, Any]) -> str | None:
     it would on OSWorld.
     """
     import posixpath
-
-    from osworld_gym.errors import EvaluatorError
-    from osworld_gym.evaluators.getters.file import _download
-    from osworld_gym.tasks.validation import safe_child
 
     result = ctx.client.execute(["gsettings", "get", *WALLPAPER_KEY], timeout=30.0)
     if result.get("returncode", 0) != 0:

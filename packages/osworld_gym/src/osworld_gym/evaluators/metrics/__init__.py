@@ -4,7 +4,7 @@ Each is ``metric(result, [expected,] **options) -> float`` in ``[0, 1]`` with OS
 keyword arguments, so task JSON works unchanged. A ``None`` result (the file the agent should
 have produced does not exist) scores 0; an unreadable *gold* file raises (no trustworthy score).
 Modules group metrics by the libraries they need; heavy libraries are imported inside the
-functions and the modules themselves lazily through :mod:`..registry`:
+functions and the modules themselves lazily through :mod:`osworld_gym.tasks.evaluator_registry`:
 
 * :mod:`.general`: values, strings, JSON objects, ``infeasible`` (standard library only);
 * :mod:`.text`: text files, line patterns, JSON settings files;

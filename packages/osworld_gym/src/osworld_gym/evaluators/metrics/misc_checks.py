@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.evaluators.metrics.match import fuzzy_ratio
+from osworld_gym.tasks import evaluator_registry as registry
 
 logger = logging.getLogger(__name__)
 
@@ -209,8 +210,6 @@ def compare_archive(result: str | None, expected: str, **options: Any) -> float:
         NotImplementedError: ``audio``/``video`` (not implemented here).
         ValueError: an unknown ``file_type``.
     """
-    from osworld_gym.evaluators import registry
-
     if not result:
         return 0.0
     options = dict(options)

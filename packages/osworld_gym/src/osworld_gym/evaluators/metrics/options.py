@@ -2,10 +2,12 @@
 
 OSWorld metrics take their options as keyword arguments. Some of ours honour only part of
 OSWorld's options; silently ignoring one that asks for an extra check would turn a failure into
-a pass. A metric therefore declares what it honours with :func:`honours`; at run time
-:func:`check_options` rejects an *active* (truthy) option it does not know, and task
-classification (:mod:`osworld_gym.tasks.support`) uses :func:`unhonoured_options` to mark such
-tasks unsupported before any episode.
+a pass. A metric therefore declares what it honours with :func:`honours`, on the metric itself
+(a metric without the decorator honours exactly the keywords of its signature); ``check=``
+adds the metric's own test of option *values* (``compare_table``: its rule types). At run time
+:func:`check_options` rejects an *active* (truthy) option the metric does not know, and task
+classification (:mod:`osworld_gym.support.classifier`) asks :func:`option_problems` to mark such
+tasks unsupported before any episode, whatever the metric.
 
 >>> @honours("ignore_case")
 ... def same(a, b, **options):
@@ -13,6 +15,8 @@ tasks unsupported before any episode.
 ...     return float(a == b)
 >>> unhonoured_options(same, {"ignore_case": True, "fancy": True, "off": False})
 ['fancy']
+>>> option_problems("same", same, {"fancy": 1})
+['unsupported metric option: same(fancy)']
 >>> same("a", "a", fancy=True)
 Traceback (most recent call last):
 ...
@@ -28,14 +32,32 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def honours(*names: str) -> Callable[[F], F]:
-    """Decorator: record the option names ``fn`` honours as ``fn.honoured_options``."""
+#: A metric's own check of its option values: the reasons it cannot honour them (none: fine).
+OptionCheck = Callable[[Mapping[str, Any]], list[str]]
+
+
+def honours(*names: str, check: OptionCheck | None = None) -> Callable[[F], F]:
+    """Decorator: record the option names ``fn`` honours as ``fn.honoured_options``, and
+    ``check`` (reasons its option values cannot be honoured) as ``fn.option_check``."""
 
     def mark(fn: F) -> F:
         fn.honoured_options = frozenset(names)  # type: ignore[attr-defined]
+        fn.option_check = check  # type: ignore[attr-defined]
         return fn
 
     return mark
+
+
+def option_problems(name: str, fn: Callable[..., Any], options: Mapping[str, Any]) -> list[str]:
+    """Why metric ``name`` (``fn``) cannot honour ``options``, as task classification words it:
+    the metric's own ``check`` first, then ``unsupported metric option: name(a, b)`` for the
+    options it does not honour (:func:`unhonoured_options`)."""
+    check: OptionCheck | None = getattr(fn, "option_check", None)
+    out = list(check(options)) if check is not None else []
+    bad = unhonoured_options(fn, options)
+    if bad:
+        out.append(f"unsupported metric option: {name}({', '.join(bad)})")
+    return out
 
 
 def honoured_options(fn: Callable[..., Any]) -> frozenset[str] | None:

@@ -69,7 +69,7 @@ OSWorld.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -197,7 +197,17 @@ def sheet(
     return wb[title] if title is not None and title in wb.sheetnames else None
 
 
-@honours("rules")
+def _unsupported_rules(options: Mapping[str, Any]) -> list[str]:
+    """Why ``options`` cannot be honoured: no rule list, or rule types not implemented."""
+    rules = options.get("rules")
+    if not isinstance(rules, list):
+        return ["invalid task: compare_table without options.rules"]
+    kinds = {str(r.get("type")) for r in rules if isinstance(r, dict)}
+    unsupported = sorted(kinds - SUPPORTED_RULES)
+    return [f"unsupported compare_table rule: {', '.join(unsupported)}"] if unsupported else []
+
+
+@honours("rules", check=_unsupported_rules)
 def compare_table(result: str | None, expected: str | None = None, **options: Any) -> float:
     """1 if every rule of ``options["rules"]`` holds for the result workbook, else 0.
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from osworld_gym.errors import TaskError
-from osworld_gym.evaluators import registry
+from osworld_gym.tasks.evaluator_registry import getter_names, has_getter, has_metric, metric_names
+from osworld_gym.tasks.setup import validate_steps
 
 #: Config keys the built-in getters cannot work without.
 GETTER_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
@@ -80,8 +81,6 @@ def plan(evaluator: Any, *, task_id: str | None = None) -> EvaluatorPlan:
     Raises:
         TaskError: naming the task, the field and the problem.
     """
-    from osworld_gym.tasks.setup import validate_steps  # here: tasks imports this module
-
     who = f"task {task_id!r}: " if task_id else ""
     if not isinstance(evaluator, dict):
         raise TaskError(f"{who}'evaluator' must be an object, got {type(evaluator).__name__}")
@@ -93,10 +92,10 @@ def plan(evaluator: Any, *, task_id: str | None = None) -> EvaluatorPlan:
     else:
         raise TaskError(f"{who}evaluator.func must be a metric name or a non-empty list of names")
     for name in funcs:
-        if not registry.has_metric(name):
+        if not has_metric(name):
             raise TaskError(
                 f"{who}evaluator.func names unknown metric {name!r} "
-                f"(supported: {', '.join(registry.metric_names())})"
+                f"(supported: {', '.join(metric_names())})"
             )
     conj = evaluator.get("conj", "and")
     if conj not in ("and", "or"):
@@ -155,10 +154,10 @@ def _check_getter(config: dict[str, Any], where: str, who: str) -> None:
     kind = config.get("type")
     if not isinstance(kind, str):
         raise TaskError(f"{who}{where} needs a string 'type' naming a getter")
-    if not registry.has_getter(kind):
+    if not has_getter(kind):
         raise TaskError(
             f"{who}{where} has unknown getter type {kind!r} "
-            f"(supported: {', '.join(registry.getter_names())})"
+            f"(supported: {', '.join(getter_names())})"
         )
     for key in GETTER_REQUIRED_KEYS.get(kind, ()):
         if key not in config:

@@ -52,10 +52,8 @@ True
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,8 +61,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from osworld_gym.errors import TaskError
-from osworld_gym.tasks.needs import missing_programs, network_steps, systemd_programs
-from osworld_gym.tasks.programs import is_shell
+from osworld_gym.evaluators.metrics.options import option_problems
+from osworld_gym.providers import PROVIDERS, provider_class
+from osworld_gym.providers.capabilities import APP_KEYS, OSWORLD_IMAGE, Capabilities
+from osworld_gym.support.needs import missing_programs, network_steps, systemd_programs
+from osworld_gym.support.packages import PACKAGES
+from osworld_gym.support.programs import is_shell
+from osworld_gym.tasks import evaluator_registry as registry
+from osworld_gym.tasks.setup import STEP_PARAMETERS
 from osworld_gym.tasks.task import Task
 
 
@@ -80,94 +84,18 @@ class Support:
         return self.supported
 
 
-@dataclass(frozen=True)
-class Capabilities:
-    """What a backend offers tasks.
-
-    Attributes:
-        network: the desktop can reach websites.
-        google: Google Drive / login steps can run (credentials configured).
-        vscode: VS Code is installed.
-        gnome: a GNOME session with ``gsettings`` is running (GNOME Shell: wallpaper too).
-        apps: installed apps among :data:`APP_KEYS`, or ``None`` for "all".
-        path: the desktop's ``PATH`` for launched programs (``None``: do not check).
-        gsettings: ``gsettings``/``dconf`` work on a session bus without GNOME Shell (the local
-            ``ubuntu`` profile); implied by ``gnome``.
-    """
-
-    network: bool
-    google: bool
-    vscode: bool
-    gnome: bool
-    apps: frozenset[str] | None = None
-    path: str | None = None
-    gsettings: bool = False
-
-
-#: App keys :func:`classify` knows, with the programs that provide them.
-APP_KEYS: dict[str, tuple[str, ...]] = {
-    "chromium": ("chromium", "chromium-browser"),
-    "libreoffice": ("libreoffice", "soffice"),
-    "libreoffice_calc": ("libreoffice", "soffice"),
-    "libreoffice_writer": ("libreoffice", "soffice"),
-    "libreoffice_impress": ("libreoffice", "soffice"),
-    "gimp": ("gimp",),
-    "vlc": ("vlc",),
-    "thunderbird": ("thunderbird",),
-}
-_LO_REGISTRY = Path("/usr/lib/libreoffice/share/registry")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]"}
-_SHIMS = Path(__file__).resolve().parent.parent / "guest" / "shims"
-
-
-def _installed(key: str, path: str | None) -> bool:
-    if not any(shutil.which(p, path=path) for p in APP_KEYS[key]):
-        return False
-    if key.startswith("libreoffice_") and _LO_REGISTRY.is_dir():
-        module = key.removeprefix("libreoffice_")  # calc.xcd / writer.xcd / impress.xcd
-        return (_LO_REGISTRY / f"{module}.xcd").is_file()
-    return True
-
-
-def desktop_path() -> str:
-    """The PATH the local desktop gives task commands: the task python's directory (when
-    installed), our shims, then the system directories (the host's own PATH does not count)."""
-    from osworld_gym.doctor import DESKTOP_PATH
-    from osworld_gym.guest import task_python
-
-    python = task_python.interpreter()
-    parts = [str(python.parent)] if python is not None else []
-    return os.pathsep.join([*parts, str(_SHIMS), DESKTOP_PATH])
-
-
-def local_capabilities(profile: str | None = None) -> Capabilities:
-    """This machine as the local sandbox sees it: no network, Google or GNOME Shell; VS Code
-    and the apps where installed; ``gsettings``/``dconf`` on the ``ubuntu`` desktop profile
-    (``profile``, else ``$OSWORLD_GYM_PROFILE``, else the default) when its programs are."""
-    from osworld_gym.guest.profiles import missing_programs as profile_missing
-    from osworld_gym.providers.local import DEFAULT_PROFILE, PROFILE_ENV
-
-    path = desktop_path()
-    apps = frozenset(k for k in APP_KEYS if _installed(k, path))
-    vscode = shutil.which("code", path=path) is not None
-    profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
-    gsettings = profile == "ubuntu" and not profile_missing()
-    return Capabilities(network=False, google=False, vscode=vscode, gnome=False, apps=apps,
-                        path=path, gsettings=gsettings)
-
-
-#: OSWorld's own image (any provider other than ``local``).
-OSWORLD_IMAGE = Capabilities(network=True, google=True, vscode=True, gnome=True)
 
 
 def capabilities(provider: str | Capabilities, profile: str | None = None) -> Capabilities:
-    """Capabilities of a provider name (``"local"``/``"fake"``: this machine, with desktop
-    ``profile`` as :func:`local_capabilities` takes it) or as given."""
+    """Capabilities of a provider name, as its class declares them
+    (:meth:`~osworld_gym.providers.base.Provider.capabilities`; ``"local"``/``"fake"``: this
+    machine, with desktop ``profile``), or as given. A name no provider has: OSWorld's image."""
     if isinstance(provider, Capabilities):
         return provider
-    if provider not in ("local", "fake"):
+    if provider not in PROVIDERS:
         return OSWORLD_IMAGE
-    return local_capabilities(profile) if profile else local_capabilities()
+    return provider_class(provider).capabilities(profile)
 
 
 # -- what a task uses --------------------------------------------------------------------------
@@ -363,19 +291,12 @@ def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
     missing = sorted(wanted - caps.apps) if caps.apps is not None else []
     if not missing:
         return []
-    from osworld_gym.doctor import PACKAGES
-
     packages = sorted({PACKAGES.get(APP_KEYS[k][0], APP_KEYS[k][0]) for k in missing})
     return [f"needs apps not installed: {', '.join(missing)} "
             f"(apt-get install {' '.join(packages)}, or run scripts/install.sh)"]
 
 
 def _implementation(uses: _Uses) -> list[str]:
-    from osworld_gym.evaluators import registry
-    from osworld_gym.evaluators.metrics.options import unhonoured_options
-    from osworld_gym.evaluators.metrics.table import SUPPORTED_RULES
-    from osworld_gym.tasks.setup import STEP_PARAMETERS
-
     out = []
     steps = sorted({str(s.get("type")) for s in uses.steps if s.get("type") not in STEP_PARAMETERS})
     if steps:
@@ -389,18 +310,8 @@ def _implementation(uses: _Uses) -> list[str]:
     if getters:
         out.append(f"unknown getter: {', '.join(getters)}")
     for func, options in uses.metrics:
-        if not registry.has_metric(func):
-            continue
-        if func == "compare_table" and not isinstance(options.get("rules"), list):
-            out.append("invalid task: compare_table without options.rules")
-        elif func == "compare_table":
-            kinds = {str(r.get("type")) for r in options["rules"] if isinstance(r, dict)}
-            rules = sorted(kinds - SUPPORTED_RULES)
-            if rules:
-                out.append(f"unsupported compare_table rule: {', '.join(rules)}")
-        bad = unhonoured_options(registry.metric(func), options)
-        if bad:
-            out.append(f"unsupported metric option: {func}({', '.join(bad)})")
+        if registry.has_metric(func):  # the metric declares what it honours (metrics.options)
+            out += option_problems(func, registry.metric(func), options)
     return out
 
 

@@ -2,13 +2,13 @@
 
 Reads OSWorld's layout (``evaluation_examples/`` with ``test_all.json`` and
 ``examples/<domain>/<id>.json``, or a meta file directly), classifies every task with
-:func:`osworld_gym.tasks.support.classify` for a provider, and groups the tasks that cannot run
+:func:`osworld_gym.support.classifier.classify` for a provider, and groups the tasks that cannot run
 by the kind of their blockers (``needs a live website``, ``unknown metric``, ...), each kind with
 its details, so a user sees what to install or implement to run more.
 
 >>> cov = Coverage()
->>> cov.add("os", "a", support.Support(True))
->>> cov.add("os", "b", support.Support(False, "needs VS Code (code command)",
+>>> cov.add("os", "a", classifier.Support(True))
+>>> cov.add("os", "b", classifier.Support(False, "needs VS Code (code command)",
 ...                                     ("needs VS Code (code command)",)))
 >>> cov.totals()
 (2, 1)
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from osworld_gym.errors import TaskError
-from osworld_gym.tasks import support
+from osworld_gym.support import classifier
 
 DEFAULT_META = "test_all.json"
 _KIND = re.compile(r"^(.*?)(?: \((.*)\)|: (.*))?$")
@@ -46,9 +46,9 @@ class Coverage:
     """Per domain: every task's classification."""
 
     #: domain -> [(task id, Support)]
-    domains: dict[str, list[tuple[str, support.Support]]] = field(default_factory=dict)
+    domains: dict[str, list[tuple[str, classifier.Support]]] = field(default_factory=dict)
 
-    def add(self, domain: str, task_id: str, result: support.Support) -> None:
+    def add(self, domain: str, task_id: str, result: classifier.Support) -> None:
         self.domains.setdefault(domain, []).append((task_id, result))
 
     def totals(self, domain: str | None = None) -> tuple[int, int]:
@@ -158,9 +158,9 @@ def coverage(path: str | os.PathLike[str], *, provider: str = "local",
              meta: str | None = None, profile: str | None = None) -> Coverage:
     """Classify every task of the OSWorld task set at ``path`` for ``provider`` (for
     ``local``: with desktop ``profile``, default as the local provider's)."""
-    caps = support.capabilities(provider, profile)
+    caps = classifier.capabilities(provider, profile)
     cov = Coverage()
     for domain, raw in official_tasks(path, meta):
         task_id = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
-        cov.add(domain, task_id, support.classify(raw, caps))
+        cov.add(domain, task_id, classifier.classify(raw, caps))
     return cov

@@ -1,6 +1,7 @@
 """Tiny, randomly initialised Qwen2.5-VL models built entirely offline (no hub, no downloads).
 
-Used by the tests and the CPU demo. Three parts, each built in code:
+Used by the CPU demo (``--model tiny``), the ``tiny`` eval agent and the tests. Three parts,
+each built in code:
 
 * a byte-level BPE tokenizer whose merges are learned (with the ``tokenizers`` library) from the
   UI-TARS action grammar and generic English (never from a task's instruction, oracle or
@@ -20,7 +21,6 @@ True
 
 from __future__ import annotations
 
-import importlib.resources
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +32,14 @@ from transformers import (
     Qwen2_5_VLConfig,
     Qwen2_5_VLForConditionalGeneration,
 )
-from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 from transformers.processing_utils import ProcessorMixin
+
+from arpo_trainer.modeling import (
+    ImageOnlyQwen2_5_VLProcessor,
+    load_processor,
+    qwen2_5_vl_chat_template,
+)
 
 log = logging.getLogger(__name__)
 
@@ -171,17 +176,6 @@ class TinyVLM:
         return path
 
 
-class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
-    """``Qwen2_5_VLProcessor`` without a video processor, so it needs no torchvision."""
-
-    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-        self.image_token = "<|image_pad|>"
-        self.video_token = "<|video_pad|>"
-        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
-        self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
-        ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
-
-
 def build_tokenizer(
     vocab_size: int = 600, extra_corpus: tuple[str, ...] = ()
 ) -> PreTrainedTokenizerFast:
@@ -219,11 +213,6 @@ def build_tokenizer(
     )
     tok.chat_template = qwen2_5_vl_chat_template()
     return tok
-
-
-def qwen2_5_vl_chat_template() -> str:
-    """The Qwen2.5-VL chat template shipped inside the TRL wheel."""
-    return (importlib.resources.files("trl") / "chat_templates" / "qwen2_5_vl.jinja").read_text()
 
 
 def build_processor(
@@ -328,7 +317,5 @@ def build_tiny_vlm(
 
 def load_tiny_vlm(path: str | Path) -> TinyVLM:
     """Reload a :class:`TinyVLM` written by :meth:`TinyVLM.save`."""
-    from arpo_trainer.modeling import load_processor
-
     model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
     return TinyVLM(model=model, processor=load_processor(path))

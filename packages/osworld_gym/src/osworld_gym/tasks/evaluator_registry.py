@@ -5,6 +5,10 @@ Task JSON names a getter by ``type`` (``"vm_file"`` resolves to ``get_vm_file``)
 exists (at task load time) imports nothing, and a heavy metric module (openpyxl, python-docx, ...)
 is imported only when a task actually uses it.
 
+The tables live with the task format (like Gymnasium's ``envs/registration.py``, below the
+environments its entry points name): task validation needs the names, and the entry points are
+strings into :mod:`osworld_gym.evaluators`, so this module imports nothing of it.
+
 A getter is ``(ctx: EvalContext, config: dict) -> value``; a metric is
 ``(result, [expected,] **options) -> float`` in ``[0, 1]``.
 

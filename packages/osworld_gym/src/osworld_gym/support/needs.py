@@ -1,9 +1,9 @@
 """What a task needs from the desktop beyond its apps: programs on the PATH, and the network.
 
-Three of :func:`osworld_gym.tasks.support.classify`'s checks, each giving at most one reason:
+Three of :func:`osworld_gym.support.classifier.classify`'s checks, each giving at most one reason:
 
 * :func:`missing_programs`: every program a setup step, postconfig step or evaluator command
-  runs (read by :func:`osworld_gym.tasks.programs.task_programs`) must be found on the PATH the
+  runs (read by :func:`osworld_gym.support.programs.task_programs`) must be found on the PATH the
   desktop gives task commands: the task python's directory (``python``/``python3`` with
   pyautogui, :mod:`osworld_gym.guest.task_python`), our shims (``google-chrome``, ``sudo``) and
   the system directories. The reason names the Debian package to install where one is known.
@@ -34,7 +34,8 @@ import re
 import shutil
 from typing import Any
 
-from osworld_gym.tasks.programs import task_programs
+from osworld_gym.support.packages import PACKAGES
+from osworld_gym.support.programs import task_programs
 
 #: Commands that fetch software from the internet.
 _INSTALLS = re.compile(
@@ -97,7 +98,7 @@ def network_steps(raw: dict[str, Any], instruction: str) -> list[str]:
             host = m.group(1).lower().rstrip(".")
             if host.split(".")[-2:] in (["example", "com"], ["example", "org"]):
                 continue
-            if host not in config:  # a config URL of that host is support.py's to judge
+            if host not in config:  # a config URL of that host is classifier.py's to judge
                 return [f"needs a live website ({m.group(1)}, named in the instruction)"]
     return []
 
@@ -105,11 +106,9 @@ def network_steps(raw: dict[str, Any], instruction: str) -> list[str]:
 def missing_programs(raw: dict[str, Any], path: str | None,
                      skip: frozenset[str] = frozenset()) -> list[str]:
     """At most one reason naming every program ``raw`` runs that ``path`` lacks (``None``:
-    not checked), with the packages that ship them where :mod:`osworld_gym.doctor` knows."""
+    not checked), with the packages that ship them where :mod:`.packages` knows."""
     if path is None:
         return []
-    from osworld_gym.doctor import PACKAGES
-
     missing = sorted(p for p in task_programs(raw) - _OWN_REASON - skip
                      if shutil.which(p, path=path) is None)
     if not missing:
