@@ -22,7 +22,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AgentSpec": "arpo_eval.agents",
+    "AgentSpec": "arpo_eval.agent_spec",
     "EpisodeRecord": "arpo_eval.layout",
     "Protocol": "arpo_eval.protocol",
     "RunConfig": "arpo_eval.run",
