@@ -11,10 +11,9 @@ import subprocess
 import sys
 
 import pytest
-from osworld_gym.errors import MissingDependencyError
-
 from arpo_eval.agents import HF_EXTRA, AgentSpec, build_agent
 from arpo_eval.layout import read_run
+from osworld_gym.errors import MissingDependencyError
 
 HEAVY = ("torch", "transformers", "trl", "arpo_trainer")
 
@@ -36,7 +35,7 @@ def test_arpo_eval_noop_on_a_real_desktop_imports_no_trainer_torch_or_transforme
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "arpo_eval.cli", "run", "--agent", "noop",
          "--tasks", str(ids), "--provider", "local", "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, timeout=600)
+        capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     modules = imported_modules(proc.stderr)
     assert "gymnasium" in modules and "arpo_eval" in modules  # the listing is real
