@@ -123,8 +123,10 @@ def check_tasks(
 
     def crashed(job: tuple[int, Task, int | None], exc: Exception, _: Any) -> None:
         i, task, variation = job
-        results[i] = CheckResult(task.id, task.domain, variation,
-                                 error=f"{type(exc).__name__}: {exc}")
+        results[i] = res = CheckResult(task.id, task.domain, variation,
+                                       error=f"{type(exc).__name__}: {exc}")
+        if on_result:
+            on_result(res)
 
     run = run_pool([(i, t, v) for i, (t, v) in enumerate(order)], play, make_env=build,
                    on_crash=crashed, num_envs=num_envs, name="check")
