@@ -1,7 +1,8 @@
 """arpo-eval: evaluate GUI agents on OSWorld-format desktops, and read the results.
 
 Modules, one concept each: :mod:`.protocol` (how the step limit is scored: OSWorld /
-OSWorld Hard), :mod:`.agents` (hf, oracle, noop, fail; the trainer's Agent protocol),
+OSWorld Hard), :mod:`.agent_spec` (what ``--agent`` builds), :mod:`.agents` (hf, oracle, noop,
+fail; osworld-gym's Agent protocol),
 :mod:`.openai_agent` (chat-completions endpoints), :mod:`.runner` (``evaluate_agent``: tasks x
 trials on parallel desktops), :mod:`.layout` (the result directory), :mod:`.tasks` (task specs),
 :mod:`.tables` (mean@k, pass@k, splits), :mod:`.run` (the ``run`` command), :mod:`.report`
@@ -21,7 +22,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AgentSpec": "arpo_eval.agents",
+    "AgentSpec": "arpo_eval.agent_spec",
     "EpisodeRecord": "arpo_eval.layout",
     "Protocol": "arpo_eval.protocol",
     "RunConfig": "arpo_eval.run",

@@ -1,23 +1,27 @@
-"""The agents ``arpo-eval run --agent`` knows, behind the trainer's :class:`Agent` protocol.
+"""The agents ``arpo-eval run --agent`` knows, behind osworld-gym's :class:`Agent` protocol.
 
 Every agent has ``reset(task)`` and ``act(obs, info) -> str`` (the protocol of
-:mod:`arpo_trainer.agent`, shared with the trainer), and one agent object drives one desktop at a
-time. :func:`build_agent` turns an :class:`AgentSpec` into an :class:`AgentBundle`: a factory
-(called once per desktop) and the action set the agent writes, which the desktops must parse.
+:mod:`osworld_gym.episodes`, shared with ``osworld-gym tasks check`` and the trainer), and one
+agent object drives one desktop at a time. :func:`build_agent` turns an :class:`AgentSpec` into an
+:class:`AgentBundle`: a factory (called once per desktop) and the action set the agent writes,
+which the desktops must parse.
 
 ==========  ============================================================  ===================
 ``--agent``  what it is                                                     action set
 ==========  ============================================================  ===================
 ``hf``       a transformers Qwen-VL checkpoint (``--model PATH`` or          ``uitars``
              ``tiny``) through arpo_trainer's :class:`PolicyAgent` (the
-             trainer's prompt, image budget and token layout)
+             trainer's prompt, image budget and token layout; needs the
+             ``arpo-eval[hf]`` extra: torch, transformers, TRL)
 ``openai``   an OpenAI-compatible chat-completions endpoint (vLLM serving   ``uitars``
              UI-TARS): :class:`arpo_eval.openai_agent.OpenAIChatAgent`
 ``oracle``   each task's built-in oracle (pyautogui: replayed verbatim;     ``pyautogui``
-             other sets: arpo_trainer's :class:`OracleAgent` rendering)
+             other sets: osworld-gym's :class:`OracleAgent` rendering)
 ``noop``     answers ``DONE`` at once                                       ``pyautogui``
 ``fail``     answers ``FAIL`` at once (scores exactly the infeasible tasks) ``pyautogui``
 ==========  ============================================================  ===================
+
+Only ``hf`` imports the trainer (and torch); the others run without it installed.
 
 >>> bundle = build_agent(AgentSpec("fail"))
 >>> agent = bundle.factory()
@@ -27,116 +31,44 @@ time. :func:`build_agent` turns an :class:`AgentSpec` into an :class:`AgentBundl
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from osworld_gym.episodes import FailAgent, NoopAgent, OracleAgent, ReplayOracleAgent
+from osworld_gym.errors import MissingDependencyError
+
+from arpo_eval.agent_spec import AGENTS, HF_EXTRA, AgentBundle, AgentError, AgentSpec
+
+__all__ = [
+    "AGENTS", "HF_EXTRA", "AgentBundle", "AgentError", "AgentSpec", "FailAgent", "LockedPolicy",
+    "NoopAgent", "OracleAgent", "ReplayOracleAgent", "build_agent", "trainer_module",
+]
+
 log = logging.getLogger(__name__)
 
-AGENTS = ("hf", "openai", "oracle", "noop", "fail")
+_HEAVY = ("arpo_trainer", "torch", "transformers", "trl")
 
 
-class AgentError(RuntimeError):
-    """The agent's backend failed (model server unreachable, bad reply): the episode has no score."""
+def trainer_module(name: str, *, what: str = "--agent hf") -> Any:
+    """Import ``name`` (an ``arpo_trainer`` module, or torch) for ``what``.
 
-
-@dataclass
-class AgentSpec:
-    """How to build an agent (the ``run`` command's agent options).
-
-    Attributes:
-        kind: one of :data:`AGENTS`.
-        model: ``hf``: a checkpoint directory/hub id or ``tiny``; ``openai``: the served model
-            name (vLLM ``--served-model-name``).
-        base_url: ``openai``: the endpoint, e.g. ``http://127.0.0.1:9000/v1``.
-        api_key: ``openai``: bearer token (vLLM accepts anything; default ``$OPENAI_API_KEY``
-            or ``EMPTY``).
-        temperature / top_p / max_tokens: sampling per turn (ARPO evaluates at 0.6 / 0.9 / 512+).
-        history_images: screenshots kept in the context (the latest ones; ARPO 15).
-        action_set: override the agent's action set.
-        screen_size: desktop size, for action sets with coordinates.
-        device: ``hf``: torch device (``cpu``, ``cuda``).
-        dtype: ``hf``: weights dtype (``auto``, ``bfloat16``, ``float32``).
-        request_timeout: ``openai``: seconds per HTTP request.
-        retries: ``openai``: attempts per turn on connection errors, 429 and 5xx.
-        name: the ``<model>`` level of the result layout (default: derived from ``model``).
+    Raises:
+        MissingDependencyError: the trainer or one of its libraries is not installed; the
+            message names the extra that installs them.
     """
-
-    kind: str
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = None
-    temperature: float = 0.6
-    top_p: float = 0.9
-    max_tokens: int = 1024
-    history_images: int = 15
-    action_set: str | None = None
-    screen_size: tuple[int, int] = (1920, 1080)
-    device: str = "cpu"
-    dtype: str = "auto"
-    request_timeout: float = 120.0
-    retries: int = 3
-    seed: int = 0
-    name: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class AgentBundle:
-    """A factory making one agent per desktop, and what the desktops need to know about it."""
-
-    factory: Callable[[], Any]
-    action_set: str
-    action_set_kwargs: dict[str, Any]
-    model_name: str
-    describe: dict[str, Any] = field(default_factory=dict)
-
-
-class NoopAgent:
-    """Ends every episode at once with DONE (scores what an untouched desktop scores: 0)."""
-
-    def reset(self, task: Any) -> None:
-        pass
-
-    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
-        return "DONE"
-
-
-class FailAgent:
-    """Ends every episode at once with FAIL (scores 1 on exactly the infeasible tasks)."""
-
-    def reset(self, task: Any) -> None:
-        pass
-
-    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
-        return "FAIL"
-
-
-class ReplayOracleAgent:
-    """Replays a task's pyautogui oracle verbatim (waits included), then DONE (FAIL if infeasible).
-
-    This is exactly what ``osworld-gym tasks check`` proves scores 1 on every built-in task.
-    """
-
-    def __init__(self) -> None:
-        self._script: list[str] = []
-        self._turn = 0
-
-    def reset(self, task: Any) -> None:
-        oracle = list(getattr(task, "oracle", None) or [])
-        if not oracle:
-            raise ValueError(f"task {getattr(task, 'id', task)!r} has no oracle to replay")
-        final = "FAIL" if getattr(task, "is_infeasible", False) else "DONE"
-        self._script = oracle if oracle[-1] in ("DONE", "FAIL") else [*oracle, final]
-        self._turn = 0
-
-    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
-        text = self._script[self._turn] if self._turn < len(self._script) else "DONE"
-        self._turn += 1
-        return text
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in _HEAVY:
+            raise
+        raise MissingDependencyError(
+            f"{what} needs the trainer and its model libraries ({e.name} is missing); install "
+            f"the {HF_EXTRA} extra: pip install '{HF_EXTRA}' (in this repository: uv sync "
+            "--all-packages, which installs it)") from e
 
 
 class LockedPolicy:
@@ -181,7 +113,6 @@ def build_agent(spec: AgentSpec) -> AgentBundle:
 
 def _rendered_oracle(action_set: str, screen_size: tuple[int, int]) -> Callable[[], Any]:
     def make() -> Any:
-        from arpo_trainer.agent import OracleAgent
         from osworld_gym.actions import make_action_set
 
         return OracleAgent(make_action_set(action_set, screen_size=screen_size))
@@ -192,14 +123,16 @@ def _rendered_oracle(action_set: str, screen_size: tuple[int, int]) -> Callable[
 def _hf_bundle(spec: AgentSpec) -> AgentBundle:
     """A transformers model as :class:`arpo_trainer.agent.PolicyAgent` (shared weights, one
     agent per desktop, generation serialized by a lock)."""
-    import torch
-    from arpo_trainer.agent import PolicyAgent
-    from arpo_trainer.chat import TurnEncoder
-    from arpo_trainer.generation import TransformersPolicy, turn_generation_config
     from osworld_gym.actions import make_action_set
 
     if not spec.model:
         raise ValueError("--agent hf needs --model (a checkpoint directory, a hub id, or 'tiny')")
+    torch = trainer_module("torch")
+    PolicyAgent = trainer_module("arpo_trainer.agent").PolicyAgent
+    TurnEncoder = trainer_module("arpo_trainer.chat").TurnEncoder
+    generation = trainer_module("arpo_trainer.generation")
+    TransformersPolicy = generation.TransformersPolicy
+    turn_generation_config = generation.turn_generation_config
     torch.manual_seed(spec.seed)
     if spec.model == "tiny":
         from arpo_trainer.tiny import build_tiny_vlm

@@ -32,9 +32,10 @@ def baseline_stats(records: Iterable[EpisodeRecord], *, success_threshold: float
                    ) -> list[Any]:
     """Per-task :class:`arpo_trainer.selection.TaskStats` (in first-seen order); a success is a
     score above ``success_threshold`` (the trainer's replay threshold, ARPO 0.1)."""
-    from arpo_trainer.selection import TaskStats
+    from arpo_eval.agents import trainer_module
 
-    stats: dict[str, TaskStats] = {}
+    TaskStats = trainer_module("arpo_trainer.selection", what="baseline_stats").TaskStats
+    stats: dict[str, Any] = {}
     for r in records:
         s = stats.setdefault(r.task_id, TaskStats(r.task_id, r.domain, r.infeasible))
         if not r.scored:

@@ -21,7 +21,7 @@ import logging
 import sys
 from pathlib import Path
 
-from arpo_eval.agents import AGENTS
+from arpo_eval.agent_spec import AGENTS
 
 log = logging.getLogger("arpo_eval")
 
@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from arpo_eval.agents import AgentSpec
+    from arpo_eval.agent_spec import AgentSpec
     from arpo_eval.run import RunConfig, run
     from arpo_eval.tables import format_summary
 

@@ -14,7 +14,7 @@ The conversation follows ARPO's UI-TARS layout (ARPO.md §1.5) and the trainer's
 Only the latest ``history_images`` screenshots are sent as images; older ones become the
 trainer's text marker. Requests carry ``model``, ``messages``, ``temperature``, ``top_p`` and
 ``max_tokens``; connection errors, 429 and 5xx are retried with backoff, anything else raises
-:class:`~arpo_eval.agents.AgentError` (the episode is then an infrastructure error, not a 0).
+:class:`~arpo_eval.agent_spec.AgentError` (the episode is then an infrastructure error, not a 0).
 
 Serving UI-TARS-1.5-7B as ARPO does::
 
@@ -36,7 +36,7 @@ import httpx
 import numpy as np
 from PIL import Image
 
-from arpo_eval.agents import AgentBundle, AgentError, AgentSpec
+from arpo_eval.agent_spec import AgentBundle, AgentError, AgentSpec
 
 log = logging.getLogger(__name__)
 

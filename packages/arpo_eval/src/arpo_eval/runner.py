@@ -1,14 +1,15 @@
 """Run an agent over tasks x trials on parallel desktops: :func:`evaluate_agent`.
 
-One worker thread per desktop (an env spends its time waiting on its desktop, so threads
-suffice, and the thread that starts a desktop keeps driving it). Each worker builds its own
-``OSWorld-v0`` env and its own agent (``agent_factory()``), then takes (task, trial) jobs from a
-shared queue. An episode is played as OSWorld's ``run_single_example`` does (reset, then one
-agent answer per turn until DONE/FAIL or the step limit), with the step limit scored by the
+The desktops are osworld-gym's episode pool (:func:`~osworld_gym.episodes.run_pool`: one worker
+thread per desktop, and the thread that starts a desktop keeps driving it). Each worker builds its
+own ``OSWorld-v0`` env and its own agent (``agent_factory()``), then takes (task, trial) jobs from
+a shared queue. An episode is played by osworld-gym's loop
+(:func:`~osworld_gym.episodes.run_episode`, as OSWorld's ``run_single_example`` does: reset, then
+one agent answer per turn until DONE/FAIL or the step limit), with the step limit scored by the
 chosen :mod:`~arpo_eval.protocol`.
 
 **Infrastructure errors are never scores.** A desktop that fails to reset or dies mid-episode,
-an evaluator that raises, or an agent backend that fails (:class:`~arpo_eval.agents.AgentError`,
+an evaluator that raises, or an agent backend that fails (:class:`~arpo_eval.agent_spec.AgentError`,
 or any exception from ``act``) leaves the episode without ``result.txt`` (an
 ``infra_error.txt`` instead); it is retried ``infra_retries`` times in the same run, and a later
 resumed run re-runs it. Summaries count such episodes apart.
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import shutil
 import threading
 import time
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+from osworld_gym.episodes import JobQueue, make_osworld_env, run_episode, run_pool
 
 from arpo_eval.layout import EPISODE, EpisodeRecord, RunManifest, read_episode, trial_model
 from arpo_eval.protocol import Protocol, last_action
@@ -68,16 +69,17 @@ class _Job:
     trial: int
     attempt: int = 0
 
+    def __str__(self) -> str:
+        return f"task {self.task.id} trial {self.trial}"
+
 
 class _Desktop:
     """One worker's env, its per-trial recorders, and the protocol."""
 
     def __init__(self, env_kwargs: dict[str, Any], manifest: RunManifest | None, out: Path | None,
                  record_video: bool):
-        import osworld_gym  # noqa: F401 - registers OSWorld-v0
-
         kwargs = {k: v for k, v in env_kwargs.items() if k != "tasks"}  # tasks come per episode
-        self.env = gym.make("OSWorld-v0", disable_env_checker=True, tasks=None, **kwargs)
+        self.env = make_osworld_env(disable_env_checker=True, tasks=None, **kwargs)
         self.annotated = Annotate(self.env)
         self.manifest, self.out, self.record_video = manifest, out, record_video
         self._recorders: dict[int, gym.Env] = {}
@@ -108,50 +110,29 @@ def play_episode(env: gym.Env, annotate: Annotate, agent: Any, task: Any, *, tri
                  protocol: Protocol, max_steps: int, action_set: Any) -> EpisodeRecord:
     """Play one episode of ``task`` on ``env`` (a recorder around ``annotate``, or ``annotate``).
 
-    Never raises for desktop or agent failures: they come back as ``infra_error``.
+    The loop is osworld-gym's :func:`~osworld_gym.episodes.run_episode`; the protocol decides
+    what the last turn's answer becomes. Never raises for desktop or agent failures: they come
+    back as ``infra_error`` (unscored; the record has one field for every reason).
     """
-    from osworld_gym.errors import InfraError
-
     t0 = time.monotonic()
     rec = EpisodeRecord(task_id=task.id, domain=task.domain, trial=trial,
                         infeasible=bool(task.is_infeasible), protocol=protocol.value)
-    instance = task.instantiate(None)
-    try:
-        agent.reset(instance)
-        obs, info = env.reset(options={"task": task})
-    except InfraError as e:
-        rec.infra_error = f"reset failed: {type(e).__name__}: {e}"
-        rec.seconds = time.monotonic() - t0
-        return rec
-    except Exception as e:  # noqa: BLE001 - an agent that cannot start this task
-        rec.infra_error = f"agent reset failed: {type(e).__name__}: {e}"
-        rec.seconds = time.monotonic() - t0
-        return rec
     recordable = env is not annotate
-    while True:
-        turn = rec.steps + 1
-        try:
-            text = agent.act(obs, info)
-        except Exception as e:  # noqa: BLE001 - agent backends fail in many ways; never a score
-            rec.infra_error = f"agent failed at turn {turn}: {type(e).__name__}: {e}"
-            log.warning("task %s trial %d: %s", task.id, trial, rec.infra_error)
-            break
+
+    def prepare(turn: int, text: str) -> tuple[Any, dict[str, Any]]:
         action, replaced = last_action(protocol, text, turn=turn, max_steps=max_steps,
                                        action_set=action_set)
         if replaced:
             annotate.notes = {"protocol_replaced": True, "protocol": protocol.value}
             rec.replaced_last_action = True
-        if recordable:
-            obs, reward, terminated, truncated, info = env.step(action, response=text)
-        else:
-            obs, reward, terminated, truncated, info = env.step(action)
-        rec.steps = turn
-        if info.get("infra_error"):
-            rec.infra_error = str(info["infra_error"])
-            break
-        if terminated or truncated:
-            rec.score = float(reward)
-            break
+        return action, ({"response": text} if recordable else {})
+
+    result = run_episode(env, agent, task, agent_task=task.instantiate(None), prepare=prepare)
+    rec.steps = result.steps
+    if result.scored:
+        rec.score = result.score
+    else:
+        rec.infra_error = result.error
     rec.seconds = time.monotonic() - t0
     return rec
 
@@ -241,14 +222,17 @@ def evaluate_agent(
         raise ValueError("recording into out_dir needs the run's manifest (model directory names)")
     jobs, done = pending_jobs(tasks, trials, manifest, out, resume=resume)
     results: dict[tuple[str, int], EpisodeRecord] = {(r.task_id, r.trial): r for r in done}
-    todo: queue.Queue[_Job] = queue.Queue()
-    for job in jobs:
-        todo.put(job)
     bar = _Progress(len(tasks) * trials, done, enabled=progress)
     lock = threading.Lock()
+    local = threading.local()  # one agent per worker thread, kept when its desktop is replaced
 
-    def finish(rec: EpisodeRecord, job: _Job, episode_dir: Path | None) -> None:
-        _finish_dir(rec, episode_dir)
+    def episode_dir(job: _Job) -> Path | None:
+        if manifest is None or out is None:
+            return None
+        return manifest.episode_dir(out, job.trial, job.task.domain, job.task.id)
+
+    def finish(rec: EpisodeRecord, job: _Job, todo: JobQueue[_Job]) -> None:
+        _finish_dir(rec, episode_dir(job))
         if rec.infra_error is not None and job.attempt < infra_retries:
             log.warning("task %s trial %d: %s; retrying (%d/%d)", job.task.id, job.trial,
                         rec.infra_error, job.attempt + 1, infra_retries)
@@ -260,56 +244,33 @@ def evaluate_agent(
         if on_record is not None:
             on_record(rec)
 
-    def worker(index: int) -> None:
-        desktop = None
-        try:
-            desktop = _Desktop(env_kwargs, manifest, out, record_video)
-            agent = agent_factory()
-            while True:
-                try:
-                    job = todo.get_nowait()
-                except queue.Empty:
-                    return
-                episode_dir = (manifest.episode_dir(out, job.trial, job.task.domain, job.task.id)
-                               if manifest is not None and out is not None else None)
-                try:
-                    rec = play_episode(desktop.for_trial(job.trial), desktop.annotated, agent,
-                                       job.task, trial=job.trial, protocol=protocol,
-                                       max_steps=max_steps, action_set=desktop.action_set)
-                except Exception as e:  # noqa: BLE001 - unexpected: count it, start a new desktop
-                    log.exception("desktop %d: task %s crashed the harness", index, job.task.id)
-                    rec = EpisodeRecord(task_id=job.task.id, domain=job.task.domain,
-                                        trial=job.trial, infeasible=bool(job.task.is_infeasible),
-                                        protocol=protocol.value,
-                                        infra_error=f"harness error: {type(e).__name__}: {e}")
-                    finish(rec, job, episode_dir)
-                    desktop.close()
-                    desktop = None
-                    desktop = _Desktop(env_kwargs, manifest, out, record_video)
-                    continue
-                finish(rec, job, episode_dir)
-        except Exception:  # noqa: BLE001 - this desktop is gone; the others carry on
-            log.exception("desktop %d failed; its worker stops", index)
-        finally:
-            if desktop is not None:
-                try:
-                    desktop.close()
-                except Exception:  # noqa: BLE001
-                    log.exception("closing desktop %d failed", index)
+    def make_desktop() -> _Desktop:
+        desktop = _Desktop(env_kwargs, manifest, out, record_video)
+        if not hasattr(local, "agent"):
+            try:
+                local.agent = agent_factory()
+            except BaseException:
+                desktop.close()
+                raise
+        return desktop
 
-    threads = [threading.Thread(target=worker, args=(i,), name=f"arpo-eval-{i}", daemon=True)
-               for i in range(max(1, min(num_envs, len(jobs))))] if jobs else []
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    def play(desktop: _Desktop, job: _Job, todo: JobQueue[_Job]) -> None:
+        rec = play_episode(desktop.for_trial(job.trial), desktop.annotated, local.agent, job.task,
+                           trial=job.trial, protocol=protocol, max_steps=max_steps,
+                           action_set=desktop.action_set)
+        finish(rec, job, todo)
+
+    def crashed(job: _Job, e: Exception, todo: JobQueue[_Job]) -> None:  # then a new desktop
+        rec = EpisodeRecord(task_id=job.task.id, domain=job.task.domain, trial=job.trial,
+                            infeasible=bool(job.task.is_infeasible), protocol=protocol.value,
+                            infra_error=f"harness error: {type(e).__name__}: {e}")
+        finish(rec, job, todo)
+
+    run = run_pool(jobs, play, make_env=make_desktop, on_crash=crashed, num_envs=num_envs,
+                   name="arpo-eval")
     bar.close()
     # jobs no desktop could take (every worker failed): unscored, counted as infra errors
-    while True:
-        try:
-            job = todo.get_nowait()
-        except queue.Empty:
-            break
+    for job in run.left:
         results.setdefault((job.task.id, job.trial), EpisodeRecord(
             task_id=job.task.id, domain=job.task.domain, trial=job.trial,
             infeasible=bool(job.task.is_infeasible), protocol=protocol.value,

@@ -1,9 +1,10 @@
-"""Agents: the small protocol evaluation code drives, one episode at a time.
+"""The trainer's model agent: :class:`PolicyAgent`, behind osworld-gym's :class:`Agent` protocol.
 
-An :class:`Agent` is reset with a task and then asked for one action text per observation. The
-policy agent keeps its own episode history and encodes it exactly as the trainer does (same
-:class:`~arpo_trainer.chat.TurnEncoder`), so an evaluated checkpoint sees the contexts it was
-trained on. :func:`run_episode` plays one episode on any ``OSWorld-v0`` env.
+The Agent protocol, the episode loop (:func:`~osworld_gym.episodes.run_episode`) and the
+model-free agents (:class:`~osworld_gym.episodes.OracleAgent`, ...) live in
+:mod:`osworld_gym.episodes`; they are re-exported here. The policy agent keeps its own episode
+history and encodes it exactly as the trainer does (same :class:`~arpo_trainer.chat.TurnEncoder`),
+so an evaluated checkpoint sees the contexts it was trained on.
 
 >>> import gymnasium as gym, osworld_gym
 >>> from osworld_gym.actions import make_action_set
@@ -19,34 +20,19 @@ trained on. :func:`run_episode` plays one episode on any ``OSWorld-v0`` env.
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-import gymnasium as gym
-from osworld_gym.actions import ActionSet
+from osworld_gym.episodes import Agent, EpisodeResult, OracleAgent, run_episode
 
 from arpo_trainer.chat import TurnEncoder
-from arpo_trainer.demos import oracle_script
 from arpo_trainer.generation import Policy
-from arpo_trainer.rollout import done_text
 
-log = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class Agent(Protocol):
-    """What an evaluation loop needs from an agent."""
-
-    def reset(self, task: Any) -> None:
-        """Forget the previous episode; ``task`` (an ``osworld_gym`` Task) is about to start."""
-
-    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
-        """The next action text for this observation (``obs["screenshot"]``, ``obs["instruction"]``)."""
+__all__ = ["Agent", "EpisodeResult", "OracleAgent", "PolicyAgent", "run_episode"]
 
 
 class PolicyAgent:
-    """A :class:`~arpo_trainer.generation.Policy` (e.g. a model with ``TransformersPolicy``) as an agent."""
+    """A :class:`~arpo_trainer.generation.Policy` (e.g. a model with ``TransformersPolicy``) as
+    an agent."""
 
     def __init__(self, policy: Policy, encoder: TurnEncoder):
         self.policy = policy
@@ -66,54 +52,3 @@ class PolicyAgent:
         sample = self.policy.sample([context], [0])[0]
         self._actions.append(sample.ids)
         return sample.text
-
-
-class OracleAgent:
-    """Plays each task's built-in oracle, rendered in ``action_set``'s syntax (a sanity baseline)."""
-
-    def __init__(self, action_set: ActionSet):
-        self.action_set = action_set
-        self._script: list[str] = []
-        self._turn = 0
-
-    def reset(self, task: Any) -> None:
-        self._script, self._turn = oracle_script(task, self.action_set), 0
-
-    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
-        text = (
-            self._script[self._turn]
-            if self._turn < len(self._script)
-            else done_text(self.action_set)
-        )
-        self._turn += 1
-        return text
-
-
-@dataclass
-class EpisodeResult:
-    """How one episode went."""
-
-    task_id: str
-    score: float
-    steps: int
-    actions: list[str] = field(default_factory=list)
-    infra_error: str | None = None
-
-
-def run_episode(env: gym.Env, agent: Agent, task: Any) -> EpisodeResult:
-    """Play one episode of ``task`` with ``agent`` until the env terminates or truncates it."""
-    agent.reset(task)
-    obs, info = env.reset(options={"task": task})
-    actions: list[str] = []
-    while True:
-        text = agent.act(obs, info)
-        actions.append(text)
-        obs, reward, terminated, truncated, info = env.step(text)
-        if info.get("infra_error") or terminated or truncated:
-            return EpisodeResult(
-                task_id=str(info.get("task_id")),
-                score=float(reward),
-                steps=len(actions),
-                actions=actions,
-                infra_error=info.get("infra_error"),
-            )

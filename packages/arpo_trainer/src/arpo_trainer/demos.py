@@ -6,7 +6,8 @@ action = one turn; pure ``time.sleep`` steps are dropped because the desktop alr
 screen to settle; a final DONE is added), then *executed* on a real desktop with the same
 collector the policy uses. Only demonstrations that the task's evaluator scores as successes are
 kept, with the real screenshots they produced, so a stored demo is exactly what the policy would
-have seen and written.
+have seen and written. The conversion (:func:`~osworld_gym.episodes.oracle_script`) lives with
+the oracle agents in :mod:`osworld_gym.episodes`.
 
 >>> from osworld_gym.actions import make_action_set
 >>> from osworld_gym.support import builtin_task
@@ -19,66 +20,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
-from osworld_gym.actions.primitives import Press, Primitive, TypeText, Wait
-from osworld_gym.errors import ActionError
+from osworld_gym.episodes import done_text, oracle_script
 
 from arpo_trainer.generation import ScriptedPolicy
-from arpo_trainer.rollout import Collector, Trajectory, done_text
+from arpo_trainer.rollout import Collector, Trajectory
+
+__all__ = ["oracle_script", "record_demonstrations"]
 
 log = logging.getLogger(__name__)
-
-
-def _split_trailing_enter(prims: tuple[Primitive, ...]) -> list[Primitive]:
-    """``TypeText("ls\\n")`` -> ``TypeText("ls"), Press("enter")`` (how UI-TARS writes "type, then submit")."""
-    out: list[Primitive] = []
-    for p in prims:
-        if isinstance(p, TypeText) and p.text.endswith("\n") and p.text.rstrip("\n"):
-            stripped = p.text.rstrip("\n")
-            out.append(TypeText(stripped))
-            out.extend(Press("enter") for _ in range(len(p.text) - len(stripped)))
-        else:
-            out.append(p)
-    return out
-
-
-def oracle_script(task: Any, action_set: ActionSet, *, keep_waits: bool = False) -> list[str]:
-    """The task's oracle as one action text per turn in ``action_set``'s syntax.
-
-    Raises:
-        ValueError: the task has no oracle, or an oracle action cannot be expressed in the set.
-    """
-    oracle = getattr(task, "oracle", None)
-    if not oracle:
-        raise ValueError(f"task {getattr(task, 'id', task)!r} has no oracle to demonstrate")
-    source = make_action_set("pyautogui", screen_size=action_set.screen_size)
-    script: list[str] = []
-    special = None
-    for step in oracle:
-        parsed = source.parse(step)
-        prims = _split_trailing_enter(parsed.primitives)
-        waits = [p for p in prims if isinstance(p, Wait)]
-        prims = [p for p in prims if not isinstance(p, Wait)]
-        if parsed.special in ("DONE", "FAIL"):
-            special = parsed.special
-        if not prims:
-            if waits and keep_waits:
-                script.append(_render(action_set, ParsedAction((), "WAIT")))
-            continue
-        script.append(_render(action_set, ParsedAction(tuple(prims))))
-    script.append(_render(action_set, ParsedAction((), special or "DONE")))
-    return script
-
-
-def _render(action_set: ActionSet, parsed: ParsedAction) -> str:
-    try:
-        text = action_set.render(parsed)
-    except ActionError as e:
-        raise ValueError(
-            f"the {action_set.name} action set cannot express {parsed.primitives}: {e}"
-        ) from e
-    assert isinstance(text, str)
-    return text
 
 
 def record_demonstrations(

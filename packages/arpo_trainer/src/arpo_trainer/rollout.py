@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
-from osworld_gym.actions import ActionSet, ParsedAction
+from osworld_gym.actions import ActionSet
+from osworld_gym.episodes import done_text
 from osworld_gym.errors import ActionError
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder
@@ -92,13 +93,6 @@ class Trajectory:
             for t in self.turns
         ]
         return d
-
-
-def done_text(action_set: ActionSet) -> str:
-    """The action set's own way of saying DONE."""
-    text = action_set.render(ParsedAction((), "DONE"))
-    assert isinstance(text, str)
-    return text
 
 
 @dataclass

@@ -1,8 +1,7 @@
 """Prove tasks are solvable: replay each oracle (must score 1) and do nothing (must score 0).
 
 Used by ``osworld-gym tasks check`` and by the test suite. Tasks are spread over ``num_envs``
-desktops, each driven by its own thread (an env spends its time waiting on its desktop, so
-threads suffice and start instantly).
+desktops by the episode pool (:mod:`osworld_gym.episodes`), each episode played by its loop.
 
 For infeasible tasks the oracle is ``FAIL`` (must score 1) and the no-op is ``DONE`` (must score 0).
 """
@@ -10,13 +9,13 @@ For infeasible tasks the oracle is ``FAIL`` (must score 1) and the no-op is ``DO
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from osworld_gym.episodes import ScriptAgent, make_osworld_env, run_episode, run_pool
+from osworld_gym.episodes.agents import replay_script
 from osworld_gym.tasks.task import Task
 
 log = logging.getLogger(__name__)
@@ -43,29 +42,30 @@ class CheckResult:
 
 
 def _episode(env: Any, task: Task, variation: int | None, actions: list[str]) -> tuple[float, int]:
-    env.reset(options={"task": task.id, "variation": variation})
-    for n, action in enumerate(actions, 1):
-        _, reward, terminated, truncated, info = env.step(action)
-        if info["action_error"]:
-            raise RuntimeError(f"action {n} rejected: {action!r}: {info['action_error']}")
-        if info["infra_error"]:
-            raise RuntimeError(f"infrastructure error at action {n}: {info['infra_error']}")
-        if terminated or truncated:
-            return float(reward), n
-    raise RuntimeError("the episode did not end after the last action")
+    """Play ``actions`` as one episode; anything but a score raises (with what went wrong)."""
+    res = run_episode(env, ScriptAgent(actions), task, stop_on_action_error=True,
+                      reset_options={"task": task.id, "variation": variation})
+    if res.exception is not None:  # reset failed, or the script ran out before the episode ended
+        raise res.exception
+    if res.agent_error:
+        raise RuntimeError(res.agent_error)
+    if res.infra_error:
+        raise RuntimeError(f"infrastructure error at action {res.steps}: {res.infra_error}")
+    assert res.score is not None
+    return res.score, res.steps
 
 
 def check_task(env: Any, task: Task, variation: int | None = None) -> CheckResult:
     """Check one task on an open env (whose task set contains ``task``)."""
     res = CheckResult(task.id, task.domain, variation)
-    final, noop = ("FAIL", "DONE") if task.is_infeasible else ("DONE", "DONE")
-    oracle = list(task.instantiate(variation).oracle or [])
-    if not oracle:
+    noop = "DONE"
+    instance = task.instantiate(variation)
+    if not (instance.oracle or []):
         res.error = "the task has no oracle"
         return res
     try:
         t0 = time.monotonic()
-        actions = oracle if oracle[-1] in ("DONE", "FAIL") else [*oracle, final]
+        actions = replay_script(instance)
         res.oracle_score, res.steps = _episode(env, task, variation, actions)
         res.oracle_s = time.monotonic() - t0
         t0 = time.monotonic()
@@ -87,68 +87,52 @@ def check_tasks(
 ) -> list[CheckResult]:
     """Check every (task, variation) pair on ``num_envs`` parallel desktops.
 
+    A desktop that cannot start leaves its share to the others; pairs no desktop could take fail
+    with ``desktop failed: ...``.
+
     Args:
         tasks: the tasks to check.
         num_envs: desktops to run at once.
         variations: variation seeds to check each task with (``None``: the default instance).
         variation_of: instead of ``variations``, one seed per task id.
-        make_env: builds an env for a task list (default: ``gym.make("OSWorld-v0", tasks=...)``
-            on the local desktop).
+        make_env: builds an env for a task list (default: an ``OSWorld-v0`` env with those
+            tasks on the local desktop, :func:`~osworld_gym.episodes.make_osworld_env`).
         on_result: called from worker threads as each result arrives (e.g. to print progress).
 
     Returns:
         Results in input order.
     """
     tasks = list(tasks)
-    jobs: queue.Queue[tuple[int, Task, int | None]] = queue.Queue()
     if variation_of is not None:
         order = [(t, variation_of(t.id)) for t in tasks]
     else:
         order = [(t, v) for t in tasks for v in list(variations)]
-    for i, (t, v) in enumerate(order):
-        jobs.put((i, t, v))
     results: list[CheckResult | None] = [None] * len(order)
 
-    def default_env(ts: list[Task]) -> Any:
-        import gymnasium as gym
+    def build() -> Any:
+        if make_env is not None:
+            return make_env(tasks)
+        return make_osworld_env(provider="local", tasks=tasks, max_steps=200)
 
-        import osworld_gym  # noqa: F401 - registers OSWorld-v0
+    def play(env: Any, job: tuple[int, Task, int | None], _: Any) -> None:
+        i, task, variation = job
+        res = check_task(env, task, variation)
+        results[i] = res
+        if on_result:
+            on_result(res)
 
-        return gym.make("OSWorld-v0", provider="local", tasks=ts, max_steps=200)
+    def crashed(job: tuple[int, Task, int | None], exc: Exception, _: Any) -> None:
+        i, task, variation = job
+        results[i] = res = CheckResult(task.id, task.domain, variation,
+                                       error=f"{type(exc).__name__}: {exc}")
+        if on_result:
+            on_result(res)
 
-    build = make_env or default_env
-
-    def worker() -> None:
-        env = None
-        try:
-            env = build(tasks)
-            while True:
-                try:
-                    i, task, variation = jobs.get_nowait()
-                except queue.Empty:
-                    return
-                res = check_task(env, task, variation)
-                results[i] = res
-                if on_result:
-                    on_result(res)
-        except Exception as exc:  # noqa: BLE001 - the env itself failed to build
-            log.exception("checker desktop failed")
-            while True:
-                try:
-                    i, task, variation = jobs.get_nowait()
-                except queue.Empty:
-                    return
-                results[i] = CheckResult(task.id, task.domain, variation, error=f"desktop failed: {exc}")
-        finally:
-            if env is not None:
-                env.close()
-
-    threads = [threading.Thread(target=worker, name=f"check-{n}", daemon=True)
-               for n in range(max(1, min(num_envs, len(order))))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run = run_pool([(i, t, v) for i, (t, v) in enumerate(order)], play, make_env=build,
+                   on_crash=crashed, num_envs=num_envs, name="check")
+    for i, task, variation in run.left:
+        exc = run.env_errors[0] if run.env_errors else "no desktop"
+        results[i] = CheckResult(task.id, task.domain, variation, error=f"desktop failed: {exc}")
     return [r for r in results if r is not None]
 
 
