@@ -18,7 +18,6 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 #: take them out of here).
 PENDING = {
     "guest-self-contained": "the guest still imports actions/ until osworld_gym.protocol lands",
-    "no-cycles-arpo-eval": "arpo_eval.agents <-> openai_agent until episodes/ lands",
 }
 
 

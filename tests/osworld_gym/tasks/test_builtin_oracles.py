@@ -14,7 +14,7 @@ import os
 import pytest
 
 from osworld_gym.support import builtin_tasks
-from osworld_gym.support.check import check_tasks, format_table
+from osworld_gym.episodes.check import check_tasks, format_table
 
 # one fixture checks the whole suite: give the first test that uses it time for all of it
 pytestmark = [pytest.mark.desktop, pytest.mark.timeout(3600)]

@@ -20,8 +20,8 @@ from osworld_gym.episodes import (
 )
 from osworld_gym.episodes.agents import replay_script
 from osworld_gym.errors import InfraError
-from osworld_gym.tasks import builtin_task
-from osworld_gym.tasks.check import check_tasks
+from osworld_gym.support import builtin_task
+from osworld_gym.episodes.check import check_tasks
 from proc_tree import descendants
 
 TASK = builtin_task("os-mkdir-001")
