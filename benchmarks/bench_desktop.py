@@ -33,7 +33,12 @@ from pathlib import Path
 from osworld_gym.actions.primitives import Click, MoveTo
 from osworld_gym.providers.local import LocalProvider
 
-BENCH_VENV = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "osworld-gym" / "bench" / "venv"
+BENCH_VENV = (
+    Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    / "osworld-gym"
+    / "bench"
+    / "venv"
+)
 
 
 def pyautogui_python() -> str:
@@ -41,9 +46,16 @@ def pyautogui_python() -> str:
     py = BENCH_VENV / "bin" / "python"
     if not py.exists():
         BENCH_VENV.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(BENCH_VENV)], check=True, timeout=120)
-        subprocess.run(["uv", "pip", "install", "-q", "--python", str(py), "pyautogui==0.9.54", "pillow"],
-                       check=True, timeout=600)
+        subprocess.run(
+            ["uv", "venv", "-q", "--python", sys.executable, str(BENCH_VENV)],
+            check=True,
+            timeout=120,
+        )
+        subprocess.run(
+            ["uv", "pip", "install", "-q", "--python", str(py), "pyautogui==0.9.54", "pillow"],
+            check=True,
+            timeout=600,
+        )
     return str(py)
 
 
@@ -94,39 +106,95 @@ def main() -> None:
             ours_step(), osworld_step()
         ours = timed(ours_step, args.n)
         theirs = timed(osworld_step, max(5, args.n // 4))
-        rows.append(("step overhead: ours (XTest action + raw screenshot)", pct(ours, .5), pct(ours, .95), ""))
-        rows.append(("step overhead: OSWorld way (python -c pyautogui + PNG)", pct(theirs, .5), pct(theirs, .95),
-                     f"ours is {statistics.median(theirs) / statistics.median(ours):.1f}x faster"))
+        rows.append(
+            (
+                "step overhead: ours (XTest action + raw screenshot)",
+                pct(ours, 0.5),
+                pct(ours, 0.95),
+                "",
+            )
+        )
+        rows.append(
+            (
+                "step overhead: OSWorld way (python -c pyautogui + PNG)",
+                pct(theirs, 0.5),
+                pct(theirs, 0.95),
+                f"ours is {statistics.median(theirs) / statistics.median(ours):.1f}x faster",
+            )
+        )
         switch = timed(focus_switching_step(client), args.n)
-        rows.append(("step overhead: ours, each click focuses another window", pct(switch, .5), pct(switch, .95),
-                     "two xterms, clicked in turn"))
+        rows.append(
+            (
+                "step overhead: ours, each click focuses another window",
+                pct(switch, 0.5),
+                pct(switch, 0.95),
+                "two xterms, clicked in turn",
+            )
+        )
         client.reset_desktop(restore_home=True)
 
         raw = timed(client.screenshot_array, args.n)
         png = timed(client.screenshot_png, args.n)
-        script = ("import io, json, time\nfrom PIL import ImageGrab\nts = []\n"
-                  f"for _ in range({args.n}):\n    t0 = time.perf_counter(); img = ImageGrab.grab(); "
-                  "buf = io.BytesIO(); img.save(buf, 'PNG'); ts.append(1000 * (time.perf_counter() - t0))\n"
-                  "print(json.dumps(ts))")
+        script = (
+            "import io, json, time\nfrom PIL import ImageGrab\nts = []\n"
+            f"for _ in range({args.n}):\n    t0 = time.perf_counter(); img = ImageGrab.grab(); "
+            "buf = io.BytesIO(); img.save(buf, 'PNG'); ts.append(1000 * (time.perf_counter() - t0))\n"
+            "print(json.dumps(ts))"
+        )
         out = client.execute([py, "-c", script], timeout=300)
         assert out["returncode"] == 0, out["error"][-2000:]
         pyag = json.loads(out["output"])
-        rows.append(("screenshot 1920x1080: ours raw (XShm, unix socket)", pct(raw, .5), pct(raw, .95), ""))
-        rows.append(("screenshot 1920x1080: ours PNG (/screenshot, cursor)", pct(png, .5), pct(png, .95), ""))
-        rows.append(("screenshot 1920x1080: pyautogui + PNG, in-process", pct(pyag, .5), pct(pyag, .95),
-                     f"raw is {statistics.median(pyag) / statistics.median(raw):.1f}x faster"))
+        rows.append(
+            (
+                "screenshot 1920x1080: ours raw (XShm, unix socket)",
+                pct(raw, 0.5),
+                pct(raw, 0.95),
+                "",
+            )
+        )
+        rows.append(
+            (
+                "screenshot 1920x1080: ours PNG (/screenshot, cursor)",
+                pct(png, 0.5),
+                pct(png, 0.95),
+                "",
+            )
+        )
+        rows.append(
+            (
+                "screenshot 1920x1080: pyautogui + PNG, in-process",
+                pct(pyag, 0.5),
+                pct(pyag, 0.95),
+                f"raw is {statistics.median(pyag) / statistics.median(raw):.1f}x faster",
+            )
+        )
 
         def dirty_reset() -> None:
             client.launch(["xterm"])
             client.execute(["bash", "-c", "touch ~/Desktop/junk-$RANDOM"])
+
         resets = []
         for _ in range(max(5, args.n // 4)):
             dirty_reset()
             t0 = time.perf_counter()
             provider.reset_state()
             resets.append(1000 * (time.perf_counter() - t0))
-        rows.append(("reset: kill apps + restore home (before app launch)", pct(resets, .5), pct(resets, .95), ""))
-        rows.append(("env startup: sandbox + Xvfb + openbox + guest ready", startup_ms, startup_ms, "one sample"))
+        rows.append(
+            (
+                "reset: kill apps + restore home (before app launch)",
+                pct(resets, 0.5),
+                pct(resets, 0.95),
+                "",
+            )
+        )
+        rows.append(
+            (
+                "env startup: sandbox + Xvfb + openbox + guest ready",
+                startup_ms,
+                startup_ms,
+                "one sample",
+            )
+        )
     finally:
         provider.stop()
 
@@ -138,7 +206,9 @@ def main() -> None:
     for name, p50, p95, note in rows:
         print(f"{name:<{width}}  {p50:>9.1f}  {p95:>9.1f}  {note}")
     if args.json:
-        Path(args.json).write_text(json.dumps([dict(zip(("name", "p50", "p95", "note"), r)) for r in rows], indent=1))
+        Path(args.json).write_text(
+            json.dumps([dict(zip(("name", "p50", "p95", "note"), r)) for r in rows], indent=1)
+        )
 
 
 def focus_switching_step(client):
@@ -153,13 +223,18 @@ def focus_switching_step(client):
             time.sleep(0.1)
         info = client.execute(["xwininfo", "-name", title])["output"]
         get = lambda key: int(re.search(rf"{key}:\s+(-?\d+)", info).group(1))
-        centers.append((get("Absolute upper-left X") + get("Width") // 2,
-                        get("Absolute upper-left Y") + get("Height") // 2))
+        centers.append(
+            (
+                get("Absolute upper-left X") + get("Width") // 2,
+                get("Absolute upper-left Y") + get("Height") // 2,
+            )
+        )
     turn = iter(range(1 << 30))
 
     def step() -> None:
         client.run_actions([MoveTo(*centers[next(turn) % 2]), Click()])
         client.screenshot_array()
+
     step(), step()  # warm up
     return step
 
@@ -189,8 +264,12 @@ def throughput(n: int, seconds: float) -> tuple[str, float, float, str]:
     finally:
         for p in providers:
             p.stop()
-    return (f"throughput: {n} env(s), steps/s aggregate (settle excluded)", rate, rate,
-            f"{rate / n:.1f} steps/s per env; value columns are steps/s")
+    return (
+        f"throughput: {n} env(s), steps/s aggregate (settle excluded)",
+        rate,
+        rate,
+        f"{rate / n:.1f} steps/s per env; value columns are steps/s",
+    )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,13 @@ from osworld_gym.providers.local import LocalProvider
 
 CONFIGS = {
     "isolated (default)": {},
-    "one identity, no limits": {"judge_separation": False, "memory_limit": None,
-                                "pids_limit": None, "home_size": None, "tmp_size": None},
+    "one identity, no limits": {
+        "judge_separation": False,
+        "memory_limit": None,
+        "pids_limit": None,
+        "home_size": None,
+        "tmp_size": None,
+    },
 }
 
 
@@ -49,8 +54,10 @@ def main() -> None:
                 p.stop()
     print(f"{'configuration':<28} {'startup p50':>12} {'p95':>8} {'reset p50':>10} {'p95':>8}")
     for name, (starts, resets) in results.items():
-        print(f"{name:<28} {pct(starts, .5):>10.0f}ms {pct(starts, .95):>6.0f}ms "
-              f"{pct(resets, .5):>8.1f}ms {pct(resets, .95):>6.1f}ms")
+        print(
+            f"{name:<28} {pct(starts, 0.5):>10.0f}ms {pct(starts, 0.95):>6.0f}ms "
+            f"{pct(resets, 0.5):>8.1f}ms {pct(resets, 0.95):>6.1f}ms"
+        )
 
 
 if __name__ == "__main__":

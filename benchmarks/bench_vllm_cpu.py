@@ -66,11 +66,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = save_tiny_vllm_vlm(Path(tmp) / "tiny")
         args = ARPOConfig(
-            output_dir=str(Path(tmp) / "out"), use_cpu=True, bf16=False, report_to="none",
-            save_strategy="no", gradient_checkpointing=False, per_device_train_batch_size=2,
-            num_generations=2, provider="fake", vector_env="sync", screen_width=640,
-            screen_height=360, max_turn_tokens=a.turn_tokens, task_ids=["os-infeasible-001"],
-            use_vllm=True, vllm_mode="colocate", vllm_max_model_length=4096,
+            output_dir=str(Path(tmp) / "out"),
+            use_cpu=True,
+            bf16=False,
+            report_to="none",
+            save_strategy="no",
+            gradient_checkpointing=False,
+            per_device_train_batch_size=2,
+            num_generations=2,
+            provider="fake",
+            vector_env="sync",
+            screen_width=640,
+            screen_height=360,
+            max_turn_tokens=a.turn_tokens,
+            task_ids=["os-infeasible-001"],
+            use_vllm=True,
+            vllm_mode="colocate",
+            vllm_max_model_length=4096,
         )
         t0 = time.perf_counter()
         trainer = ARPOTrainer(

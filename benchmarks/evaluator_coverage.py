@@ -25,8 +25,14 @@ from pathlib import Path
 from osworld_gym.support.classifier import classify
 from osworld_gym.tasks import evaluator_registry as registry
 
-_EXTERNAL = ("needs a live website", "needs the network", "needs VS Code", "needs a Google account",
-             "needs GNOME", "needs systemd")
+_EXTERNAL = (
+    "needs a live website",
+    "needs the network",
+    "needs VS Code",
+    "needs a Google account",
+    "needs GNOME",
+    "needs systemd",
+)
 
 
 def _entries(value: object) -> list[dict]:
@@ -43,7 +49,8 @@ def _external(raw: dict) -> bool:
 
 def main(argv: list[str]) -> int:
     root = Path(
-        argv[1] if len(argv) > 1
+        argv[1]
+        if len(argv) > 1
         else os.environ.get("OSWORLD_EXAMPLES", "../shared/osworld/evaluation_examples")
     )
     index = json.loads((root / "test_all.json").read_text())
@@ -76,21 +83,29 @@ def main(argv: list[str]) -> int:
         uses = sum(counts.values())
         done = sum(n for name, n in counts.items() if known(name))
         names_done = sum(1 for name in counts if known(name))
-        print(f"\n{title}: {names_done}/{len(counts)} names, {done}/{uses} uses "
-              f"({100 * done / max(uses, 1):.1f} %) implemented")
+        print(
+            f"\n{title}: {names_done}/{len(counts)} names, {done}/{uses} uses "
+            f"({100 * done / max(uses, 1):.1f} %) implemented"
+        )
         for name, n in counts.most_common():
             print(f"  {'ok ' if known(name) else '-- '}{n:4d}  {name}")
 
-    print(f"{tasks} tasks, {offline} need nothing external; {complete} of those name only "
-          "implemented metrics and getters")
+    print(
+        f"{tasks} tasks, {offline} need nothing external; {complete} of those name only "
+        "implemented metrics and getters"
+    )
     report("metrics (offline tasks)", metrics, registry.has_metric)
     report("getters (offline tasks)", getters, registry.has_getter)
-    for title, counts, known in (("metrics (all tasks)", all_metrics, registry.has_metric),
-                                 ("getters (all tasks)", all_getters, registry.has_getter)):
+    for title, counts, known in (
+        ("metrics (all tasks)", all_metrics, registry.has_metric),
+        ("getters (all tasks)", all_getters, registry.has_getter),
+    ):
         uses = sum(counts.values())
         done = sum(n for name, n in counts.items() if known(name))
-        print(f"{title}: {sum(1 for n in counts if known(n))}/{len(counts)} names, "
-              f"{done}/{uses} uses ({100 * done / max(uses, 1):.1f} %)")
+        print(
+            f"{title}: {sum(1 for n in counts if known(n))}/{len(counts)} names, "
+            f"{done}/{uses} uses ({100 * done / max(uses, 1):.1f} %)"
+        )
     return 0
 
 

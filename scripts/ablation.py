@@ -59,7 +59,9 @@ def step_metrics(rollouts: Path, group_size: int = 4) -> list[dict[str, float]]:
         out.append(
             {
                 "step": step,
-                "own_success": sum(r["score"] > 0.1 for r in own) / len(own) if own else float("nan"),
+                "own_success": sum(r["score"] > 0.1 for r in own) / len(own)
+                if own
+                else float("nan"),
                 "all_fail_groups": all_fail / len(groups),
                 "injected": sum(r.get("source") != "policy" for r in rows) / len(rows),
                 "format_errors": sum(r.get("format_errors", 0) > 0 for r in own) / max(1, len(own)),
@@ -72,25 +74,47 @@ def step_metrics(rollouts: Path, group_size: int = 4) -> list[dict[str, float]]:
 def run_one(mode: str, seed: int, args: argparse.Namespace, out: Path) -> Path:
     run_dir = out / f"{mode}-s{seed}"
     log = run_dir / "rollouts.jsonl"
-    if log.exists() and len({json.loads(x)["global_step"] for x in log.read_text().splitlines() if x}) >= args.steps:
+    if (
+        log.exists()
+        and len({json.loads(x)["global_step"] for x in log.read_text().splitlines() if x})
+        >= args.steps
+    ):
         print(f"{run_dir.name}: done before, kept", flush=True)
         return run_dir
     if run_dir.exists():
         subprocess.run(["rm", "-rf", str(run_dir)], check=True)
     cmd = [
-        "uv", "run", "--frozen", "arpo-train", "--config", str(CONFIG),
-        "--model_name_or_path", args.base, "--output_dir", str(run_dir),
-        "--replay", MODES[mode], "--seed", str(seed), "--max_steps", str(args.steps),
-        "--provider", args.provider, "--task_ids", *args.tasks,
-        "--save_strategy", "no", "--report_to", "none",
+        "uv",
+        "run",
+        "--frozen",
+        "arpo-train",
+        "--config",
+        str(CONFIG),
+        "--model_name_or_path",
+        args.base,
+        "--output_dir",
+        str(run_dir),
+        "--replay",
+        MODES[mode],
+        "--seed",
+        str(seed),
+        "--max_steps",
+        str(args.steps),
+        "--provider",
+        args.provider,
+        "--task_ids",
+        *args.tasks,
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
     ]
     if args.provider == "fake":
         cmd += ["--vector_env", "sync", "--settle", "false"]
     t0 = time.monotonic()
     print(f"{run_dir.name}: {' '.join(cmd)}", flush=True)
     with open(out / f"{mode}-s{seed}.log", "w") as fh:
-        subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=True,
-                       env=ENV)
+        subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=True, env=ENV)
     (run_dir / "wall_s.txt").write_text(f"{time.monotonic() - t0:.0f}\n")
     print(f"{run_dir.name}: {time.monotonic() - t0:.0f} s", flush=True)
     return run_dir
@@ -121,8 +145,10 @@ def summarize(curves: dict[str, dict[int, list[dict]]], steps: int) -> str:
 def hold_table(curves: dict[str, dict[int, list[dict]]], smooth: int = 5, tail: int = 20) -> str:
     """Per run: the peak of the policy's own success (``smooth``-step mean), the mean of the last
     ``tail`` steps, and their ratio (the demo's "holds" criterion: >= 0.8)."""
-    lines = [f"| run | peak ({smooth}-step mean) | mean of the last {tail} steps | last / peak |",
-             "|---|---|---|---|"]
+    lines = [
+        f"| run | peak ({smooth}-step mean) | mean of the last {tail} steps | last / peak |",
+        "|---|---|---|---|",
+    ]
     for mode, runs in curves.items():
         for seed, curve in sorted(runs.items()):
             ys = [c["own_success"] for c in curve]
@@ -153,16 +179,23 @@ def plot(curves: dict[str, dict[int, list[dict]]], path: Path, title: str, smoot
             per_seed = []
             for curve in runs.values():
                 ys = [c[key] for c in curve]
-                per_seed.append([
-                    statistics.fmean(v for v in ys[max(0, i - smooth + 1) : i + 1] if v == v)
-                    for i in range(len(ys))
-                ])
+                per_seed.append(
+                    [
+                        statistics.fmean(v for v in ys[max(0, i - smooth + 1) : i + 1] if v == v)
+                        for i in range(len(ys))
+                    ]
+                )
             n = min(len(s) for s in per_seed)
             xs = list(range(n))
             mean = [statistics.fmean(s[i] for s in per_seed) for i in xs]
             lo = [min(s[i] for s in per_seed) for i in xs]
             hi = [max(s[i] for s in per_seed) for i in xs]
-            ax.plot(xs, mean, color=colors.get(mode), label=f"{mode.upper()} (mean of {len(runs)} seeds)")
+            ax.plot(
+                xs,
+                mean,
+                color=colors.get(mode),
+                label=f"{mode.upper()} (mean of {len(runs)} seeds)",
+            )
             ax.fill_between(xs, lo, hi, color=colors.get(mode), alpha=0.2)
     axes[0].set_ylabel(f"policy's own success ({smooth}-step mean)")
     axes[1].set_ylabel(f"all-fail groups ({smooth}-step mean)")
@@ -180,15 +213,47 @@ def run_eval(name: str, model: str, seed: int, args: argparse.Namespace, task_li
     """``arpo-eval run`` of one checkpoint on the selected tasks; returns its mean success."""
     out = args.out / "eval" / name
     cmd = [
-        "uv", "run", "--frozen", "arpo-eval", "run", "--agent", "hf", "--model", model,
-        "--name", name, "--tasks", str(task_list), "--provider", args.provider,
-        "--num-envs", "4", "--max-steps", "3", "--trials", str(args.eval_trials),
-        "--screen", "640x360", "--history-images", "3", "--max-tokens", "24",
-        "--temperature", "1.0", "--top-p", "1.0", "--seed", str(1000 + seed), "--out", str(out),
+        "uv",
+        "run",
+        "--frozen",
+        "arpo-eval",
+        "run",
+        "--agent",
+        "hf",
+        "--model",
+        model,
+        "--name",
+        name,
+        "--tasks",
+        str(task_list),
+        "--provider",
+        args.provider,
+        "--num-envs",
+        "4",
+        "--max-steps",
+        "3",
+        "--trials",
+        str(args.eval_trials),
+        "--screen",
+        "640x360",
+        "--history-images",
+        "3",
+        "--max-tokens",
+        "24",
+        "--temperature",
+        "1.0",
+        "--top-p",
+        "1.0",
+        "--seed",
+        str(1000 + seed),
+        "--out",
+        str(out),
         # "hard": an episode that runs out of turns is scored as it stands. Under "standard"
         # (OSWorld's runner) its last action becomes FAIL, which scores every truncated episode of
         # an infeasible task 1: the random base policy got 0.88 that way.
-        "--protocol", "hard", "--fresh",
+        "--protocol",
+        "hard",
+        "--fresh",
     ]
     print(f"eval {name}: {' '.join(cmd)}", flush=True)
     with open(args.out / "eval" / f"{name}.log", "w") as fh:
@@ -215,16 +280,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     p.add_argument("--base", default="runs/base-policy", help="base policy checkpoint")
-    p.add_argument("--tasks", nargs="+", default=[
-        "os-infeasible-001", "os-infeasible-002", "terminal-infeasible-001",
-        "multi_apps-infeasible-001",
-    ])
+    p.add_argument(
+        "--tasks",
+        nargs="+",
+        default=[
+            "os-infeasible-001",
+            "os-infeasible-002",
+            "terminal-infeasible-001",
+            "multi_apps-infeasible-001",
+        ],
+    )
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/ablation")
     p.add_argument("--note", default="", help="e.g. the machine's load, printed under the plot")
-    p.add_argument("--parallel", type=int, default=2, help="training runs at once (one thread each)")
-    p.add_argument("--eval-trials", type=int, default=0,
-                   help="then arpo-eval the base policy and every final checkpoint on the tasks, "
-                   "this many trials per task (0: no evaluation)")
+    p.add_argument(
+        "--parallel", type=int, default=2, help="training runs at once (one thread each)"
+    )
+    p.add_argument(
+        "--eval-trials",
+        type=int,
+        default=0,
+        help="then arpo-eval the base policy and every final checkpoint on the tasks, "
+        "this many trials per task (0: no evaluation)",
+    )
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -234,27 +311,46 @@ def main(argv: list[str] | None = None) -> int:
         dirs = list(pool.map(lambda job: run_one(*job, args, args.out), jobs))
     for (mode, seed), run_dir in zip(jobs, dirs, strict=True):
         curves[mode][seed] = step_metrics(run_dir / "rollouts.jsonl")[: args.steps]
-    (args.out / "ablation.json").write_text(json.dumps(
-        {"provider": args.provider, "tasks": args.tasks, "steps": args.steps, "base": args.base,
-         "note": args.note, "curves": curves}, indent=1) + "\n")
+    (args.out / "ablation.json").write_text(
+        json.dumps(
+            {
+                "provider": args.provider,
+                "tasks": args.tasks,
+                "steps": args.steps,
+                "base": args.base,
+                "note": args.note,
+                "curves": curves,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     table = summarize(curves, args.steps) + "\n\n" + hold_table(curves)
     (args.out / "ablation.md").write_text(table + "\n")
-    title = (f"ARPO vs GRPO, {args.provider} desktops, {len(args.tasks)} tasks, seeds {args.seeds}"
-             + (f"\n{args.note}" if args.note else ""))
+    title = (
+        f"ARPO vs GRPO, {args.provider} desktops, {len(args.tasks)} tasks, seeds {args.seeds}"
+        + (f"\n{args.note}" if args.note else "")
+    )
     plot(curves, args.out / "ablation.png", title)
     print(table)
     if args.eval_trials:
         (args.out / "eval").mkdir(exist_ok=True)
         task_list = args.out / "eval" / "tasks.json"
-        task_list.write_text(json.dumps(
-            {"kind": "arpo-task-list", "source": "builtin", "task_ids": args.tasks}) + "\n")
+        task_list.write_text(
+            json.dumps({"kind": "arpo-task-list", "source": "builtin", "task_ids": args.tasks})
+            + "\n"
+        )
         scores: dict[str, list[float]] = {"base": [], "grpo": [], "arpo": []}
         for seed in args.seeds:
             scores["base"].append(run_eval(f"base-s{seed}", args.base, seed, args, task_list))
             for mode in args.modes:
                 run_dir = args.out / f"{mode}-s{seed}"
-                scores[mode].append(run_eval(f"{mode}-s{seed}", str(run_dir), seed, args, task_list))
-        etable = eval_table({k: v for k, v in scores.items() if v}, args.eval_trials, len(args.tasks))
+                scores[mode].append(
+                    run_eval(f"{mode}-s{seed}", str(run_dir), seed, args, task_list)
+                )
+        etable = eval_table(
+            {k: v for k, v in scores.items() if v}, args.eval_trials, len(args.tasks)
+        )
         (args.out / "eval.md").write_text(etable + "\n")
         (args.out / "eval.json").write_text(json.dumps(scores, indent=1) + "\n")
         print(etable)

@@ -27,8 +27,9 @@ def main() -> None:
     args = ap.parse_args()
     DOCS.mkdir(exist_ok=True)
     for profile, terminal in TERMINALS.items():
-        env = gym.make("OSWorld-v0", provider="local", tasks="builtin",
-                       provider_kwargs={"profile": profile})
+        env = gym.make(
+            "OSWorld-v0", provider="local", tasks="builtin", provider_kwargs={"profile": profile}
+        )
         try:
             env.reset(options={"task": args.task})
             env.step("pyautogui.hotkey('ctrl', 'alt', 't')")

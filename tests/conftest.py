@@ -10,9 +10,12 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--osworld-examples", default=None,
-                     help="OSWorld's evaluation_examples folder for the official-task tests "
-                          "(default: $OSWORLD_EXAMPLES or ../shared/osworld/evaluation_examples)")
+    parser.addoption(
+        "--osworld-examples",
+        default=None,
+        help="OSWorld's evaluation_examples folder for the official-task tests "
+        "(default: $OSWORLD_EXAMPLES or ../shared/osworld/evaluation_examples)",
+    )
 
 
 def sandbox_processes() -> list[tuple[int, str]]:
@@ -33,8 +36,11 @@ def sandbox_processes() -> list[tuple[int, str]]:
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
         procs[int(entry.name)] = (ppid, cmd)
-    roots = {pid for pid, (_, cmd) in procs.items()
-             if "osworld-gym-" in cmd or "osworld_gym.guest" in cmd}
+    roots = {
+        pid
+        for pid, (_, cmd) in procs.items()
+        if "osworld-gym-" in cmd or "osworld_gym.guest" in cmd
+    }
     found = set(roots)
     changed = True
     while changed:

@@ -15,8 +15,13 @@ _RELATIVE = Path("..") / "shared" / "osworld" / "evaluation_examples"
 
 def _main_checkout() -> Path | None:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--git-common-dir"],
-                             capture_output=True, text=True, timeout=10, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--git-common-dir"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     common = Path(out.stdout.strip())
@@ -33,6 +38,8 @@ def official_examples() -> Path:
 
 
 OFFICIAL = official_examples()
-SKIP_REASON = (f"OSWorld's task JSON is not at {OFFICIAL} (set OSWORLD_EXAMPLES to an "
-               "evaluation_examples folder with test_all.json)")
+SKIP_REASON = (
+    f"OSWorld's task JSON is not at {OFFICIAL} (set OSWORLD_EXAMPLES to an "
+    "evaluation_examples folder with test_all.json)"
+)
 PRESENT = (OFFICIAL / "test_all.json").is_file()

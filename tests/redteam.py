@@ -5,8 +5,7 @@ from __future__ import annotations
 
 def player(env, command: str, timeout: float = 60) -> dict:
     """Run a shell command as the desktop user (the player), as a terminal would."""
-    return env.unwrapped.provider.start().execute(command, shell=True, setup=True,
-                                                  timeout=timeout)
+    return env.unwrapped.provider.start().execute(command, shell=True, setup=True, timeout=timeout)
 
 
 #: A fork bomb in Python: forks up to 2,000 sleeping children, then writes how many it got.

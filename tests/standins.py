@@ -41,8 +41,25 @@ from osworld_gym.tasks.setup_browser import HISTORY_CACHE_NAME
 #: skipped. GIMP's ``.xcf`` is written by GIMP itself, a camera ``.raw`` is seeded bytes (its
 #: one task is infeasible: GIMP cannot open it), a ``.whl`` a minimal valid wheel.
 NO_STANDIN = frozenset({".vsix"})
-_TEXT = frozenset({".py", ".sh", ".md", ".txt", ".json", ".html", ".srt", ".js", ".css",
-                   ".tex", ".bib", ".eml", ".csv", ".code-workspace", ""})
+_TEXT = frozenset(
+    {
+        ".py",
+        ".sh",
+        ".md",
+        ".txt",
+        ".json",
+        ".html",
+        ".srt",
+        ".js",
+        ".css",
+        ".tex",
+        ".bib",
+        ".eml",
+        ".csv",
+        ".code-workspace",
+        "",
+    }
+)
 
 _HISTORY_SCHEMA = """
 CREATE TABLE meta(key LONGVARCHAR NOT NULL UNIQUE PRIMARY KEY, value LONGVARCHAR);
@@ -161,12 +178,14 @@ def _pptx(seed: str) -> bytes:
 def _pdf(seed: str, title: str | None = None) -> bytes:
     text = f"Stand-in PDF {' '.join(map(str, _numbers(seed)))}"
     stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
-               b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-               b"/Resources << /Font << /F1 5 0 R >> >> >>",
-               b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     if title is not None:  # viewers title their window "<file> — <Title>"
         utf16 = "\ufeff".encode("utf-16-be") + title.encode("utf-16-be")
         objects.append(b"<< /Title <" + utf16.hex().encode() + b"> >>")
@@ -180,7 +199,10 @@ def _pdf(seed: str, title: str | None = None) -> bytes:
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
     info = b" /Info %d 0 R" % len(objects) if title is not None else b""
     out += b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, info, xref)
+        len(objects) + 1,
+        info,
+        xref,
+    )
     return bytes(out)
 
 
@@ -204,13 +226,20 @@ def _xcf(seed: str, dest: Path) -> None:
         png = Path(tmp) / "in.png"
         png.write_bytes(_image(seed, "PNG"))
         out = Path(tmp) / "out.xcf"
-        script = (f'(let* ((img (car (file-png-load RUN-NONINTERACTIVE "{png}" "{png}"))) '
-                  f'(drw (car (gimp-image-get-active-layer img)))) '
-                  f'(gimp-xcf-save RUN-NONINTERACTIVE img drw "{out}" "{out}") (gimp-quit 0))')
+        script = (
+            f'(let* ((img (car (file-png-load RUN-NONINTERACTIVE "{png}" "{png}"))) '
+            f"(drw (car (gimp-image-get-active-layer img)))) "
+            f'(gimp-xcf-save RUN-NONINTERACTIVE img drw "{out}" "{out}") (gimp-quit 0))'
+        )
         # its own HOME: GIMP writes its profile there on first start
         env = {**os.environ, "HOME": tmp}
-        subprocess.run([gimp, "-i", "-n", "-d", "-f", "-b", script], env=env, timeout=300,
-                       capture_output=True, stdin=subprocess.DEVNULL)
+        subprocess.run(
+            [gimp, "-i", "-n", "-d", "-f", "-b", script],
+            env=env,
+            timeout=300,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+        )
         if not out.exists() or not out.read_bytes().startswith(b"gimp xcf "):
             raise RuntimeError(f"GIMP did not write the .xcf stand-in for {dest.name}")
         shutil.copyfile(out, dest)
@@ -224,7 +253,7 @@ def _wheel(seed: str, name: str) -> bytes:
         f"{dist}/__init__.py": f"STANDIN = {_numbers(seed)!r}\n",
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n",
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: standins\nRoot-Is-Purelib: true\n"
-                         "Tag: py3-none-any\n",
+        "Tag: py3-none-any\n",
     }
     files[f"{info}/RECORD"] = "".join(f"{k},,\n" for k in files) + f"{info}/RECORD,,\n"
     buf = io.BytesIO()
@@ -234,15 +263,20 @@ def _wheel(seed: str, name: str) -> bytes:
     return buf.getvalue()
 
 
-def _media(seed: str, suffix: str, dest: Path, title: str | None = None,
-           seconds: float = 2) -> None:
+def _media(
+    seed: str, suffix: str, dest: Path, title: str | None = None, seconds: float = 2
+) -> None:
     freq = 200 + _numbers(seed)[0] * 4
     inputs = ["-f", "lavfi", "-i", f"sine=frequency={freq}:duration={seconds}"]
     if suffix in (".mp4", ".mkv", ".avi", ".webm"):
         inputs += ["-f", "lavfi", "-i", f"testsrc=duration={seconds}:size=160x120:rate=10"]
     meta = ["-metadata", f"title={title}"] if title is not None else []
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *inputs, *meta, "-shortest", str(dest)],
-                   check=True, timeout=300, capture_output=True)
+    subprocess.run(
+        ["ffmpeg", "-loglevel", "error", "-y", *inputs, *meta, "-shortest", str(dest)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
 
 
 def _member(seed: str, name: str) -> bytes:
@@ -368,13 +402,17 @@ def _gloda_db(seed: str) -> bytes:
         path = Path(tmp) / "gloda.sqlite"
         con = sqlite3.connect(path)
         con.executescript(_GLODA_SCHEMA)
-        con.execute("INSERT INTO folderLocations VALUES (13, ?, 0, 'Inbox', 0)",
-                    (f"imap://{TB_ACCOUNT[2].replace('@', '%40')}@{TB_ACCOUNT[1]}/INBOX",))
+        con.execute(
+            "INSERT INTO folderLocations VALUES (13, ?, 0, 'Inbox', 0)",
+            (f"imap://{TB_ACCOUNT[2].replace('@', '%40')}@{TB_ACCOUNT[1]}/INBOX",),
+        )
         con.execute("INSERT INTO conversations VALUES (1, 'Stand-in', 0, 0)")
         for key, n in enumerate(_numbers(seed, 3), 1):
-            con.execute("INSERT INTO messages (id, folderID, messageKey, conversationID, date,"
-                        " headerMessageID) VALUES (?, 13, ?, 1, ?, ?)",
-                        (key, key, n, f"standin-{key}@example.com"))
+            con.execute(
+                "INSERT INTO messages (id, folderID, messageKey, conversationID, date,"
+                " headerMessageID) VALUES (?, 13, ?, 1, ?, ?)",
+                (key, key, n, f"standin-{key}@example.com"),
+            )
         con.execute("INSERT INTO messageAttributes VALUES (1, 1, ?, 1)", (_GLODA_STAR,))
         con.commit()
         con.close()
@@ -385,14 +423,15 @@ def _tb_profile(seed: str) -> bytes:
     """``.thunderbird/`` as a ``.tar.gz`` that unpacks in the home folder: profiles.ini with
     two profiles (OSWorld's evaluator picks the second, ``-c 2``), the second the default,
     holding :data:`TB_ACCOUNT` in its prefs.js."""
-    files = {".thunderbird/profiles.ini": _TB_PROFILES_INI,
-             ".thunderbird/installs.ini": f"[{_TB_INSTALL}]\nDefault={TB_PROFILE}\nLocked=1\n",
-             ".thunderbird/standin0.default/times.json": "{}\n",
-             f".thunderbird/{TB_PROFILE}/prefs.js": _tb_prefs(),
-             f".thunderbird/{TB_PROFILE}/ImapMail/{TB_ACCOUNT[1]}/msgFilterRules.dat":
-                 'version="9"\nlogging="no"\n',
-             f".thunderbird/{TB_PROFILE}/standin.txt": f"stand-in {_numbers(seed)}\n",
-             f".thunderbird/{TB_PROFILE}/global-messages-db.sqlite": _gloda_db(seed)}
+    files = {
+        ".thunderbird/profiles.ini": _TB_PROFILES_INI,
+        ".thunderbird/installs.ini": f"[{_TB_INSTALL}]\nDefault={TB_PROFILE}\nLocked=1\n",
+        ".thunderbird/standin0.default/times.json": "{}\n",
+        f".thunderbird/{TB_PROFILE}/prefs.js": _tb_prefs(),
+        f".thunderbird/{TB_PROFILE}/ImapMail/{TB_ACCOUNT[1]}/msgFilterRules.dat": 'version="9"\nlogging="no"\n',
+        f".thunderbird/{TB_PROFILE}/standin.txt": f"stand-in {_numbers(seed)}\n",
+        f".thunderbird/{TB_PROFILE}/global-messages-db.sqlite": _gloda_db(seed),
+    }
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as t:
         for name, text in files.items():
@@ -439,8 +478,13 @@ for account in filter(None, prefs.get("mail.accountmanager.accounts", "").split(
 """
 
 
-def write_standin(dest: Path, seed: str, title: str | None = None, seconds: float = 2,
-                  members: tuple[str, ...] = ()) -> None:
+def write_standin(
+    dest: Path,
+    seed: str,
+    title: str | None = None,
+    seconds: float = 2,
+    members: tuple[str, ...] = (),
+) -> None:
     """Write a generated file of ``dest``'s type at ``dest``; ``title`` goes into a PDF's or a
     media file's metadata, ``seconds`` is a media file's length, ``members`` are extra paths a
     zip archive holds (stand-ins of their types)."""
@@ -467,21 +511,36 @@ def write_standin(dest: Path, seed: str, title: str | None = None, seconds: floa
     if suffix == ".raw":
         dest.write_bytes(hashlib.sha256(seed.encode()).digest() * 4096)
         return
-    makers = {".xlsx": _xlsx, ".xls": _xlsx, ".ods": _ods, ".docx": _docx, ".odt": _odt,
-              ".doc": _docx, ".pptx": _pptx, ".ppt": _pptx, ".odp": _pptx, ".pdf": _pdf,
-              ".epub": lambda s: _archive(s, ".zip")}
+    makers = {
+        ".xlsx": _xlsx,
+        ".xls": _xlsx,
+        ".ods": _ods,
+        ".docx": _docx,
+        ".odt": _odt,
+        ".doc": _docx,
+        ".pptx": _pptx,
+        ".ppt": _pptx,
+        ".odp": _pptx,
+        ".pdf": _pdf,
+        ".epub": lambda s: _archive(s, ".zip"),
+    }
     if suffix in makers:
         data = makers[suffix](seed)
     elif suffix in (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"):
-        data = _image(seed, {".jpg": "JPEG", ".jpeg": "JPEG", ".tif": "TIFF",
-                             ".tiff": "TIFF"}.get(suffix, suffix[1:].upper()))
+        data = _image(
+            seed,
+            {".jpg": "JPEG", ".jpeg": "JPEG", ".tif": "TIFF", ".tiff": "TIFF"}.get(
+                suffix, suffix[1:].upper()
+            ),
+        )
     elif suffix in (".zip", ".gz", ".tar.gz", ".xz", ".tar.xz"):
         data = _archive(seed, suffix, members)
     elif suffix == ".json":
         data = json.dumps({"standin": _numbers(seed)}).encode()
     elif suffix == ".csv":
-        data = ("name,value\n" + "".join(f"item {i},{v}\n" for i, v in
-                                          enumerate(_numbers(seed)))).encode()
+        data = (
+            "name,value\n" + "".join(f"item {i},{v}\n" for i, v in enumerate(_numbers(seed)))
+        ).encode()
     else:
         data = f"stand-in {' '.join(map(str, _numbers(seed)))}\n".encode()
     dest.write_bytes(data)
@@ -504,8 +563,9 @@ def needed_files(raw: dict[str, Any], cache_root: Path) -> list[tuple[Path, str]
         params = step.get("parameters") or {}
         if step.get("type") == "download":
             for f in params.get("files", []):
-                out.append((download_cache_path(cache_root, task_id, f["url"], f["path"]),
-                            f["url"]))
+                out.append(
+                    (download_cache_path(cache_root, task_id, f["url"], f["path"]), f["url"])
+                )
         elif step.get("type") == "update_browse_history":
             out.append((cache_root / task_id / HISTORY_CACHE_NAME, "history"))
     for g in _getters(evaluator):
@@ -526,8 +586,12 @@ def metadata_hints(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     it (a PDF viewer's "<file> — <Title>", VLC's "<title> - VLC media player"), and VLC launched
     with ``--start-time=S`` needs a file longer than S seconds to show it at all."""
     steps = raw.get("config") or []
-    names = [Path(f["path"]).name for s in steps if s.get("type") == "download"
-             for f in (s.get("parameters") or {}).get("files", [])]
+    names = [
+        Path(f["path"]).name
+        for s in steps
+        if s.get("type") == "download"
+        for f in (s.get("parameters") or {}).get("files", [])
+    ]
     hints: dict[str, dict[str, Any]] = {}
     for step in steps:
         params = step.get("parameters") or {}
@@ -535,20 +599,34 @@ def metadata_hints(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
         command = json.dumps(params.get("command")) if step.get("type") == "launch" else ""
         for name in names:
             if isinstance(window, str) and window.startswith(f"{name} — "):
-                hints.setdefault(name, {})["title"] = window[len(name) + 3:]
-            elif (isinstance(window, str) and window.endswith(_VLC_SUFFIX)
-                  and Path(name).stem in window):
-                hints.setdefault(name, {})["title"] = window[:-len(_VLC_SUFFIX)]
+                hints.setdefault(name, {})["title"] = window[len(name) + 3 :]
+            elif (
+                isinstance(window, str)
+                and window.endswith(_VLC_SUFFIX)
+                and Path(name).stem in window
+            ):
+                hints.setdefault(name, {})["title"] = window[: -len(_VLC_SUFFIX)]
             if name in command and (m := re.search(r"--start-time=([\d.]+)", command)):
                 hints.setdefault(name, {})["seconds"] = math.ceil(float(m.group(1))) + 3
     # a zip unpacked next to itself whose files a later `open` step opens
-    zips = [Path(f["path"]) for s in steps if s.get("type") == "download"
-            for f in (s.get("parameters") or {}).get("files", []) if f["path"].endswith(".zip")]
-    opened = [Path(p) for s in steps if s.get("type") == "open"
-              and isinstance(p := (s.get("parameters") or {}).get("path"), str)]
+    zips = [
+        Path(f["path"])
+        for s in steps
+        if s.get("type") == "download"
+        for f in (s.get("parameters") or {}).get("files", [])
+        if f["path"].endswith(".zip")
+    ]
+    opened = [
+        Path(p)
+        for s in steps
+        if s.get("type") == "open" and isinstance(p := (s.get("parameters") or {}).get("path"), str)
+    ]
     for archive in zips:
-        members = tuple(str(o.relative_to(archive.parent)) for o in opened
-                        if o.is_relative_to(archive.parent) and o.name not in names)
+        members = tuple(
+            str(o.relative_to(archive.parent))
+            for o in opened
+            if o.is_relative_to(archive.parent) and o.name not in names
+        )
         if members:
             hints.setdefault(archive.name, {})["members"] = members
     return hints
@@ -563,9 +641,12 @@ def fill_cache(raw: dict[str, Any], cache_root: Path) -> list[Path]:
     """Write stand-ins for every file ``raw`` reads from the cache under ``cache_root``."""
     written = []
     hints = metadata_hints(raw)
-    guest_names = {download_cache_path(cache_root, raw["id"], f["url"], f["path"]): Path(f["path"]).name
-                   for s in raw.get("config") or [] if s.get("type") == "download"
-                   for f in (s.get("parameters") or {}).get("files", [])}
+    guest_names = {
+        download_cache_path(cache_root, raw["id"], f["url"], f["path"]): Path(f["path"]).name
+        for s in raw.get("config") or []
+        if s.get("type") == "download"
+        for f in (s.get("parameters") or {}).get("files", [])
+    }
     for path, seed in needed_files(raw, cache_root):
         if path.exists():
             continue

@@ -14,7 +14,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def readme_block(heading: str) -> str:
     text = README.read_text()
-    section = text[text.index(heading):]
+    section = text[text.index(heading) :]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

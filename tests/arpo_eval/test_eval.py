@@ -35,8 +35,14 @@ FAKE_DOMAINS = "builtin:os,terminal"
 
 
 def fake_run(out, agent="fail", **kw) -> dict:
-    cfg = RunConfig(agent=AgentSpec(agent), out=str(out), provider="fake", settle_max_s=0,
-                    progress=False, **{"tasks": "builtin:os", **kw})
+    cfg = RunConfig(
+        agent=AgentSpec(agent),
+        out=str(out),
+        provider="fake",
+        settle_max_s=0,
+        progress=False,
+        **{"tasks": "builtin:os", **kw},
+    )
     return run(cfg)
 
 
@@ -51,8 +57,22 @@ class Wanderer:
         return "pyautogui.moveTo(5, 5)"
 
 
-@pytest.mark.parametrize("module", ["protocol", "layout", "tasks", "tables", "compare", "plots",
-                                    "report", "runner", "agents", "baseline", "__init__"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "protocol",
+        "layout",
+        "tasks",
+        "tables",
+        "compare",
+        "plots",
+        "report",
+        "runner",
+        "agents",
+        "baseline",
+        "__init__",
+    ],
+)
 def test_docstring_examples_run(module):
     mod = importlib.import_module(f"arpo_eval.{module}" if module != "__init__" else "arpo_eval")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
@@ -71,13 +91,22 @@ def test_always_fail_scores_exactly_the_infeasible_tasks():
 def test_standard_replaces_the_last_answer_by_fail_and_hard_does_not():
     tasks = [t for t in builtin_tasks("os") if t.id in ("os-infeasible-001", "os-copy-001")]
     env = {**FAKE, "max_steps": 3}
-    std = {r.task_id: r for r in evaluate_agent(Wanderer, tasks, env_kwargs=env, progress=False,
-                                                protocol="standard")}
-    hard = {r.task_id: r for r in evaluate_agent(Wanderer, tasks, env_kwargs=env, progress=False,
-                                                 protocol="hard")}
+    std = {
+        r.task_id: r
+        for r in evaluate_agent(
+            Wanderer, tasks, env_kwargs=env, progress=False, protocol="standard"
+        )
+    }
+    hard = {
+        r.task_id: r
+        for r in evaluate_agent(Wanderer, tasks, env_kwargs=env, progress=False, protocol="hard")
+    }
     # an agent that runs out of turns gets the infeasible task under OSWorld's rule only
     assert std["os-infeasible-001"].score == 1.0 and std["os-infeasible-001"].replaced_last_action
-    assert hard["os-infeasible-001"].score == 0.0 and not hard["os-infeasible-001"].replaced_last_action
+    assert (
+        hard["os-infeasible-001"].score == 0.0
+        and not hard["os-infeasible-001"].replaced_last_action
+    )
     # a feasible task ends on the replaced FAIL: OSWorld scores a final FAIL 0
     assert std["os-copy-001"].score == 0.0 and std["os-copy-001"].steps == 3
     assert all(r.steps == 3 and r.infra_error is None for r in [*std.values(), *hard.values()])
@@ -113,14 +142,21 @@ def test_resume_reruns_only_unfinished_episodes(tmp_path):
     fake_run(tmp_path)
     root = tmp_path / "pyautogui" / "screenshot" / "fail" / "os"
     (root / "os-copy-001" / "result.txt").unlink()  # an episode that stopped before its score
-    shutil.rmtree(root / "os-chmod-001")             # one that never ran
+    shutil.rmtree(root / "os-chmod-001")  # one that never ran
     marker = root / "os-mkdir-001" / "keep.me"
     marker.write_text("untouched")
     ran = []
     manifest = RunManifest.read(tmp_path)
     tasks = resolve_task_spec("builtin:os")
-    evaluate_agent(FailAgent, tasks, env_kwargs=FAKE, out_dir=tmp_path, manifest=manifest,
-                   progress=False, on_record=lambda r: ran.append(r.task_id))
+    evaluate_agent(
+        FailAgent,
+        tasks,
+        env_kwargs=FAKE,
+        out_dir=tmp_path,
+        manifest=manifest,
+        progress=False,
+        on_record=lambda r: ran.append(r.task_id),
+    )
     assert sorted(ran) == ["os-chmod-001", "os-copy-001"]
     assert marker.read_text() == "untouched"
     assert (root / "os-copy-001" / "result.txt").read_text() == "0.0\n"
@@ -156,12 +192,21 @@ def test_agent_backend_failures_are_infra_errors_not_zeros(tmp_path):
     manifest = RunManifest(model="flaky", tasks=[])
     tasks = [builtin_tasks("os")["os-copy-001"], builtin_tasks("os")["os-infeasible-001"]]
     FlakyBackend.calls = 0
-    records = evaluate_agent(FlakyBackend, tasks, env_kwargs=FAKE, out_dir=tmp_path,
-                             manifest=manifest, infra_retries=2, progress=False)
+    records = evaluate_agent(
+        FlakyBackend,
+        tasks,
+        env_kwargs=FAKE,
+        out_dir=tmp_path,
+        manifest=manifest,
+        infra_retries=2,
+        progress=False,
+    )
     assert all(r.score is None and "unreachable" in r.infra_error for r in records)
     assert FlakyBackend.calls == 2 * 3 * 2  # 2 turns, 1 try + 2 retries, 2 tasks
     ep = tmp_path / "pyautogui" / "screenshot" / "flaky" / "os" / "os-copy-001"
-    assert not (ep / "result.txt").exists() and "unreachable" in (ep / "infra_error.txt").read_text()
+    assert (
+        not (ep / "result.txt").exists() and "unreachable" in (ep / "infra_error.txt").read_text()
+    )
     table = summarize(records)
     assert table["overall"]["infra_errors"] == 2 and table["overall"]["mean_at_k"] is None
     assert table["overall"]["unscored_tasks"] == 2
@@ -179,16 +224,28 @@ class DeadDesktop(FakeProvider):
 
 
 def test_a_desktop_that_fails_to_reset_is_counted_apart(tmp_path):
-    records = evaluate_agent(FailAgent, builtin_tasks("os")[:2], progress=False, infra_retries=0,
-                             env_kwargs={"provider": DeadDesktop((1920, 1080)), "settle": None})
+    records = evaluate_agent(
+        FailAgent,
+        builtin_tasks("os")[:2],
+        progress=False,
+        infra_retries=0,
+        env_kwargs={"provider": DeadDesktop((1920, 1080)), "settle": None},
+    )
     assert [r.score for r in records] == [None, None]
     assert all(r.infra_error.startswith("reset failed") for r in records)
 
 
 def test_tables_split_in_domain_and_held_out_with_a_training_list(tmp_path):
     train = tmp_path / "train.json"
-    train.write_text(json.dumps({"kind": "arpo-task-list", "source": "builtin",
-                                 "task_ids": ["os-infeasible-001", "os-copy-001"]}))
+    train.write_text(
+        json.dumps(
+            {
+                "kind": "arpo-task-list",
+                "source": "builtin",
+                "task_ids": ["os-infeasible-001", "os-copy-001"],
+            }
+        )
+    )
     summary = fake_run(tmp_path / "run", train_tasks=str(train))
     split = summary["split"]
     assert split["in_domain"]["tasks"] == 2 and split["in_domain"]["mean_at_k"] == 0.5
@@ -231,18 +288,27 @@ def test_compare_gives_seeded_per_domain_deltas(tmp_path):
     assert a["a"]["infra_rate"] == 0.0 and a["b"]["infra_rate"] == 0.0
     assert "infra rate 0.0%" in format_comparison(a)
     assert {t["task_id"] for t in a["tasks"] if t["delta"] == 1.0} == {
-        t.id for t in resolve_task_spec(FAKE_DOMAINS) if t.is_infeasible}
+        t.id for t in resolve_task_spec(FAKE_DOMAINS) if t.is_infeasible
+    }
 
 
 def test_export_writes_a_loadable_dataset_with_images_messages_and_reward(tmp_path):
     from datasets import load_from_disk
 
     tasks = [builtin_tasks("os")["os-copy-001"]]
-    manifest = RunManifest(model="wander", tasks=[{"id": "os-copy-001", "domain": "os",
-                                                   "instruction": tasks[0].instruction}])
+    manifest = RunManifest(
+        model="wander",
+        tasks=[{"id": "os-copy-001", "domain": "os", "instruction": tasks[0].instruction}],
+    )
     manifest.write(tmp_path / "run")
-    evaluate_agent(Wanderer, tasks, env_kwargs={**FAKE, "max_steps": 3}, progress=False,
-                   out_dir=tmp_path / "run", manifest=manifest)
+    evaluate_agent(
+        Wanderer,
+        tasks,
+        env_kwargs={**FAKE, "max_steps": 3},
+        progress=False,
+        out_dir=tmp_path / "run",
+        manifest=manifest,
+    )
     export_dataset(tmp_path / "run", tmp_path / "ds", max_image_side=320)
     ds = load_from_disk(str(tmp_path / "ds"))
     row = ds[0]
@@ -256,17 +322,48 @@ def test_export_writes_a_loadable_dataset_with_images_messages_and_reward(tmp_pa
 
 def test_cli_run_then_summary(tmp_path, capsys):
     out = tmp_path / "cli"
-    rc = main(["run", "--agent", "fail", "--tasks", "builtin:os", "--provider", "fake",
-               "--num-envs", "2", "--trials", "2", "--settle-max-s", "0", "--out", str(out),
-               "--no-progress"])
+    rc = main(
+        [
+            "run",
+            "--agent",
+            "fail",
+            "--tasks",
+            "builtin:os",
+            "--provider",
+            "fake",
+            "--num-envs",
+            "2",
+            "--trials",
+            "2",
+            "--settle-max-s",
+            "0",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "mean@2" in text and "pass@2" in text and "show_result.py" in text
     manifest, records = read_run(out)
     assert manifest.trials == 2 and len(records) == 36
     assert main(["summary", str(out)]) == 0
-    assert main(["run", "--agent", "hf", "--tasks", "builtin:os", "--provider", "fake",
-                 "--out", str(tmp_path / "x")]) == 2  # hf needs --model: a clear error
+    assert (
+        main(
+            [
+                "run",
+                "--agent",
+                "hf",
+                "--tasks",
+                "builtin:os",
+                "--provider",
+                "fake",
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 2
+    )  # hf needs --model: a clear error
 
 
 def test_the_readme_quick_start_without_a_desktop_runs(tmp_path, monkeypatch):
@@ -279,7 +376,9 @@ def test_the_readme_quick_start_without_a_desktop_runs(tmp_path, monkeypatch):
     assert commands[0].startswith("arpo-eval run --agent fail") and "--provider fake" in commands[0]
     monkeypatch.chdir(tmp_path)
     for command in commands:
-        assert main(shlex.split(command)[1:] + (["--no-progress"] if " run " in command else [])) == 0
+        assert (
+            main(shlex.split(command)[1:] + (["--no-progress"] if " run " in command else [])) == 0
+        )
     assert (tmp_path / "runs" / "eval-fail" / "report.html").is_file()
 
 

@@ -28,8 +28,10 @@ def oracle_answers(instruction: str) -> list[str]:
     from arpo_trainer.demos import oracle_script
 
     task = next(t for t in builtin_tasks() if t.instruction == instruction)
-    return [f"Thought: step {i + 1} of the plan.\n{text}"
-            for i, text in enumerate(oracle_script(task, UITARS))]
+    return [
+        f"Thought: step {i + 1} of the plan.\n{text}"
+        for i, text in enumerate(oracle_script(task, UITARS))
+    ]
 
 
 class ChatServer:
@@ -46,8 +48,9 @@ class ChatServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                        "body": body})
+                server.requests.append(
+                    {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                )
                 if server.fail_with:
                     self.send_response(server.fail_with)
                     self.end_headers()
@@ -59,9 +62,18 @@ class ChatServer:
                 turn = sum(m["role"] == "assistant" for m in msgs)
                 answers = oracle_answers(instruction)
                 text = answers[turn] if turn < len(answers) else "Action: finished(content='')"
-                reply = {"id": "x", "object": "chat.completion", "model": body["model"],
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}]}
+                reply = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": text},
+                        }
+                    ],
+                }
                 data = json.dumps(reply).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -84,10 +96,30 @@ class ChatServer:
 
 def test_openai_agent_sends_the_uitars_conversation_with_base64_screenshots(tmp_path):
     with ChatServer() as server:
-        rc = main(["run", "--agent", "openai", "--model", "ui-tars", "--base-url", server.url,
-                   "--api-key", "sk-test", "--tasks", "builtin:os", "--provider", "fake",
-                   "--settle-max-s", "0", "--out", str(tmp_path), "--no-progress",
-                   "--history-images", "2"])
+        rc = main(
+            [
+                "run",
+                "--agent",
+                "openai",
+                "--model",
+                "ui-tars",
+                "--base-url",
+                server.url,
+                "--api-key",
+                "sk-test",
+                "--tasks",
+                "builtin:os",
+                "--provider",
+                "fake",
+                "--settle-max-s",
+                "0",
+                "--out",
+                str(tmp_path),
+                "--no-progress",
+                "--history-images",
+                "2",
+            ]
+        )
     assert rc == 0
     manifest, records = read_run(tmp_path)
     scores = {r.task_id: r.score for r in records}
@@ -107,8 +139,11 @@ def test_openai_agent_sends_the_uitars_conversation_with_base64_screenshots(tmp_
     assert Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size == (1920, 1080)
 
     # the third turn of a task sees its earlier answers; only the last 2 screenshots are images
-    third = next(r["body"]["messages"] for r in server.requests
-                 if sum(m["role"] == "assistant" for m in r["body"]["messages"]) == 2)
+    third = next(
+        r["body"]["messages"]
+        for r in server.requests
+        if sum(m["role"] == "assistant" for m in r["body"]["messages"]) == 2
+    )
     assert [m["role"] for m in third[2:]] == ["user", "assistant", "user", "assistant", "user"]
     assert third[2]["content"] == "(earlier screenshot omitted)"
     assert all(isinstance(m["content"], list) for m in third[4::2])
@@ -121,14 +156,19 @@ def test_openai_agent_sends_the_uitars_conversation_with_base64_screenshots(tmp_
 
 def test_an_unreachable_endpoint_is_an_infra_error_after_retries():
     with ChatServer(fail_with=503) as server:
+
         def agent():
             client = ChatClient(server.url, "ui-tars", timeout=5, retries=2, backoff=0.01)
             return OpenAIChatAgent(client, UITARS.describe())
 
         tasks = [builtin_tasks("os")["os-infeasible-001"]]
-        records = evaluate_agent(agent, tasks, env_kwargs={"provider": "fake", "settle": None,
-                                                           "action_set": "uitars"},
-                                 infra_retries=0, progress=False)
+        records = evaluate_agent(
+            agent,
+            tasks,
+            env_kwargs={"provider": "fake", "settle": None, "action_set": "uitars"},
+            infra_retries=0,
+            progress=False,
+        )
     assert records[0].score is None and "503" in records[0].infra_error
     assert len(server.requests) == 2
 
@@ -148,9 +188,30 @@ def test_tiny_transformers_agent_runs_end_to_end(tmp_path):
     ids = tmp_path / "ids.txt"
     ids.write_text("os-infeasible-001\nos-copy-001\n")
     out = tmp_path / "run"
-    rc = main(["run", "--agent", "hf", "--model", str(model_dir), "--tasks", str(ids),
-               "--provider", "fake", "--settle-max-s", "0", "--max-steps", "3",
-               "--max-tokens", "8", "--temperature", "1.0", "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "run",
+            "--agent",
+            "hf",
+            "--model",
+            str(model_dir),
+            "--tasks",
+            str(ids),
+            "--provider",
+            "fake",
+            "--settle-max-s",
+            "0",
+            "--max-steps",
+            "3",
+            "--max-tokens",
+            "8",
+            "--temperature",
+            "1.0",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     manifest, records = read_run(out)
     assert manifest.model == "tiny-ckpt" and manifest.agent == "hf"

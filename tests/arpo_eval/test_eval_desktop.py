@@ -23,8 +23,9 @@ from arpo_eval.runner import evaluate_agent
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
 ALL = builtin_tasks()
-ONE_PER_DOMAIN = TaskSet([next(t for t in ALL if t.domain == d and not t.is_infeasible)
-                          for d in ALL.domains()])
+ONE_PER_DOMAIN = TaskSet(
+    [next(t for t in ALL if t.domain == d and not t.is_infeasible) for d in ALL.domains()]
+)
 
 
 def ids_file(tmp_path, tasks) -> str:
@@ -36,8 +37,16 @@ def ids_file(tmp_path, tasks) -> str:
 def test_oracle_solves_one_task_per_domain_and_the_report_shows_it(tmp_path):
     tasks = TaskSet([*ONE_PER_DOMAIN, ALL["os-infeasible-001"]])
     out = tmp_path / "oracle"
-    summary = run(RunConfig(agent=AgentSpec("oracle"), tasks=ids_file(tmp_path, tasks),
-                            out=str(out), provider="local", num_envs=2, progress=False))
+    summary = run(
+        RunConfig(
+            agent=AgentSpec("oracle"),
+            tasks=ids_file(tmp_path, tasks),
+            out=str(out),
+            provider="local",
+            num_envs=2,
+            progress=False,
+        )
+    )
     bad = {r["task_id"]: r["scores"] for r in summary["task_results"] if r["scores"] != [1.0]}
     assert not bad, bad
     assert summary["overall"]["mean_at_k"] == 1.0 and summary["overall"]["infra_errors"] == 0
@@ -51,20 +60,38 @@ def test_oracle_solves_one_task_per_domain_and_the_report_shows_it(tmp_path):
     task = ONE_PER_DOMAIN[0]
     dom = rendered_dom(page, f"#task={task.id}")
     imgs = dom.xpath(f"//tr[@data-for='{task.id}']//img")
-    assert len(imgs) == len(read_steps(out / "pyautogui" / "screenshot" / "oracle" / task.domain
-                                       / task.id)) + 1
+    assert (
+        len(imgs)
+        == len(read_steps(out / "pyautogui" / "screenshot" / "oracle" / task.domain / task.id)) + 1
+    )
     assert all(i.get("data-loaded") == "1" for i in imgs)
 
 
 def test_always_fail_scores_exactly_the_infeasible_tasks_on_real_desktops(tmp_path):
     tasks = TaskSet([*ONE_PER_DOMAIN, *(t for t in ALL if t.is_infeasible)])
     out = tmp_path / "fail"
-    rc = main(["run", "--agent", "fail", "--tasks", ids_file(tmp_path, tasks), "--provider",
-               "local", "--num-envs", "2", "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "run",
+            "--agent",
+            "fail",
+            "--tasks",
+            ids_file(tmp_path, tasks),
+            "--provider",
+            "local",
+            "--num-envs",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     _, records = read_run(out)
     assert len(records) == len(tasks) and all(r.infra_error is None for r in records)
-    assert {r.task_id for r in records if r.score == 1.0} == {t.id for t in tasks if t.is_infeasible}
+    assert {r.task_id for r in records if r.score == 1.0} == {
+        t.id for t in tasks if t.is_infeasible
+    }
     assert {r.score for r in records} == {0.0, 1.0}
 
 
@@ -83,10 +110,12 @@ class OracleThenWander(ReplayOracleAgent):
 def test_standard_and_hard_disagree_on_work_done_without_done(tmp_path):
     task = ALL["os-mkdir-001"]
     env = {"provider": "local", "max_steps": len(task.oracle) + 2}
-    std, = evaluate_agent(OracleThenWander, [task], env_kwargs=env, protocol="standard",
-                          progress=False)
-    hard, = evaluate_agent(OracleThenWander, [task], env_kwargs=env, protocol="hard",
-                           progress=False)
+    (std,) = evaluate_agent(
+        OracleThenWander, [task], env_kwargs=env, protocol="standard", progress=False
+    )
+    (hard,) = evaluate_agent(
+        OracleThenWander, [task], env_kwargs=env, protocol="hard", progress=False
+    )
     # OSWorld replaces the last answer by FAIL, which scores a feasible task 0;
     # OSWorld Hard executes it and the evaluator finds the folder
     assert (std.score, std.replaced_last_action) == (0.0, True)
@@ -96,9 +125,24 @@ def test_standard_and_hard_disagree_on_work_done_without_done(tmp_path):
 def test_openai_agent_solves_a_task_on_a_real_desktop(tmp_path):
     out = tmp_path / "served"
     with ChatServer() as server:
-        rc = main(["run", "--agent", "openai", "--model", "ui-tars", "--base-url", server.url,
-                   "--tasks", ids_file(tmp_path, [ALL["os-mkdir-001"]]), "--provider", "local",
-                   "--out", str(out), "--no-progress"])
+        rc = main(
+            [
+                "run",
+                "--agent",
+                "openai",
+                "--model",
+                "ui-tars",
+                "--base-url",
+                server.url,
+                "--tasks",
+                ids_file(tmp_path, [ALL["os-mkdir-001"]]),
+                "--provider",
+                "local",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
     assert rc == 0
     _, records = read_run(out)
     assert [(r.task_id, r.score) for r in records] == [("os-mkdir-001", 1.0)]

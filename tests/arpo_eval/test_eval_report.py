@@ -22,9 +22,17 @@ def rendered_dom(page, fragment: str = ""):
     """The DOM of ``page`` after Chromium loaded it (images included) and ran its scripts."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (scripts/install.sh installs it)")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-           "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom",
-           page.resolve().as_uri() + fragment]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--allow-file-access-from-files",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        page.resolve().as_uri() + fragment,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
     return lxml_html.fromstring(out)
 
@@ -37,8 +45,16 @@ def trainer_log(tmp_path):
     """What TRL's trainer leaves in its output dir: checkpoint-*/trainer_state.json."""
     ckpt = tmp_path / "train" / "checkpoint-4"
     ckpt.mkdir(parents=True)
-    history = [{"step": s, "loss": 1.0 / s, "reward": 0.1 * s, "reward_std": 0.2,
-                "episode/success_rate": 0.05 * s} for s in range(1, 5)]
+    history = [
+        {
+            "step": s,
+            "loss": 1.0 / s,
+            "reward": 0.1 * s,
+            "reward_std": 0.2,
+            "episode/success_rate": 0.05 * s,
+        }
+        for s in range(1, 5)
+    ]
     (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": 4, "log_history": history}))
     return tmp_path / "train"
 
@@ -46,21 +62,45 @@ def trainer_log(tmp_path):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
-    run(RunConfig(agent=AgentSpec("fail"), tasks="builtin:os", out=str(tmp / "run"),
-                  provider="fake", settle_max_s=0, trials=2, num_envs=2, progress=False))
+    run(
+        RunConfig(
+            agent=AgentSpec("fail"),
+            tasks="builtin:os",
+            out=str(tmp / "run"),
+            provider="fake",
+            settle_max_s=0,
+            trials=2,
+            num_envs=2,
+            progress=False,
+        )
+    )
     return write_report(tmp / "run", train_log=trainer_log(tmp))
 
 
 def test_the_domain_table_shows_the_runs_numbers(report):
     dom = rendered_dom(report)
     assert dom.xpath("//body/@data-ready") == ["1"]  # the script ran
-    rows = {r.get("data-group"): r for r in dom.xpath("//table[@id='domain-table']//tr[@data-group]")}
+    rows = {
+        r.get("data-group"): r for r in dom.xpath("//table[@id='domain-table']//tr[@data-group]")
+    }
     os_row = rows["os"]
     cell = {c.get("class").split()[1]: text(c) for c in os_row.xpath("td[contains(@class,'num')]")}
-    assert cell == {"tasks": "18", "scored": "18", "mean": "11.1%", "pass": "11.1%", "solved": "2",
-                    "infra": "0", "not-run": "0"}
+    assert cell == {
+        "tasks": "18",
+        "scored": "18",
+        "mean": "11.1%",
+        "pass": "11.1%",
+        "solved": "2",
+        "infra": "0",
+        "not-run": "0",
+    }
     assert [text(c) for c in rows["infeasible"].xpath("td")][:5] == [
-        "infeasible", "2", "2", "100.0%", "100.0%"]
+        "infeasible",
+        "2",
+        "2",
+        "100.0%",
+        "100.0%",
+    ]
     assert dom.xpath("//th[text()='mean@2']") and dom.xpath("//th[text()='pass@2']")
     plots = dom.xpath("//div[@class='plots']/img/@alt")
     assert plots == ["success per domain", "training curves"]
@@ -74,8 +114,10 @@ def test_expanding_a_row_shows_its_screenshots_thoughts_and_actions(report):
     detail = dom.xpath("//tr[@data-for='os-infeasible-001']")[0]
     assert "hidden" not in detail.get("class")
     trials = detail.xpath(".//div[@class='trial']")
-    assert [text(t.xpath("h4")[0]) for t in trials] == ["trial 0: score 1, 1 steps",
-                                                        "trial 1: score 1, 1 steps"]
+    assert [text(t.xpath("h4")[0]) for t in trials] == [
+        "trial 0: score 1, 1 steps",
+        "trial 1: score 1, 1 steps",
+    ]
     imgs = detail.xpath(".//img")
     assert len(imgs) == 4  # per trial: the screen before step 1, and the final screen
     assert all(i.get("data-loaded") == "1" for i in imgs), [i.get("src") for i in imgs]
@@ -86,8 +128,11 @@ def test_expanding_a_row_shows_its_screenshots_thoughts_and_actions(report):
 
 def test_filters_hide_the_other_rows(report):
     dom = rendered_dom(report, "#status=pass")
-    visible = [r.get("data-task") for r in dom.xpath("//tr[contains(@class,'task')]")
-               if "hidden" not in r.get("class")]
+    visible = [
+        r.get("data-task")
+        for r in dom.xpath("//tr[contains(@class,'task')]")
+        if "hidden" not in r.get("class")
+    ]
     assert visible == ["os-infeasible-001", "os-infeasible-002"]
     assert text(dom.get_element_by_id("shown-count")) == "2 of 18 tasks shown"
     dom = rendered_dom(report, "#domain=os&status=fail")

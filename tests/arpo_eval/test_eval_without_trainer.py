@@ -33,17 +33,37 @@ def test_arpo_eval_noop_on_a_real_desktop_imports_no_trainer_torch_or_transforme
     ids.write_text("os/os-mkdir-001\n")
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "arpo_eval.cli", "run", "--agent", "noop",
-         "--tasks", str(ids), "--provider", "local", "--out", str(out), "--no-progress"],
-        capture_output=True, text=True, timeout=600, check=False)
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "arpo_eval.cli",
+            "run",
+            "--agent",
+            "noop",
+            "--tasks",
+            str(ids),
+            "--provider",
+            "local",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     modules = imported_modules(proc.stderr)
     assert "gymnasium" in modules and "arpo_eval" in modules  # the listing is real
     assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
     _, records = read_run(out)
     assert [(r.task_id, r.score, r.infra_error) for r in records] == [("os-mkdir-001", 0.0, None)]
-    assert (out / "pyautogui" / "screenshot" / "noop" / "os" / "os-mkdir-001" / "result.txt"
-            ).is_file()
+    assert (
+        out / "pyautogui" / "screenshot" / "noop" / "os" / "os-mkdir-001" / "result.txt"
+    ).is_file()
 
 
 @pytest.mark.parametrize("missing", ["torch", "arpo_trainer.agent"])

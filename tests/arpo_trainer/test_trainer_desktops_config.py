@@ -29,8 +29,9 @@ COMMON = dict(output_dir="/tmp/arpo-desktops-test", use_cpu=True, bf16=False, re
 def config_with(tmp_path: Path, desktops: dict, **extra) -> Path:
     cfg = yaml.safe_load(DEMO.read_text())
     # the demo trains runs/base-policy, which a fresh checkout has not built yet
-    cfg.update(desktops=desktops, output_dir=str(tmp_path / "run"), model_name_or_path="tiny",
-               **extra)
+    cfg.update(
+        desktops=desktops, output_dir=str(tmp_path / "run"), model_name_or_path="tiny", **extra
+    )
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -55,31 +56,57 @@ def test_remote_urls_from_yaml_are_split_over_processes_and_shown_by_the_dry_run
     assert "provider 'remote': 4 per process" in out
     assert "source 'remote': 4 guest URL(s), 4 used" in out
     assert f"process 0 desktop 0: {urls[0]} (our guest server), reset hook: command " in out
-    assert f"process 0 desktop 3: {urls[3]} (OSWorld guest), reset hook: POST http://10.0.0.9/revert/4" in out
+    assert (
+        f"process 0 desktop 3: {urls[3]} (OSWorld guest), reset hook: POST http://10.0.0.9/revert/4"
+        in out
+    )
     assert "secret" not in out  # the token is not printed
     # two processes need 8 guests: the plan says so before anything starts
     proc = arpo_train("--config", str(path), "--dry_run", "--num_processes", "2")
     assert proc.returncode == 2
-    assert "desktops.urls lists 4 guest(s), but the run needs 8 (4 per process x 2 process(es))" in proc.stderr
+    assert (
+        "desktops.urls lists 4 guest(s), but the run needs 8 (4 per process x 2 process(es))"
+        in proc.stderr
+    )
 
 
 def test_docker_source_plans_with_its_provider_and_reports_a_missing_daemon(tmp_path):
-    path = config_with(tmp_path, {"source": "docker", "provider_kwargs": {"image": "osworld-gym:test"}})
-    proc = arpo_train("--config", str(path), "--dry_run", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
+    path = config_with(
+        tmp_path, {"source": "docker", "provider_kwargs": {"image": "osworld-gym:test"}}
+    )
+    proc = arpo_train(
+        "--config", str(path), "--dry_run", env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
+    )
     assert "provider 'docker': 4 per process" in proc.stdout
-    assert "source 'docker': 4 per process on this machine, provider_kwargs {'image': 'osworld-gym:test'}" in proc.stdout
+    assert (
+        "source 'docker': 4 per process on this machine, provider_kwargs {'image': 'osworld-gym:test'}"
+        in proc.stdout
+    )
     n = len(yaml.safe_load(DEMO.read_text())["task_ids"])
     assert f"builtin: {n} supported on 'docker'" in proc.stdout
-    assert proc.returncode == 2 and f"no Docker daemon socket at unix://{tmp_path}/none.sock" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and f"no Docker daemon socket at unix://{tmp_path}/none.sock" in proc.stderr
+    )
 
 
 def test_ray_source_plans_its_actors_and_checks_num_desktops(tmp_path):
-    path = config_with(tmp_path, {"source": "ray", "ray_address": "auto", "num_desktops": 8,
-                                  "resources": {"osworld_desktop": 1}, "num_cpus": 1},
-                       task_ids=["os-mkdir-001", "os-copy-001"])
+    path = config_with(
+        tmp_path,
+        {
+            "source": "ray",
+            "ray_address": "auto",
+            "num_desktops": 8,
+            "resources": {"osworld_desktop": 1},
+            "num_cpus": 1,
+        },
+        task_ids=["os-mkdir-001", "os-copy-001"],
+    )
     proc = arpo_train("--config", str(path), "--dry_run", "--num_processes", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "source 'ray': 4 actor(s) per process on auto, each running provider 'local'" in proc.stdout
+    assert (
+        "source 'ray': 4 actor(s) per process on auto, each running provider 'local'" in proc.stdout
+    )
     proc = arpo_train("--config", str(path), "--dry_run")
     assert proc.returncode == 2
     assert "desktops.num_desktops is 8, but the run uses 4 desktops" in proc.stderr
@@ -118,15 +145,24 @@ def test_the_cli_reports_a_bad_section_in_one_line_and_a_contradicting_provider(
 
 
 def test_a_pool_needs_enough_urls_for_its_process():
-    source = parse_desktop_source({"source": "remote", "token": "t",
-                                   "urls": ["http://127.0.0.1:9", "http://127.0.0.1:10", "http://127.0.0.1:11"]})
-    with pytest.raises(ValueError, match=r"process 1 needs guests 2..3 of desktops.urls, which lists 3"):
+    source = parse_desktop_source(
+        {
+            "source": "remote",
+            "token": "t",
+            "urls": ["http://127.0.0.1:9", "http://127.0.0.1:10", "http://127.0.0.1:11"],
+        }
+    )
+    with pytest.raises(
+        ValueError, match=r"process 1 needs guests 2..3 of desktops.urls, which lists 3"
+    ):
         DesktopPool(2, {"settle": None}, backend="sync", source=source, rank=1)
 
 
 def test_a_command_hook_sees_its_desktop_and_its_failure_is_an_infra_error(tmp_path):
     out = tmp_path / "seen"
-    ResetHook(command=f'echo "$OSWORLD_DESKTOP_INDEX $OSWORLD_DESKTOP_URL" > {out}').run("http://g:1", 3)
+    ResetHook(command=f'echo "$OSWORLD_DESKTOP_INDEX $OSWORLD_DESKTOP_URL" > {out}').run(
+        "http://g:1", 3
+    )
     assert out.read_text() == "3 http://g:1\n"
     with pytest.raises(InfraError, match=r"exited with status 7: no snapshot"):
         ResetHook(command="echo no snapshot >&2; exit 7").run("http://g:1", 0)

@@ -33,8 +33,13 @@ def cluster():
     from ray._private import ray_constants
 
     ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
-    ray.init(num_cpus=2, resources={"osworld_desktop": 2}, include_dashboard=False,
-             log_to_driver=False, object_store_memory=200 * 1024**2)
+    ray.init(
+        num_cpus=2,
+        resources={"osworld_desktop": 2},
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=200 * 1024**2,
+    )
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
@@ -90,7 +95,9 @@ def test_a_training_step_on_local_desktops_running_as_ray_actors(tmp_path, clust
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert len(history) == 1 and history[0]["episode/infra_errors"] == 0
     assert history[0]["rollout/env_steps_per_s"] > 0
-    rollouts = [json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()]
+    rollouts = [
+        json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()
+    ]
     assert [r["task_id"] for r in rollouts] == [INFEASIBLE] * 2
     assert all(r["infra_error"] is None and len(r["turns"]) >= 1 for r in rollouts)
     # the sandboxed desktops started (one per actor) and are gone with their actors
@@ -101,7 +108,8 @@ def test_a_training_step_on_local_desktops_running_as_ray_actors(tmp_path, clust
 def test_a_ray_address_other_than_the_connected_cluster_is_a_clear_error(tmp_path, cluster):
     from arpo_trainer.desktops import DesktopPool
 
-    args = make_config(tmp_path, desktops={"source": "ray", "ray_address": "10.9.9.9:6379",
-                                           "provider": "fake"})
+    args = make_config(
+        tmp_path, desktops={"source": "ray", "ray_address": "10.9.9.9:6379", "provider": "fake"}
+    )
     with pytest.raises(ValueError, match="already connected to the Ray cluster at"):
         DesktopPool(2, {"provider": "fake", "settle": None}, source=args.desktop_source)

@@ -74,11 +74,15 @@ def test_a_training_step_runs_on_two_remote_guests_and_the_hook_runs_before_each
     finally:
         trainer.close_desktops()
     # one episode per desktop, each reset preceded by the hook, for its own desktop
-    assert sorted(hook_log.read_text().splitlines()) == [f"{i} {g.url}" for i, g in enumerate(guests)]
+    assert sorted(hook_log.read_text().splitlines()) == [
+        f"{i} {g.url}" for i, g in enumerate(guests)
+    ]
     assert not stray.exists()
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert len(history) == 1 and history[0]["episode/infra_errors"] == 0
-    rollouts = [json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()]
+    rollouts = [
+        json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()
+    ]
     assert len(rollouts) == 2 and all(r["infra_error"] is None for r in rollouts)
     assert trainer.state.global_step == 1
     assert all(g.proc.poll() is None for g in guests), "remote guests must outlive the trainer"
@@ -106,7 +110,9 @@ def test_a_failing_reset_hook_is_an_infra_error_and_its_episode_is_left_out(tmp_
     # the failed desktop's episode has no loss and no advantage: not a score of 0
     assert batch["tool_mask"][1].sum() == 0 and batch["advantages"][1].abs().sum() == 0
     assert batch["tool_mask"][0].sum() > 0
-    rollouts = [json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()]
+    rollouts = [
+        json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()
+    ]
     failed = [r for r in rollouts if r["infra_error"]]
     assert len(rollouts) == 2 and len(failed) == 1
     assert "exited with status 3" in failed[0]["infra_error"]

@@ -85,8 +85,17 @@ def _worker(out: Path, resume: bool) -> None:
                     self.padded.append(c.last_stats.padded_turns)
                     with (out / f"rank{rank}_episodes.jsonl").open("a") as f:
                         for t in trajs:
-                            f.write(json.dumps({"turns": len(t.turns), "score": t.score,
-                                                "valid": t.valid, "end": t.end}) + "\n")
+                            f.write(
+                                json.dumps(
+                                    {
+                                        "turns": len(t.turns),
+                                        "score": t.score,
+                                        "valid": t.valid,
+                                        "end": t.end,
+                                    }
+                                )
+                                + "\n"
+                            )
                     return trajs
 
                 c.run, c._recorded = recorded, True
@@ -125,7 +134,9 @@ def _worker(out: Path, resume: bool) -> None:
     rank = trainer.accelerator.process_index
     trainer.calls, trainer.padded = [], []
     finished = ["Action: finished(content='')"]
-    trainer.script = oracle_script(builtin_task(TASK), trainer.action_set) if rank == 1 else finished
+    trainer.script = (
+        oracle_script(builtin_task(TASK), trainer.action_set) if rank == 1 else finished
+    )
     try:
         trainer.train(resume_from_checkpoint=str(out / "run" / "checkpoint-1") if resume else None)
     finally:

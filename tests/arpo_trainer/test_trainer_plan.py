@@ -33,7 +33,9 @@ def gb(out: str, label: str) -> float:
 
 def test_the_recipe_plans_8_processes_two_optimizer_steps_and_fits_80_gb():
     tasks = ["--tasks", str(OSWORLD)] if OSWORLD.exists() else []
-    proc = arpo_train("--config", str(RECIPE), "--accelerate_config", str(ZERO3), "--dry_run", *tasks)
+    proc = arpo_train(
+        "--config", str(RECIPE), "--accelerate_config", str(ZERO3), "--dry_run", *tasks
+    )
     out = proc.stdout
     assert "8 process(es)" in out and "ZeRO stage 3" in out
     assert "16 tasks, 128 trajectories; 2 optimizer step(s) per rollout batch" in out
@@ -77,7 +79,9 @@ def test_missing_things_fail_early_with_what_to_do(tmp_path):
     assert "provider 'remote' needs env_kwargs url" in err
     assert "one optimizer step per rollout batch" in proc.stdout
     missing = arpo_train("--config", str(RECIPE), "--dry_run", "--accelerate_config", "nope.yaml")
-    assert missing.returncode == 2 and "accelerate config nope.yaml does not exist" in missing.stderr
+    assert (
+        missing.returncode == 2 and "accelerate config nope.yaml does not exist" in missing.stderr
+    )
 
 
 def test_sleep_mode_is_what_makes_the_recipe_fit():

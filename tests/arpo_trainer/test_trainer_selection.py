@@ -126,11 +126,22 @@ def test_training_refuses_a_desktop_whose_agent_is_not_separated_from_the_judge(
     (``allow_unseparated=False``, the trainer's default) refuses it with the way out."""
     import pytest
 
-    kwargs = {"provider": "local", "provider_kwargs": {"judge_separation": False}, "settle": None,
-              "screen_size": (640, 360), "action_set": "uitars", "max_steps": 1}
+    kwargs = {
+        "provider": "local",
+        "provider_kwargs": {"judge_separation": False},
+        "settle": None,
+        "screen_size": (640, 360),
+        "action_set": "uitars",
+        "max_steps": 1,
+    }
     with DesktopPool(1, kwargs, backend="sync") as pool:
-        refusing = Collector(pool, None, make_action_set("uitars", screen_size=(640, 360)),
-                             max_turns=1, allow_unseparated=False)
+        refusing = Collector(
+            pool,
+            None,
+            make_action_set("uitars", screen_size=(640, 360)),
+            max_turns=1,
+            allow_unseparated=False,
+        )
         with pytest.raises(RuntimeError, match="allow_unseparated_desktops"):
             refusing.run([builtin_task("os-mkdir-001")], policy=None)
         _, infos = pool.reset([builtin_task("os-mkdir-001")])

@@ -31,15 +31,18 @@ from repo_paths import ROOT
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
-DEMO = yaml.safe_load(
-    (ROOT / "packages/arpo_trainer/configs/demo.yaml").read_text()
-)
+DEMO = yaml.safe_load((ROOT / "packages/arpo_trainer/configs/demo.yaml").read_text())
 SHARED = "Action: type(content='the quick brown fox\\n')"
 X = [SHARED, "Action: call_user()"]
 Y = [SHARED, "Action: oops"]
 OPTIM_KEYS = ("learning_rate", "loss_type", "scale_rewards", "advantage_clip", "max_grad_norm")
-OLD = {"learning_rate": 5e-3, "loss_type": "grpo", "scale_rewards": "group",
-       "advantage_clip": None, "max_grad_norm": 1.0}
+OLD = {
+    "learning_rate": 5e-3,
+    "loss_type": "grpo",
+    "scale_rewards": "group",
+    "advantage_clip": None,
+    "max_grad_norm": 1.0,
+}
 
 
 class Scripted(ARPOTrainer):
@@ -53,12 +56,30 @@ class Scripted(ARPOTrainer):
 def make_trainer(tmp_path: Path, optim: dict) -> Scripted:
     vlm = build_tiny_vlm(seed=0)
     args = ARPOConfig(
-        output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none",
-        save_strategy="no", gradient_checkpointing=False, per_device_train_batch_size=4,
-        num_generations=4, max_steps=1, provider="fake", settle=False, vector_env="sync",
-        screen_width=640, screen_height=360, max_turns=2, max_turn_tokens=24,
-        task_ids=["os-infeasible-001"], replay=False, format_penalty=-0.5, seed=0,
-        epsilon=0.2, epsilon_high=0.3, beta=0.0, **optim,
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        gradient_checkpointing=False,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_steps=1,
+        provider="fake",
+        settle=False,
+        vector_env="sync",
+        screen_width=640,
+        screen_height=360,
+        max_turns=2,
+        max_turn_tokens=24,
+        task_ids=["os-infeasible-001"],
+        replay=False,
+        format_penalty=-0.5,
+        seed=0,
+        epsilon=0.2,
+        epsilon_high=0.3,
+        beta=0.0,
+        **optim,
     )
     trainer = Scripted(vlm.model, args, vlm.processor)
     trainer.current_gradient_accumulation_steps = 1
@@ -70,9 +91,14 @@ def x_logprob(trainer: Scripted, batch: dict) -> torch.Tensor:
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
     mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
     logps, _, _ = trainer._get_per_token_logps_and_entropies(
-        trainer.model, ids, mask, batch["completion_ids"].size(1),
-        pixel_values=batch["pixel_values"], image_grid_thw=batch["image_grid_thw"],
-        num_images=batch["num_images"], mm_token_type_ids=batch["mm_token_type_ids"],
+        trainer.model,
+        ids,
+        mask,
+        batch["completion_ids"].size(1),
+        pixel_values=batch["pixel_values"],
+        image_grid_thw=batch["image_grid_thw"],
+        num_images=batch["num_images"],
+        mm_token_type_ids=batch["mm_token_type_ids"],
     )
     action = batch["tool_mask"] * batch["completion_mask"]
     return (logps * action).sum(dim=1)[:3].mean()
@@ -94,7 +120,9 @@ def converged_policy(tmp_path: Path) -> tuple[Scripted, dict[str, torch.Tensor]]
     return trainer, weights
 
 
-def group_update(trainer: Scripted, weights: dict, optim: dict, steps: int = 3) -> tuple[float, float]:
+def group_update(
+    trainer: Scripted, weights: dict, optim: dict, steps: int = 3
+) -> tuple[float, float]:
     """p(X) before and after ``steps`` optimiser steps on the converged group [X, X, X, Y]."""
     trainer.model.load_state_dict(weights)
     trainer.loss_type = optim["loss_type"]
@@ -119,8 +147,11 @@ def group_update(trainer: Scripted, weights: dict, optim: dict, steps: int = 3) 
 
 def test_the_demo_settings_are_the_stable_ones():
     assert {k: DEMO.get(k) for k in OPTIM_KEYS} == {
-        "learning_rate": 0.0003, "loss_type": "dapo", "scale_rewards": "none",
-        "advantage_clip": 1.0, "max_grad_norm": 1.0,
+        "learning_rate": 0.0003,
+        "loss_type": "dapo",
+        "scale_rewards": "none",
+        "advantage_clip": 1.0,
+        "max_grad_norm": 1.0,
     }
 
 

@@ -183,8 +183,9 @@ def test_colocate_matches_transformers_ids_logprobs_and_image_tokens(colocate, c
     enc = colocate.encoder
     ctxs = contexts(enc)
     got = TRLGenerationPolicy(colocate, enc).sample(ctxs, [0, 1])
-    assert_greedy_under(colocate.model, enc, ctxs, [s.ids for s in got], [s.logps for s in got],
-                        atol=2e-2)
+    assert_greedy_under(
+        colocate.model, enc, ctxs, [s.ids for s in got], [s.logps for s in got], atol=2e-2
+    )
 
     # vLLM expands one <|image_pad|> per screenshot to exactly our grid's token count
     prompts, _, _, _ = colocate.vllm_generation.generate(
@@ -227,8 +228,9 @@ def test_colocate_never_samples_vision_tokens(colocate, checkpoints):
 
     got = TRLGenerationPolicy(colocate, enc).sample(ctxs, [0, 1])
     assert all(len(s.ids) > 0 and not set(s.ids) & vision_ids(enc) for s in got)
-    assert_greedy_under(colocate.model, enc, ctxs, [s.ids for s in got], [s.logps for s in got],
-                        atol=2e-2)
+    assert_greedy_under(
+        colocate.model, enc, ctxs, [s.ids for s in got], [s.logps for s in got], atol=2e-2
+    )
 
 
 def test_a_training_step_runs_with_colocated_vllm(colocate, checkpoints):
@@ -271,8 +273,9 @@ def server(checkpoints, tmp_path_factory):
         processor = AutoProcessor.from_pretrained(path)
         model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
         encoder = TurnEncoder(processor, "Task: {instruction}")
-        gen = ServerGeneration(srv.base_url, model=model, accelerator=Accelerator(cpu=True),
-                               processing_class=processor)
+        gen = ServerGeneration(
+            srv.base_url, model=model, accelerator=Accelerator(cpu=True), processing_class=processor
+        )
         configure_vllm_generation(gen, encoder, max_turn_tokens=TURN_TOKENS)
         gen.generation_kwargs["temperature"] = 0.0
         yield gen, model, encoder
@@ -286,8 +289,7 @@ def test_server_matches_transformers_and_never_samples_vision_tokens(server):
     )
     assert [list(p) for p in prompts] == [c.input_ids for c in ctxs]
     assert all(not set(i) & vision_ids(enc) for i in ids)
-    assert_greedy_under(model, enc, ctxs, ids, [[lp[0] for lp in row] for row in logps],
-                        atol=1e-3)
+    assert_greedy_under(model, enc, ctxs, ids, [[lp[0] for lp in row] for row in logps], atol=1e-3)
 
 
 def test_server_samples_vision_tokens_without_the_suppression(server):

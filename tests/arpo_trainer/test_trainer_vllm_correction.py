@@ -39,8 +39,12 @@ def test_token_truncate_keeps_every_token_near_weight_one():
 
 def test_arpo_defaults_to_token_truncate():
     cfg = ARPOConfig(
-        output_dir="/tmp/arpo-is", use_cpu=True, bf16=False, report_to="none",
-        per_device_train_batch_size=4, num_generations=4,
+        output_dir="/tmp/arpo-is",
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        per_device_train_batch_size=4,
+        num_generations=4,
     )
     assert cfg.vllm_importance_sampling_mode == "token_truncate"
     assert cfg.vllm_importance_sampling_clip_max == 3.0

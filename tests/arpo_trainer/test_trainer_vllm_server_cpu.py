@@ -65,11 +65,19 @@ def server_path() -> str:
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this documents the CPU-only failure")
 def test_server_mode_on_cpu_stops_at_trls_nccl_weight_sync(tmp_path):
     path = save_tiny_vllm_vlm(tmp_path / "tiny")
-    with VLLMServer(str(path), dtype="float32", max_model_len=2048, enforce_eager=True,
-                    weight_transfer=True, startup_timeout_s=600, log_path=tmp_path / "vllm.log",
-                    env={"VLLM_CPU_KVCACHE_SPACE": "1", "PATH": server_path()}) as server:
-        info = requests.get(f"{server.base_url}/server_info", params={"config_format": "json"},
-                            timeout=60).json()["vllm_config"]  # what TRL's client reads
+    with VLLMServer(
+        str(path),
+        dtype="float32",
+        max_model_len=2048,
+        enforce_eager=True,
+        weight_transfer=True,
+        startup_timeout_s=600,
+        log_path=tmp_path / "vllm.log",
+        env={"VLLM_CPU_KVCACHE_SPACE": "1", "PATH": server_path()},
+    ) as server:
+        info = requests.get(
+            f"{server.base_url}/server_info", params={"config_format": "json"}, timeout=60
+        ).json()["vllm_config"]  # what TRL's client reads
         assert info["weight_transfer_config"] == {"backend": "nccl"}
         assert info["device_config"]["device"] == "cpu"
         args = make_config(
@@ -78,10 +86,16 @@ def test_server_mode_on_cpu_stops_at_trls_nccl_weight_sync(tmp_path):
             vllm_max_model_length=2048,
         )  # fmt: skip
         with pytest.raises(NotImplementedError) as e:
-            ARPOTrainer(Qwen2_5_VLForConditionalGeneration.from_pretrained(path), args,
-                        AutoProcessor.from_pretrained(path))
+            ARPOTrainer(
+                Qwen2_5_VLForConditionalGeneration.from_pretrained(path),
+                args,
+                AutoProcessor.from_pretrained(path),
+            )
         assert CUDA_ONLY in str(e.value)
         # the failure is the trainer's side: the server still generates
-        done = requests.post(f"{server.base_url}/v1/completions", timeout=120, json={
-            "model": str(path), "prompt": "hello", "max_tokens": 3}).json()
+        done = requests.post(
+            f"{server.base_url}/v1/completions",
+            timeout=120,
+            json={"model": str(path), "prompt": "hello", "max_tokens": 3},
+        ).json()
         assert done["choices"][0]["text"] is not None

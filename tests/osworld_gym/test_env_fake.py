@@ -25,8 +25,14 @@ NEEDS_SERVICES = ("osworld_gym.ray_pool", "osworld_gym.providers.docker", "oswor
 
 @pytest.mark.parametrize("action_set", sorted(ACTION_SETS))
 def test_check_env_passes_on_the_fake_desktop(action_set):
-    env = gym.make("OSWorld-v0", provider="fake", tasks=[FAKE_TASK], action_set=action_set,
-                   settle=None, screen_size=(640, 360))
+    env = gym.make(
+        "OSWorld-v0",
+        provider="fake",
+        tasks=[FAKE_TASK],
+        action_set=action_set,
+        settle=None,
+        screen_size=(640, 360),
+    )
     try:
         check_env(env.unwrapped, skip_render_check=True)
     finally:
@@ -36,7 +42,10 @@ def test_check_env_passes_on_the_fake_desktop(action_set):
 def module_names() -> list[str]:
     out = [osworld_gym.__name__]
     for info in pkgutil.walk_packages(osworld_gym.__path__, "osworld_gym."):
-        if not info.name.startswith(COVERED_ELSEWHERE + NEEDS_SERVICES) and ".__main__" not in info.name:
+        if (
+            not info.name.startswith(COVERED_ELSEWHERE + NEEDS_SERVICES)
+            and ".__main__" not in info.name
+        ):
             out.append(info.name)
     return sorted(out)
 

@@ -36,8 +36,9 @@ def test_hostile_actions_execute_nothing_and_the_env_keeps_working():
     host_canary.mkdir()
     corpus = hostile_corpus(1000, seed=1, canary_dir=canary)
     assert len(corpus) == 1000 and any(canary in s for s in corpus)
-    env = gym.make("OSWorld-v0", provider="local", tasks="builtin", max_steps=10**6,
-                   settle=None, wait_s=0.0)
+    env = gym.make(
+        "OSWorld-v0", provider="local", tasks="builtin", max_steps=10**6, settle=None, wait_s=0.0
+    )
     try:
         env.reset(options={"task": "os-mkdir-001"})
         assert sandbox_canary_files(env, canary) == []
@@ -47,12 +48,16 @@ def test_hostile_actions_execute_nothing_and_the_env_keeps_working():
             assert info["infra_error"] is None, f"string {i} broke the desktop: {text[:200]!r}"
             rejected += bool(info["action_error"])
             if terminated or truncated:
-                assert sandbox_canary_files(env, canary) == [], f"string {i} ran code in the desktop"
+                assert sandbox_canary_files(env, canary) == [], (
+                    f"string {i} ran code in the desktop"
+                )
                 env.reset(options={"task": "os-mkdir-001"})
         assert sandbox_canary_files(env, canary) == [], "a payload ran code in the desktop"
         assert not any(host_canary.iterdir()), "a payload ran code on the host"
-        print(f"hostile corpus: {rejected} rejected with an action_error, {1000 - rejected} "
-              "parsed into validated primitives or WAIT/DONE/FAIL")
+        print(
+            f"hostile corpus: {rejected} rejected with an action_error, {1000 - rejected} "
+            "parsed into validated primitives or WAIT/DONE/FAIL"
+        )
         assert rejected > 600
 
         # the desktop is still fully usable: the oracle still solves a task

@@ -37,7 +37,9 @@ def test_observation_is_the_real_screen_and_steps_return_five_values(local_env):
     assert obs["instruction"] == local_env.unwrapped.task.instruction
     assert info["task_id"] == "os-mkdir-001" and info["domain"] == "os"
     before = obs["screenshot"]
-    obs, reward, terminated, truncated, info = local_env.step("pyautogui.hotkey('ctrl', 'alt', 't')")
+    obs, reward, terminated, truncated, info = local_env.step(
+        "pyautogui.hotkey('ctrl', 'alt', 't')"
+    )
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert info["action_error"] is None and info["infra_error"] is None
     if (obs["screenshot"] != before).any(axis=-1).mean() < 0.01:  # xterm slow to map under load
@@ -49,7 +51,9 @@ def test_observation_is_the_real_screen_and_steps_return_five_values(local_env):
 
 def test_unparsable_action_executes_nothing_and_reports_why(local_env):
     local_env.reset(options={"task": "os-mkdir-001"})
-    obs, reward, terminated, truncated, info = local_env.step("import os; os.system('mkdir ~/Desktop/projects')")
+    obs, reward, terminated, truncated, info = local_env.step(
+        "import os; os.system('mkdir ~/Desktop/projects')"
+    )
     assert "import" in info["action_error"]
     assert (reward, terminated, truncated) == (0.0, False, False)
     home = local_env.unwrapped.provider.state_dir / "home"
@@ -80,8 +84,11 @@ def test_reset_restores_home_and_kills_task_apps_quickly(local_env):
     home = provider.state_dir / "home"
     assert (home / "leftover.txt").exists()
     terminals = ("xterm", "gnome-terminal-server")  # Ctrl+Alt+T's on openbox / ubuntu profiles
-    before = {p for p in descendants(provider.pid)
-              if any(t in Path(f"/proc/{p}/cmdline").read_text() for t in terminals)}
+    before = {
+        p
+        for p in descendants(provider.pid)
+        if any(t in Path(f"/proc/{p}/cmdline").read_text() for t in terminals)
+    }
     assert before, "the terminal the agent opened should be running"
     t0 = time.monotonic()
     provider.reset_state()
@@ -98,8 +105,12 @@ def test_two_desktops_have_separate_networks_and_can_use_the_same_port():
     host.bind(("127.0.0.1", 0))
     host.listen()
     host_port = host.getsockname()[1]
-    listen = ["python3", "-c", "import socket,time; s=socket.socket(); s.bind(('127.0.0.1', 9222)); "
-              "s.listen(); time.sleep(30)"]
+    listen = [
+        "python3",
+        "-c",
+        "import socket,time; s=socket.socket(); s.bind(('127.0.0.1', 9222)); "
+        "s.listen(); time.sleep(30)",
+    ]
     probe = "exec 3<>/dev/tcp/127.0.0.1/{port} && echo open || echo closed"
     try:
         clients = []
@@ -151,8 +162,9 @@ def test_interpreter_exit_leaves_no_process_behind(tmp_path, how):
             time.sleep(60)   # killed by the test
         # "exit": fall off the end without close(); the exit handlers must clean up
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     facts = json.loads(proc.stdout.readline())
     pids = descendants(facts["pid"]) | {facts["pid"]}
     assert len(pids) >= 5
@@ -171,9 +183,11 @@ def test_interpreter_exit_leaves_no_process_behind(tmp_path, how):
 
 def test_missing_system_programs_get_one_error_naming_the_apt_command(monkeypatch):
     real_which = local_mod.shutil.which
-    monkeypatch.setattr(local_mod.shutil, "which",
-                        lambda prog, *a, **kw: None if prog in ("Xvfb", "bwrap")
-                        else real_which(prog, *a, **kw))
+    monkeypatch.setattr(
+        local_mod.shutil,
+        "which",
+        lambda prog, *a, **kw: None if prog in ("Xvfb", "bwrap") else real_which(prog, *a, **kw),
+    )
     env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
     with pytest.raises(MissingDependencyError, match="apt-get install -y bubblewrap xvfb"):
         env.reset(options={"task": "os-mkdir-001"})
@@ -185,8 +199,11 @@ def test_a_dead_desktop_is_an_infra_error_not_a_score_and_reset_recovers():
     try:
         env.reset(options={"task": "os-mkdir-001"})
         provider = env.unwrapped.provider
-        xvfb = [p for p in descendants(provider.pid)
-                if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"Xvfb")]
+        xvfb = [
+            p
+            for p in descendants(provider.pid)
+            if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"Xvfb")
+        ]
         assert len(xvfb) == 1
         os.kill(xvfb[0], signal.SIGKILL)
         _, reward, terminated, truncated, info = env.step("DONE")
@@ -199,8 +216,9 @@ def test_a_dead_desktop_is_an_infra_error_not_a_score_and_reset_recovers():
 
 
 def test_no_sandbox_mode_is_an_explicit_warned_opt_in(caplog):
-    env = gym.make("OSWorld-v0", provider="local", tasks="builtin",
-                   provider_kwargs={"sandbox": False})
+    env = gym.make(
+        "OSWorld-v0", provider="local", tasks="builtin", provider_kwargs={"sandbox": False}
+    )
     try:
         with caplog.at_level("WARNING"):
             obs, _ = env.reset(options={"task": "os-mkdir-001"})

@@ -28,8 +28,11 @@ def test_killing_the_guest_server_mid_episode_is_an_infra_error_and_reset_recove
     try:
         env.reset(options={"task": "os-mkdir-001"})
         provider = env.unwrapped.provider
-        guests = [p for p in descendants(provider.pid)
-                  if "-m osworld_gym.guest" in cmdline(p) and not cmdline(p).startswith("bwrap")]
+        guests = [
+            p
+            for p in descendants(provider.pid)
+            if "-m osworld_gym.guest" in cmdline(p) and not cmdline(p).startswith("bwrap")
+        ]
         assert len(guests) == 1
         os.kill(guests[0], signal.SIGKILL)
         _, reward, terminated, truncated, info = env.step("pyautogui.click(10, 10)")
@@ -52,8 +55,11 @@ def comm(pid: int) -> str:
 
 def _kill_app(env, name: str, sig: int = signal.SIGKILL) -> int:
     """Signal the desktop's process called ``name`` from outside, as the OOM killer would."""
-    pids = [p for p in descendants(env.unwrapped.provider.pid)
-            if comm(p) == name and comm(ppid(p)) != name]  # the app's main process
+    pids = [
+        p
+        for p in descendants(env.unwrapped.provider.pid)
+        if comm(p) == name and comm(ppid(p)) != name
+    ]  # the app's main process
     assert len(pids) == 1, f"{len(pids)} main {name} processes on the desktop"
     os.kill(pids[0], sig)
     return pids[0]
@@ -66,10 +72,16 @@ def ppid(pid: int) -> int:
         return 0
 
 
-@pytest.mark.parametrize("task, app", [
-    ("libreoffice_calc-bold-header-001", "soffice.bin"),  # opened via its file (the `open` step)
-    ("chrome-tabs-001", "chromium"),                      # launched as `google-chrome`
-])
+@pytest.mark.parametrize(
+    "task, app",
+    [
+        (
+            "libreoffice_calc-bold-header-001",
+            "soffice.bin",
+        ),  # opened via its file (the `open` step)
+        ("chrome-tabs-001", "chromium"),  # launched as `google-chrome`
+    ],
+)
 def test_a_task_app_killed_mid_episode_is_scored_and_listed_and_reset_recovers(task, app):
     """The agent can ``kill -9`` its own app from a terminal and Linux does not say who sent a
     signal: a dead player-side app is the episode's outcome, never an excluded episode."""
@@ -111,17 +123,21 @@ def test_a_crash_just_before_the_end_is_seen_before_scoring_and_scored():
         exits = " ".join(info["app_exits"])
         assert "mousepad" in exits and "SIGSEGV" in exits, (
             f"{info}\nguest now: {env.unwrapped._client.health()}\n"
-            f"--- guest log ---\n{env.unwrapped.provider.log_tail()}")
+            f"--- guest log ---\n{env.unwrapped.provider.log_tail()}"
+        )
         assert info["infra_error"] is None and terminated and not truncated and reward == 0.0
     finally:
         env.close()
 
 
-@pytest.mark.parametrize("task, app, quit_keys", [
-    ("text_editor-append-001", "mousepad", "pyautogui.hotkey('ctrl', 'q')"),
-    ("libreoffice_calc-bold-header-001", "soffice.bin", "pyautogui.hotkey('ctrl', 'q')"),
-    ("chrome-tabs-001", "chromium", "pyautogui.hotkey('ctrl', 'shift', 'w')"),
-])
+@pytest.mark.parametrize(
+    "task, app, quit_keys",
+    [
+        ("text_editor-append-001", "mousepad", "pyautogui.hotkey('ctrl', 'q')"),
+        ("libreoffice_calc-bold-header-001", "soffice.bin", "pyautogui.hotkey('ctrl', 'q')"),
+        ("chrome-tabs-001", "chromium", "pyautogui.hotkey('ctrl', 'shift', 'w')"),
+    ],
+)
 def test_an_app_the_agent_quits_or_a_sigterm_is_not_a_crash(task, app, quit_keys):
     env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
     try:

@@ -50,8 +50,12 @@ def make_counter() -> gym.Env:
 
 @pytest.fixture
 def envs():
-    envs = AsyncVectorEnv([make_counter] * 2, shared_memory=False, context="fork",
-                          autoreset_mode=AutoresetMode.DISABLED)
+    envs = AsyncVectorEnv(
+        [make_counter] * 2,
+        shared_memory=False,
+        context="fork",
+        autoreset_mode=AutoresetMode.DISABLED,
+    )
     yield envs
     envs.close(terminate=True)
 
@@ -68,8 +72,15 @@ def test_the_async_worker_takes_the_eight_arguments_we_start_a_replacement_with(
     from gymnasium.vector.async_vector_env import _async_worker
 
     assert list(inspect.signature(_async_worker).parameters) == [
-        "index", "env_fn", "pipe", "parent_pipe", "shared_memory", "error_queue",
-        "autoreset_mode", "semaphore"]
+        "index",
+        "env_fn",
+        "pipe",
+        "parent_pipe",
+        "shared_memory",
+        "error_queue",
+        "autoreset_mode",
+        "semaphore",
+    ]
 
 
 def test_a_worker_started_by_hand_as_replace_worker_does_answers_on_its_pipe(envs):
@@ -77,9 +88,19 @@ def test_a_worker_started_by_hand_as_replace_worker_does_answers_on_its_pipe(env
 
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=envs.worker or _async_worker,
-                       args=(0, CloudpickleWrapper(make_counter), child, parent, None,
-                             envs.error_queue, envs.autoreset_mode, None))
+    proc = ctx.Process(
+        target=envs.worker or _async_worker,
+        args=(
+            0,
+            CloudpickleWrapper(make_counter),
+            child,
+            parent,
+            None,
+            envs.error_queue,
+            envs.autoreset_mode,
+            None,
+        ),
+    )
     proc.start()
     child.close()
     try:

@@ -15,9 +15,19 @@ from osworld_gym.parallel import OSWorldGroupEnv
 from osworld_gym.support import builtin_task, load_tasks
 
 #: built-in tasks whose setup runs on the fake provider too (the suite grows; tests pin these)
-TASKS = load_tasks([builtin_task(t) for t in (
-    "os-chmod-001", "os-copy-001", "os-infeasible-001", "os-mkdir-001", "os-rename-001",
-    "os-write-file-001")])
+TASKS = load_tasks(
+    [
+        builtin_task(t)
+        for t in (
+            "os-chmod-001",
+            "os-copy-001",
+            "os-infeasible-001",
+            "os-mkdir-001",
+            "os-rename-001",
+            "os-write-file-001",
+        )
+    ]
+)
 FAKE = {"provider": "fake", "tasks": TASKS, "max_steps": 3, "settle": None}
 
 
@@ -93,7 +103,9 @@ def test_a_desktop_that_fails_to_reset_truncates_only_its_agent_with_an_infra_er
         assert "connection refused" in infos["desktop_1"]["infra_error"]
         assert infos["desktop_0"]["infra_error"] is None
         assert (obs["desktop_1"]["screenshot"] == 0).all()
-        obs, rewards, terms, truncs, infos = group.step({a: "pyautogui.click(1, 1)" for a in group.agents})
+        obs, rewards, terms, truncs, infos = group.step(
+            {a: "pyautogui.click(1, 1)" for a in group.agents}
+        )
         assert truncs == {"desktop_0": False, "desktop_1": True, "desktop_2": False}
         assert rewards["desktop_1"] == 0.0 and infos["desktop_1"]["infra_error"]
         assert group.agents == ["desktop_0", "desktop_2"]
@@ -123,4 +135,7 @@ def test_parallel_api_test_passes_on_two_local_desktops_and_close_stops_them():
     finally:
         group.close()
     for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        assert (
+            not Path(f"/proc/{pid}").exists()
+            or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+        )

@@ -18,8 +18,9 @@ import osworld_gym.ray_pool  # noqa: E402
 from osworld_gym.ray_pool import RayVectorEnv  # noqa: E402
 from osworld_gym.support import builtin_task, load_tasks  # noqa: E402
 
-TASKS = load_tasks([builtin_task(t) for t in (
-    "os-chmod-001", "os-copy-001", "os-infeasible-001", "os-mkdir-001")])
+TASKS = load_tasks(
+    [builtin_task(t) for t in ("os-chmod-001", "os-copy-001", "os-infeasible-001", "os-mkdir-001")]
+)
 FAKE = {"provider": "fake", "tasks": TASKS, "max_steps": 3, "settle": None}
 # the test cluster: 2 CPUs and 2 desktop slots; fake actors reserve no CPU so tests can overlap
 FAKE_ACTOR = {"num_cpus": 0, "resources": {"osworld_desktop": 0.5}}
@@ -32,8 +33,13 @@ def cluster():
     from ray._private import ray_constants
 
     ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
-    ray.init(num_cpus=2, resources={"osworld_desktop": 2}, include_dashboard=False,
-             log_to_driver=False, object_store_memory=200 * 1024**2)
+    ray.init(
+        num_cpus=2,
+        resources={"osworld_desktop": 2},
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=200 * 1024**2,
+    )
     try:
         yield
     finally:
@@ -65,12 +71,18 @@ def test_seeds_pick_distinct_tasks_and_reset_mask_resets_only_finished_sub_envs(
         assert envs.metadata["autoreset_mode"].value == "Disabled"
         obs, info = envs.reset(seed=2)
         assert info["task_id"].tolist() == [TASKS.for_seed(2).id, TASKS.for_seed(3).id]
-        assert list(obs["instruction"]) == [TASKS.for_seed(2).instruction, TASKS.for_seed(3).instruction]
+        assert list(obs["instruction"]) == [
+            TASKS.for_seed(2).instruction,
+            TASKS.for_seed(3).instruction,
+        ]
         assert obs["screenshot"].shape == (2, 1080, 1920, 3) and obs["screenshot"].flags.writeable
         obs, reward, term, trunc, info = envs.step(("DONE", "pyautogui.click(5, 5)"))
         assert term.tolist() == [True, False] and info["infra_error"].tolist() == [None, None]
         obs, info = envs.reset(seed=0, options={"reset_mask": np.array([True, False])})
-        assert info["_task_id"].tolist() == [True, False] and info["task_id"][0] == TASKS.for_seed(0).id
+        assert (
+            info["_task_id"].tolist() == [True, False]
+            and info["task_id"][0] == TASKS.for_seed(0).id
+        )
         obs, reward, term, trunc, info = envs.step(("pyautogui.click(1, 1)",) * 2)
         assert info["step"].tolist() == [1, 2]
         assert envs.call("max_steps") == (3, 3)
@@ -130,8 +142,15 @@ def test_a_cluster_without_the_resources_gets_a_clear_error():
 
 @pytest.mark.desktop
 def test_two_local_desktops_as_actors_survive_a_dead_actor_and_close_kills_everything():
-    envs = RayVectorEnv(2, resources={"osworld_desktop": 1}, num_cpus=0, provider="local",
-                        tasks=TASKS, max_steps=4, step_timeout=120)
+    envs = RayVectorEnv(
+        2,
+        resources={"osworld_desktop": 1},
+        num_cpus=0,
+        provider="local",
+        tasks=TASKS,
+        max_steps=4,
+        step_timeout=120,
+    )
     pids = [p["pid"] for p in envs.placement]
     try:
         obs, info = envs.reset(seed=1)
@@ -148,7 +167,10 @@ def test_two_local_desktops_as_actors_survive_a_dead_actor_and_close_kills_every
         os.kill(envs.placement[0]["pid"], signal.SIGKILL)
         assert _wait_dead([desktops[0]]) == []
         obs, info = envs.reset(seed=1, options={"reset_mask": np.array([True, False])})
-        assert "actor died" in info["infra_error"][0] and info["_infra_error"].tolist() == [True, False]
+        assert "actor died" in info["infra_error"][0] and info["_infra_error"].tolist() == [
+            True,
+            False,
+        ]
         obs, info = envs.reset(seed=1)
         assert info["infra_error"].tolist() == [None, None]
         pids += [p["pid"] for p in ray.get([a.ready.remote() for a in envs.actors])]

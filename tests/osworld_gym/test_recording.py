@@ -31,9 +31,13 @@ def test_the_module_docstring_example_runs():
 
 
 def test_layout_and_traj_lines_follow_osworld(tmp_path):
-    env = RecordEpisode(gym.make("OSWorld-v0", provider="fake", tasks=TASKS, settle=None),
-                        tmp_path, action_space="pyautogui", observation_type="screenshot",
-                        model="m1")
+    env = RecordEpisode(
+        gym.make("OSWorld-v0", provider="fake", tasks=TASKS, settle=None),
+        tmp_path,
+        action_space="pyautogui",
+        observation_type="screenshot",
+        model="m1",
+    )
     env.reset(options={"task": "os-copy-001"})
     env.step("pyautogui.click(10, 20)", response="I click the file.")
     env.step("this is not an action")
@@ -43,9 +47,20 @@ def test_layout_and_traj_lines_follow_osworld(tmp_path):
     assert env.episode_dir == ep
     lines = read_traj(ep)
     assert [ln["step_num"] for ln in lines] == [1, 2, 3]
-    assert set(lines[0]) == {"step_num", "action_timestamp", "action", "response", "reward", "done",
-                             "info", "screenshot_file"}
-    assert lines[0]["action"] == "pyautogui.click(10, 20)" and lines[0]["response"] == "I click the file."
+    assert set(lines[0]) == {
+        "step_num",
+        "action_timestamp",
+        "action",
+        "response",
+        "reward",
+        "done",
+        "info",
+        "screenshot_file",
+    }
+    assert (
+        lines[0]["action"] == "pyautogui.click(10, 20)"
+        and lines[0]["response"] == "I click the file."
+    )
     assert lines[1]["response"] == "" and lines[1]["info"]["action_error"]
     assert [ln["done"] for ln in lines] == [False, False, True]
     assert lines[2]["info"]["task_id"] == "os-copy-001" and lines[2]["info"]["infra_error"] is None
@@ -85,21 +100,36 @@ def test_an_infra_error_writes_infra_error_txt_and_no_result(tmp_path):
 
 
 def test_json_safe_keeps_what_json_can_hold():
-    info = {"a": np.float32(0.5), "b": np.arange(3), "c": np.zeros((100, 100)), "d": object(),
-            "e": float("nan"), "f": None, "g": {"h": (1, "x")}}
+    info = {
+        "a": np.float32(0.5),
+        "b": np.arange(3),
+        "c": np.zeros((100, 100)),
+        "d": object(),
+        "e": float("nan"),
+        "f": None,
+        "g": {"h": (1, "x")},
+    }
     assert json_safe(info) == {"a": 0.5, "b": [0, 1, 2], "e": None, "f": None, "g": {"h": [1, "x"]}}
     json.dumps(json_safe(info))
 
 
 def test_summarize_results_averages_like_show_result(tmp_path):
     root = tmp_path / "pyautogui" / "screenshot" / "m"
-    for domain, task, score in [("os", "a", "1.0\n"), ("os", "b", "0\n"), ("chrome", "c", "0.5\n"),
-                                ("chrome", "d", None), ("chrome", "e", "oops")]:
+    for domain, task, score in [
+        ("os", "a", "1.0\n"),
+        ("os", "b", "0\n"),
+        ("chrome", "c", "0.5\n"),
+        ("chrome", "d", None),
+        ("chrome", "e", "oops"),
+    ]:
         (root / domain / task).mkdir(parents=True)
         if score is not None:
             (root / domain / task / "result.txt").write_text(score)
     summary = summarize_results(tmp_path, model="m")
-    assert summary["domains"] == {"chrome": {"score": 0.25, "tasks": 2}, "os": {"score": 0.5, "tasks": 2}}
+    assert summary["domains"] == {
+        "chrome": {"score": 0.25, "tasks": 2},
+        "os": {"score": 0.5, "tasks": 2},
+    }
     assert summary["overall"] == pytest.approx(1.5 / 4) and summary["tasks"] == 4
 
 
@@ -121,8 +151,12 @@ def test_each_sub_env_of_a_vector_env_records_its_own_task(tmp_path):
 
 @pytest.mark.desktop
 def test_an_oracle_run_on_a_real_desktop_is_recorded_with_video_and_scores_one(tmp_path):
-    env = RecordEpisode(gym.make("OSWorld-v0", provider="local", tasks=TASKS),
-                        tmp_path, model="oracle", record_video=True)
+    env = RecordEpisode(
+        gym.make("OSWorld-v0", provider="local", tasks=TASKS),
+        tmp_path,
+        model="oracle",
+        record_video=True,
+    )
     try:
         for task_id in ("os-mkdir-001", "os-infeasible-001"):
             task = TASKS[task_id]

@@ -25,9 +25,19 @@ from osworld_gym.vector import VectorSafe, make_vec
 from proc_tree import alive, descendants
 
 #: built-in tasks whose setup runs on the fake provider too (the suite grows; tests pin these)
-TASKS = load_tasks([builtin_task(t) for t in (
-    "os-chmod-001", "os-copy-001", "os-infeasible-001", "os-mkdir-001", "os-rename-001",
-    "os-write-file-001")])
+TASKS = load_tasks(
+    [
+        builtin_task(t)
+        for t in (
+            "os-chmod-001",
+            "os-copy-001",
+            "os-infeasible-001",
+            "os-mkdir-001",
+            "os-rename-001",
+            "os-write-file-001",
+        )
+    ]
+)
 FAKE = {"provider": "fake", "tasks": TASKS, "max_steps": 3, "settle": None}
 
 
@@ -73,25 +83,41 @@ def test_make_vec_disables_autoreset_and_keeps_finished_sub_envs_put():
         obs, reward, term, trunc, info = envs.step(("FAIL", "pyautogui.click(3, 3)"))
         assert term.tolist() == [True, False]
         assert reward[0] == 1.0, "FAIL solves the infeasible task os-infeasible-001"
-        with pytest.raises(Exception, match="reset"):  # no autoreset: a finished sub-env stays finished
+        with pytest.raises(
+            Exception, match="reset"
+        ):  # no autoreset: a finished sub-env stays finished
             envs.step(("WAIT", "pyautogui.click(3, 3)"))
     finally:
         envs.close(terminate=True)
 
 
 def test_gymnasiums_own_make_vec_works_with_the_documented_kwargs():
-    envs = gym.make_vec("OSWorld-v0", num_envs=2, vectorization_mode="async",
-                        vector_kwargs={"daemon": False, "shared_memory": False,
-                                       "autoreset_mode": gym.vector.AutoresetMode.DISABLED},
-                        wrappers=[VectorSafe], **FAKE)
+    envs = gym.make_vec(
+        "OSWorld-v0",
+        num_envs=2,
+        vectorization_mode="async",
+        vector_kwargs={
+            "daemon": False,
+            "shared_memory": False,
+            "autoreset_mode": gym.vector.AutoresetMode.DISABLED,
+        },
+        wrappers=[VectorSafe],
+        **FAKE,
+    )
     try:
         obs, info = envs.reset(seed=1)
         assert info["task_id"].tolist() == [TASKS.for_seed(1).id, TASKS.for_seed(2).id]
-        assert list(obs["instruction"]) == [TASKS.for_seed(1).instruction, TASKS.for_seed(2).instruction]
+        assert list(obs["instruction"]) == [
+            TASKS.for_seed(1).instruction,
+            TASKS.for_seed(2).instruction,
+        ]
         obs, reward, term, trunc, info = envs.step(("DONE", "pyautogui.click(1, 1)"))
         assert term.tolist() == [True, False]
         obs, info = envs.reset(seed=5, options={"reset_mask": term})
-        assert info["_task_id"].tolist() == [True, False] and info["task_id"][0] == TASKS.for_seed(5).id
+        assert (
+            info["_task_id"].tolist() == [True, False]
+            and info["task_id"][0] == TASKS.for_seed(5).id
+        )
         envs.step_async(("pyautogui.click(1, 1)",) * 2)
         obs, reward, term, trunc, info = envs.step_wait(timeout=30)
         assert info["step"].tolist() == [1, 2]
@@ -110,11 +136,16 @@ def test_a_step_that_overruns_its_timeout_is_an_infra_error_of_that_sub_env_only
         assert trunc.tolist() == [False, True] and reward[1] == 0.0
         assert info["infra_error"][0] is None and "timed out" in info["infra_error"][1]
         assert envs.processes[1].pid != hung_pid and envs.processes[1].is_alive()
-        assert not Path(f"/proc/{hung_pid}").exists() or b"Z" in Path(f"/proc/{hung_pid}/stat").read_bytes()
+        assert (
+            not Path(f"/proc/{hung_pid}").exists()
+            or b"Z" in Path(f"/proc/{hung_pid}/stat").read_bytes()
+        )
         # the replaced sub-env comes back with a reset; the other one kept its episode
         obs, info = envs.reset(seed=7, options={"reset_mask": np.array([False, True])})
         assert info["task_id"][1] == TASKS.for_seed(8).id
-        obs, reward, term, trunc, info = envs.step(("pyautogui.click(2, 2)", "pyautogui.click(2, 2)"))
+        obs, reward, term, trunc, info = envs.step(
+            ("pyautogui.click(2, 2)", "pyautogui.click(2, 2)")
+        )
         assert info["infra_error"].tolist() == [None, None] and info["step"].tolist() == [2, 1]
     finally:
         envs.close(terminate=True)
@@ -129,7 +160,9 @@ def test_a_reset_that_overruns_its_timeout_truncates_that_sub_env_at_the_next_st
         assert info["task_id"][1] == TASKS.for_seed(100).id
         assert envs.processes[0].pid != slow
         assert obs["instruction"][0] == "" and (obs["screenshot"][0] == 0).all()
-        obs, reward, term, trunc, info = envs.step(("pyautogui.click(1, 1)", "pyautogui.click(1, 1)"))
+        obs, reward, term, trunc, info = envs.step(
+            ("pyautogui.click(1, 1)", "pyautogui.click(1, 1)")
+        )
         assert trunc.tolist() == [True, False] and "timed out" in info["infra_error"][0]
         assert info["infra_error"][1] is None and info["step"][1] == 1
         obs, info = envs.reset(seed=3)
@@ -184,7 +217,9 @@ def test_forgetting_close_does_not_hang_interpreter_exit():
         envs.reset(seed=0)
         print("ok", flush=True)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-2000:]
 
 
@@ -209,8 +244,12 @@ def test_four_local_desktops_run_distinct_tasks_reset_partially_and_close_cleanl
         ours = {pid for pid, _ in sandbox_processes() if pid not in before} & descendants(workers)
         assert len(ours) >= 4 * 4, "bwrap, guest, Xvfb and openbox for each of the 4 desktops"
 
-        actions = ("DONE", "pyautogui.hotkey('ctrl', 'alt', 't')", "pyautogui.click(300, 200)",
-                   "this is not an action")
+        actions = (
+            "DONE",
+            "pyautogui.hotkey('ctrl', 'alt', 't')",
+            "pyautogui.click(300, 200)",
+            "this is not an action",
+        )
         obs, reward, term, trunc, info = envs.step(actions)
         assert term.tolist() == [True, False, False, False] and not trunc.any()
         assert info["action_error"][3] and info["action_error"][:3].tolist() == [None] * 3
@@ -230,4 +269,5 @@ def test_four_local_desktops_run_distinct_tasks_reset_partially_and_close_cleanl
     while alive(ours | workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not alive(ours | workers), [
-        (p, Path(f"/proc/{p}/cmdline").read_bytes()[:80]) for p in alive(ours | workers)]
+        (p, Path(f"/proc/{p}/cmdline").read_bytes()[:80]) for p in alive(ours | workers)
+    ]

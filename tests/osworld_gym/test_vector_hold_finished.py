@@ -25,16 +25,35 @@ MKDIR, COPY, WRITE = (builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "
 from osworld_gym.vector import OSWorldVectorEnv, VectorSafe, make_safe_env, make_vec
 
 #: real desktops, small screens, short waits: every env is told its task through next_task
-LOCAL = {"provider": "local", "tasks": None, "settle": None, "screen_size": (640, 360),
-         "max_steps": 3, "wait_s": 0.2}
+LOCAL = {
+    "provider": "local",
+    "tasks": None,
+    "settle": None,
+    "screen_size": (640, 360),
+    "max_steps": 3,
+    "wait_s": 0.2,
+}
 
 #: a task whose setup fails on any desktop (its download names an asset that does not exist)
-BROKEN = Task.from_dict({
-    "id": "broken-setup", "instruction": "never starts", "snapshot": "os",
-    "config": [{"type": "download", "parameters": {"files": [
-        {"url": "builtin-asset://no-such-asset.txt", "path": "/home/user/x.txt"}]}}],
-    "evaluator": {"func": "infeasible"},
-}, validate=False)
+BROKEN = Task.from_dict(
+    {
+        "id": "broken-setup",
+        "instruction": "never starts",
+        "snapshot": "os",
+        "config": [
+            {
+                "type": "download",
+                "parameters": {
+                    "files": [
+                        {"url": "builtin-asset://no-such-asset.txt", "path": "/home/user/x.txt"}
+                    ]
+                },
+            }
+        ],
+        "evaluator": {"func": "infeasible"},
+    },
+    validate=False,
+)
 
 
 class HangOn(gym.Wrapper):
@@ -71,8 +90,7 @@ def test_a_finished_desktop_is_held_until_it_is_reset_while_the_others_play_on()
         final = obs["screenshot"][0].copy()
 
         # desktop 0 is held: the terminal shortcut runs nowhere, its frame and step stay put
-        obs, reward, term, trunc, info = envs.step(("pyautogui.hotkey('ctrl', 'alt', 't')",
-                                                    "WAIT"))
+        obs, reward, term, trunc, info = envs.step(("pyautogui.hotkey('ctrl', 'alt', 't')", "WAIT"))
         assert info["held"].tolist() == [True, False] and reward[0] == 0.0
         assert info["step"].tolist() == [1, 2]
         assert np.array_equal(obs["screenshot"][0], final)
@@ -151,8 +169,7 @@ def test_a_desktop_that_hangs_past_the_step_timeout_ends_its_episode_and_is_then
 
 @pytest.mark.desktop
 def test_the_trainer_pool_runs_held_desktops_and_reports_a_failed_reset():
-    with DesktopPool(2, {**LOCAL, "setup_retries": 0}, backend="async",
-                     step_timeout=120) as pool:
+    with DesktopPool(2, {**LOCAL, "setup_retries": 0}, backend="async", step_timeout=120) as pool:
         assert isinstance(pool.vec, OSWorldVectorEnv)
         frames, infos = pool.reset([MKDIR, BROKEN])
         assert infos[0]["infra_error"] is None and "SetupError" in infos[1]["infra_error"]
@@ -179,8 +196,10 @@ def test_gymnasiums_sync_vector_env_steps_a_held_env_but_refuses_a_finished_one(
     fake = {"provider": "fake", "tasks": None, "settle": None, "screen_size": (64, 48)}
 
     def group(hold: bool) -> SyncVectorEnv:
-        envs = SyncVectorEnv([lambda: make_safe_env(hold_finished=hold, **fake)] * 2,
-                             autoreset_mode=AutoresetMode.DISABLED)
+        envs = SyncVectorEnv(
+            [lambda: make_safe_env(hold_finished=hold, **fake)] * 2,
+            autoreset_mode=AutoresetMode.DISABLED,
+        )
         envs.set_attr("next_task", [builtin_task("os-infeasible-001"), MKDIR])
         envs.reset()
         return envs
@@ -201,8 +220,10 @@ def test_gymnasiums_sync_vector_env_steps_a_held_env_but_refuses_a_finished_one(
 
 
 def test_next_task_yields_to_a_task_named_in_the_reset_options():
-    env = VectorSafe(gym.make("OSWorld-v0", provider="fake", tasks=None, settle=None,
-                              screen_size=(64, 48)), hold_finished=True)
+    env = VectorSafe(
+        gym.make("OSWorld-v0", provider="fake", tasks=None, settle=None, screen_size=(64, 48)),
+        hold_finished=True,
+    )
     env.next_task = MKDIR
     assert env.reset()[1]["task_id"] == "os-mkdir-001"
     assert env.reset(options={"task": COPY})[1]["task_id"] == "os-copy-001"

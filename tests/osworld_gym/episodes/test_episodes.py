@@ -77,8 +77,9 @@ class _CannotStart:
 def test_an_agent_failure_is_an_agent_error_never_a_score_nor_an_infra_error(env):
     result = run_episode(env, _BreaksAtTurnTwo(), TASK)
     assert result.score is None and result.infra_error is None and result.task_error is None
-    assert result.agent_error == ("agent failed at turn 2: ConnectionError: model server "
-                                  "unreachable")
+    assert result.agent_error == (
+        "agent failed at turn 2: ConnectionError: model server unreachable"
+    )
     assert isinstance(result.exception, ConnectionError) and result.steps == 1
 
     result = run_episode(env, _CannotStart(), TASK)
@@ -106,7 +107,8 @@ def test_an_unknown_task_is_a_task_error(env):
     result = run_episode(env, NoopAgent(), TASK, reset_options={"task": "no-such-task"})
     assert result.score is None and result.agent_error is None and result.infra_error is None
     assert result.task_error.startswith("reset failed: KeyError: ") and "no-such-task" in (
-        result.task_error)
+        result.task_error
+    )
 
 
 class _KillsTheGuest:
@@ -120,8 +122,11 @@ class _KillsTheGuest:
 
     def act(self, obs, info):
         provider = self.env.unwrapped.provider
-        guests = [p for p in descendants(provider.pid)
-                  if "-m osworld_gym.guest" in cmdline(p) and not cmdline(p).startswith("bwrap")]
+        guests = [
+            p
+            for p in descendants(provider.pid)
+            if "-m osworld_gym.guest" in cmdline(p) and not cmdline(p).startswith("bwrap")
+        ]
         assert len(guests) == 1
         os.kill(guests[0], signal.SIGKILL)
         return "pyautogui.click(10, 10)"
@@ -148,8 +153,12 @@ def test_the_pool_plays_every_job_around_a_desktop_that_fails_and_a_job_that_cra
             raise InfraError("this desktop could not start")
         return make_osworld_env(provider="local", tasks="builtin")
 
-    jobs = [(TASK, NoopAgent, 0.0), ("crash", None, None), (INFEASIBLE, FailAgent, 1.0),
-            (TASK, ReplayOracleAgent, 1.0)]
+    jobs = [
+        (TASK, NoopAgent, 0.0),
+        ("crash", None, None),
+        (INFEASIBLE, FailAgent, 1.0),
+        (TASK, ReplayOracleAgent, 1.0),
+    ]
     scores: dict[int, float | None] = {}
     crashed = []
 
@@ -159,8 +168,14 @@ def test_the_pool_plays_every_job_around_a_desktop_that_fails_and_a_job_that_cra
             raise RuntimeError("harness bug")
         scores[jobs.index(job)] = run_episode(env, agent(), task).score
 
-    run = run_pool(jobs, play, make_env=make_env, num_envs=2, name="t",
-                   on_crash=lambda job, exc, queue: crashed.append((job[0], str(exc))))
+    run = run_pool(
+        jobs,
+        play,
+        make_env=make_env,
+        num_envs=2,
+        name="t",
+        on_crash=lambda job, exc, queue: crashed.append((job[0], str(exc))),
+    )
     assert run.left == [] and [str(e) for e in run.env_errors] == ["this desktop could not start"]
     assert crashed == [("crash", "harness bug")]
     assert scores == {i: want for i, (_, _, want) in enumerate(jobs) if want is not None}
@@ -172,8 +187,13 @@ def test_jobs_no_desktop_could_take_come_back_with_why():
     def make_env():
         raise InfraError("no display")
 
-    run = run_pool(range(5), lambda env, job, queue: None, make_env=make_env, num_envs=3,
-                   on_crash=lambda job, exc, queue: None)
+    run = run_pool(
+        range(5),
+        lambda env, job, queue: None,
+        make_env=make_env,
+        num_envs=3,
+        on_crash=lambda job, exc, queue: None,
+    )
     assert run.left == [0, 1, 2, 3, 4] and [str(e) for e in run.env_errors] == ["no display"] * 3
 
 
@@ -183,7 +203,9 @@ def test_tasks_check_reports_a_desktop_that_never_started_per_task():
 
     results = check_tasks([TASK, INFEASIBLE], num_envs=2, make_env=make_env)
     assert [(r.task_id, r.error) for r in results] == [
-        (TASK.id, "desktop failed: no display"), (INFEASIBLE.id, "desktop failed: no display")]
+        (TASK.id, "desktop failed: no display"),
+        (INFEASIBLE.id, "desktop failed: no display"),
+    ]
     assert not any(r.ok for r in results)
 
 

@@ -23,16 +23,19 @@ class Desk:
 
 def answer(tmp_path, prefs: dict | None) -> str | None:
     return getter("data_delete_automacally")(
-        EvalContext(client=Desk(prefs), cache_dir=tmp_path, task_id="t"), {})
+        EvalContext(client=Desk(prefs), cache_dir=tmp_path, task_id="t"), {}
+    )
 
 
 def test_only_session_only_cookies_mean_delete_on_close(tmp_path):
     fresh = {"profile": {"default_content_setting_values": {"notifications": 2}}}
     assert answer(tmp_path, fresh) == "false"  # OSWorld's rule would say "true" here
-    assert answer(tmp_path, {"profile": {"default_content_setting_values": {"cookies": 4}}}) \
-        == "true"
-    assert answer(tmp_path, {"profile": {"default_content_setting_values": {"cookies": 1}}}) \
-        == "false"
+    assert (
+        answer(tmp_path, {"profile": {"default_content_setting_values": {"cookies": 4}}}) == "true"
+    )
+    assert (
+        answer(tmp_path, {"profile": {"default_content_setting_values": {"cookies": 1}}}) == "false"
+    )
     assert answer(tmp_path, {"profile": {}}) == "false"
     assert answer(tmp_path, {"profile": {"default_content_setting_values": "junk"}}) == "false"
     assert answer(tmp_path, None) is None  # Chrome never ran: the metric scores 0

@@ -12,9 +12,12 @@ from osworld_gym.evaluators import EvalContext, getter
 @pytest.mark.desktop
 @pytest.mark.skipif(shutil.which("xterm") is None, reason="xterm is not installed")
 def test_vm_window_size_finds_a_window_by_class_and_none_for_an_absent_one(local_env, tmp_path):
-    task = {"id": "window-size", "instruction": "x", "config": [
-        {"type": "launch", "parameters": {"command": ["xterm", "-geometry", "40x10"]}}],
-        "evaluator": {"func": "infeasible"}}
+    task = {
+        "id": "window-size",
+        "instruction": "x",
+        "config": [{"type": "launch", "parameters": {"command": ["xterm", "-geometry", "40x10"]}}],
+        "evaluator": {"func": "infeasible"},
+    }
     local_env.reset(options={"task": task})
     client = local_env.unwrapped.provider.start()
     ctx = EvalContext(client=client, cache_dir=tmp_path, task_id="window-size")

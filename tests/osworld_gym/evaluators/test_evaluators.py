@@ -484,7 +484,10 @@ def test_custom_getter_can_be_registered(tmp_path):
 @pytest.mark.parametrize(
     ("evaluator", "message"),
     [
-        ({"func": "compare_table_of_doom", "result": cmd("x")}, "unknown metric 'compare_table_of_doom'"),
+        (
+            {"func": "compare_table_of_doom", "result": cmd("x")},
+            "unknown metric 'compare_table_of_doom'",
+        ),
         ({"func": "exact_match", "result": {"type": "nope"}}, "unknown getter type 'nope'"),
         ({"func": "exact_match"}, "evaluator.result is required"),
         ({"func": "exact_match", "result": [cmd("x")]}, "must be an object when func is a single"),
@@ -535,8 +538,12 @@ def test_two_episodes_of_one_task_keep_their_fetched_files_apart(tmp_path):
             return self.text.encode()
 
     shared = tmp_path / "cache" / "t"
-    a = EvalContext(client=Desktop("from A"), cache_dir=shared, task_id="t", work_dir=tmp_path / "a")
-    b = EvalContext(client=Desktop("from B"), cache_dir=shared, task_id="t", work_dir=tmp_path / "b")
+    a = EvalContext(
+        client=Desktop("from A"), cache_dir=shared, task_id="t", work_dir=tmp_path / "a"
+    )
+    b = EvalContext(
+        client=Desktop("from B"), cache_dir=shared, task_id="t", work_dir=tmp_path / "b"
+    )
     path_a = get_vm_file(a, {"path": "/home/user/out.txt", "dest": "out.txt"})
     path_b = get_vm_file(b, {"path": "/home/user/out.txt", "dest": "out.txt"})
     assert open(path_a).read() == "from A" and open(path_b).read() == "from B"

@@ -18,7 +18,9 @@ from osworld_gym.evaluators.metrics.options import unhonoured_options
 from osworld_gym.tasks.evaluator_spec import plan
 from repo_paths import ROOT as REPO_ROOT
 
-ROOT = Path(os.environ.get("OSWORLD_EXAMPLES", REPO_ROOT.parent / "shared/osworld/evaluation_examples"))
+ROOT = Path(
+    os.environ.get("OSWORLD_EXAMPLES", REPO_ROOT.parent / "shared/osworld/evaluation_examples")
+)
 pytestmark = pytest.mark.skipif(
     not (ROOT / "test_all.json").is_file(),
     reason=f"OSWorld's official task JSON not found at {ROOT} (set OSWORLD_EXAMPLES)",
@@ -50,8 +52,12 @@ def _external(raw: dict[str, Any]) -> bool:
     from osworld_gym.support.classifier import classify
 
     reasons = classify(raw, "local").reasons
-    return any(r.startswith(("needs a live website", "needs VS Code", "needs a Google account",
-                             "needs GNOME")) for r in reasons)
+    return any(
+        r.startswith(
+            ("needs a live website", "needs VS Code", "needs a Google account", "needs GNOME")
+        )
+        for r in reasons
+    )
 
 
 def test_offline_official_evaluators_name_only_implemented_metrics_and_getters():
@@ -62,9 +68,12 @@ def test_offline_official_evaluators_name_only_implemented_metrics_and_getters()
             continue
         ev = raw["evaluator"]
         funcs = ev["func"] if isinstance(ev["func"], list) else [ev["func"]]
-        getters = [g.get("type") for k in ("result", "expected")
-                   for g in (ev.get(k) if isinstance(ev.get(k), list) else [ev.get(k)])
-                   if isinstance(g, dict)]
+        getters = [
+            g.get("type")
+            for k in ("result", "expected")
+            for g in (ev.get(k) if isinstance(ev.get(k), list) else [ev.get(k)])
+            if isinstance(g, dict)
+        ]
         missing_here = [f for f in funcs if not registry.has_metric(f)]
         missing_here += [g for g in getters if not registry.has_getter(g)]
         for f in missing_here:
@@ -73,8 +82,11 @@ def test_offline_official_evaluators_name_only_implemented_metrics_and_getters()
             continue
         # getters known, required keys present (postconfig steps are the setup runner's)
         p = plan({k: v for k, v in ev.items() if k != "postconfig"}, task_id=raw["id"])
-        bad = [f"{spec.func}({o})" for spec in p.metrics
-               for o in unhonoured_options(registry.metric(spec.func), spec.options)]
+        bad = [
+            f"{spec.func}({o})"
+            for spec in p.metrics
+            for o in unhonoured_options(registry.metric(spec.func), spec.options)
+        ]
         for b in bad:
             missing[b] = missing.get(b, 0) + 1
         checked += not bad

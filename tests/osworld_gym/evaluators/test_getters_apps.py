@@ -51,8 +51,12 @@ def test_chrome_preference_getters(tmp_path):
         "webkit": {"webprefs": {"default_font_size": 20}},
         "safebrowsing": {"enhanced": True},
         "session": {"restore_on_startup": 5},
-        "extensions": {"settings": {"abc": {"path": "/home/user/ext", "manifest": {"name": "Helper"}},
-                                    "def": {"path": "def/1.0", "manifest": {"name": "Docs"}}}},
+        "extensions": {
+            "settings": {
+                "abc": {"path": "/home/user/ext", "manifest": {"name": "Helper"}},
+                "def": {"path": "def/1.0", "manifest": {"name": "Docs"}},
+            }
+        },
         "profile": {"default_content_setting_values": {"cookies": 4}},
     }
     c = ctx(tmp_path, prefs(data))
@@ -75,12 +79,17 @@ def test_gimp_config_file_copies_the_settings_file(tmp_path):
     desk = Desk({f"{HOME}/.config/GIMP/2.10/sessionrc": b"(session-info)\n"})
     local = getter("gimp_config_file")(ctx(tmp_path, desk), {"file_name": "sessionrc", "dest": "s"})
     assert Path(local).read_bytes() == b"(session-info)\n"
-    assert getter("gimp_config_file")(ctx(tmp_path, desk), {"file_name": "gimprc", "dest": "g"}) is None
+    assert (
+        getter("gimp_config_file")(ctx(tmp_path, desk), {"file_name": "gimprc", "dest": "g"})
+        is None
+    )
 
 
 def test_default_video_player_is_the_most_common_answer(tmp_path):
-    outputs = {("xdg-mime", "query", "default", f"video/{t}"): "vlc.desktop\n"
-               for t in ("mp4", "webm", "x-matroska")}
+    outputs = {
+        ("xdg-mime", "query", "default", f"video/{t}"): "vlc.desktop\n"
+        for t in ("mp4", "webm", "x-matroska")
+    }
     outputs[("xdg-mime", "query", "default", "video/ogg")] = "totem.desktop\n"
     assert getter("default_video_player")(ctx(tmp_path, Desk({}, outputs)), {}) == "vlc.desktop\n"
     assert getter("default_video_player")(ctx(tmp_path, Desk({})), {}) == "unknown"
@@ -110,13 +119,19 @@ def deck_with_media() -> bytes:
         for item in src.infolist():
             data = src.read(item.filename)
             if item.filename == "ppt/slides/_rels/slide1.xml.rels":
-                data = data.replace(b"</Relationships>", (
-                    f'<Relationship Id="rIdA" Type="{AUDIO_REL}" Target="../media/clip.mp3"/>'
-                    f'<Relationship Id="rIdB" Type="{IMAGE_REL}" Target="../media/bg.png"/>'
-                    "</Relationships>").encode())
+                data = data.replace(
+                    b"</Relationships>",
+                    (
+                        f'<Relationship Id="rIdA" Type="{AUDIO_REL}" Target="../media/clip.mp3"/>'
+                        f'<Relationship Id="rIdB" Type="{IMAGE_REL}" Target="../media/bg.png"/>'
+                        "</Relationships>"
+                    ).encode(),
+                )
             if item.filename == "ppt/slides/slide1.xml":
-                bg = (b'<p:bg><p:bgPr><a:blipFill><a:blip r:embed="rIdB"/></a:blipFill>'
-                      b"<a:effectLst/></p:bgPr></p:bg>")
+                bg = (
+                    b'<p:bg><p:bgPr><a:blipFill><a:blip r:embed="rIdB"/></a:blipFill>'
+                    b"<a:effectLst/></p:bgPr></p:bg>"
+                )
                 data = re.sub(rb"(<p:cSld[^>]*>)", lambda m, bg=bg: m.group(1) + bg, data, count=1)
             z.writestr(item, data)
         z.writestr("ppt/media/clip.mp3", b"ID3fake-mp3")

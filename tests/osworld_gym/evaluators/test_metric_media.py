@@ -24,8 +24,10 @@ from osworld_gym.evaluators import metric
 from osworld_gym.evaluators.metrics.media import dtw_cosine, load_audio, mfcc, phash
 from PIL import Image, ImageDraw
 
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
-                                reason="media metrics decode with ffmpeg (scripts/install.sh)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
+    reason="media metrics decode with ffmpeg (scripts/install.sh)",
+)
 
 
 def ffmpeg(*args: str) -> None:
@@ -95,8 +97,9 @@ def test_compare_videos_same_video_1_flipped_or_shorter_0(media):
     assert compare(str(media / "short.mp4"), str(media / "video.mp4")) == 0.0
     assert compare(str(media / "nope.mp4"), str(media / "video.mp4")) == 0.0
     # only the first frames are checked: a 20-frame prefix agrees with the 30-frame video
-    assert compare(str(media / "short.mp4"), str(media / "video.mp4"),
-                   max_frames_to_check=15) == 1.0
+    assert (
+        compare(str(media / "short.mp4"), str(media / "video.mp4"), max_frames_to_check=15) == 1.0
+    )
 
 
 def picture(seed: int) -> Image.Image:

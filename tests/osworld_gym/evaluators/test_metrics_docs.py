@@ -198,8 +198,19 @@ def test_odt_text_drops_tabs_spaces_links_and_nested_spans_like_osworld(tmp_path
     doc.text.addElement(q)
     doc.save(str(tmp_path / "r.odt"))
     # what OSWorld reads: "Total42" and "See now"
-    assert compare_docx_files(str(tmp_path / "r.odt"), write_odt(tmp_path / "g.odt", ["Total42", "See now"]),
-                              ignore_blanks=False) == 1.0
-    assert compare_docx_files(str(tmp_path / "r.odt"),
-                              write_odt(tmp_path / "g2.odt", ["Total\t42", "See the site    now nested"]),
-                              ignore_blanks=False) == 0.0
+    assert (
+        compare_docx_files(
+            str(tmp_path / "r.odt"),
+            write_odt(tmp_path / "g.odt", ["Total42", "See now"]),
+            ignore_blanks=False,
+        )
+        == 1.0
+    )
+    assert (
+        compare_docx_files(
+            str(tmp_path / "r.odt"),
+            write_odt(tmp_path / "g2.odt", ["Total\t42", "See the site    now nested"]),
+            ignore_blanks=False,
+        )
+        == 0.0
+    )

@@ -38,20 +38,36 @@ def test_check_tabstops(tmp_path):
     assert dc.check_tabstops(document(tmp_path / "s.docx", rows, tabs(6)), gold) == 1.0
     near = dc.check_tabstops(document(tmp_path / "n.docx", rows, tabs(5.5)), gold)
     assert near == pytest.approx(1 - 0.5 / 6.0)  # half an inch of a 6-inch text width
-    assert dc.check_tabstops(document(tmp_path / "a.docx", rows, tabs(6, WD_TAB_ALIGNMENT.CENTER)), gold) == 0.0
+    assert (
+        dc.check_tabstops(
+            document(tmp_path / "a.docx", rows, tabs(6, WD_TAB_ALIGNMENT.CENTER)), gold
+        )
+        == 0.0
+    )
     assert dc.check_tabstops(document(tmp_path / "x.docx", rows), gold) == 0.0
     opts = {"word_number_split_by_tabstop": 1, "index": 0}
-    assert dc.check_tabstops(document(tmp_path / "w.docx", rows, tabs(6)), gold, **opts) == 0.0  # "Ann Lee"
-    assert dc.check_tabstops(document(tmp_path / "w.docx", rows, tabs(6)), gold,
-                             word_number_split_by_tabstop=1, index=1) == 1.0
+    assert (
+        dc.check_tabstops(document(tmp_path / "w.docx", rows, tabs(6)), gold, **opts) == 0.0
+    )  # "Ann Lee"
+    assert (
+        dc.check_tabstops(
+            document(tmp_path / "w.docx", rows, tabs(6)),
+            gold,
+            word_number_split_by_tabstop=1,
+            index=1,
+        )
+        == 1.0
+    )
 
 
 def test_find_default_font(tmp_path):
     f = tmp_path / "r.xcu"
-    f.write_text('<oor:items xmlns:oor="http://openoffice.org/2001/registry">'
-                 '<item oor:path="/org.openoffice.Office.Writer/DefaultFont">'
-                 '<prop oor:name="Standard" oor:op="fuse"><value>Times New Roman</value></prop></item>'
-                 "</oor:items>")
+    f.write_text(
+        '<oor:items xmlns:oor="http://openoffice.org/2001/registry">'
+        '<item oor:path="/org.openoffice.Office.Writer/DefaultFont">'
+        '<prop oor:name="Standard" oor:op="fuse"><value>Times New Roman</value></prop></item>'
+        "</oor:items>"
+    )
     assert dc.find_default_font(str(f), {"font_name": "Times New Roman"}) == 1.0
     assert dc.find_default_font(str(f), {"font_name": "Liberation Serif"}) == 0.0
     assert dc.find_default_font(None, {"font_name": "x"}) == 0.0
@@ -85,7 +101,10 @@ def test_strike_through_and_italic_size(tmp_path):
             r.font.strike = True
 
     gold = document(tmp_path / "g.docx")
-    assert dc.evaluate_strike_through_last_paragraph(document(tmp_path / "s.docx", edit=strike), gold) == 1.0
+    assert (
+        dc.evaluate_strike_through_last_paragraph(document(tmp_path / "s.docx", edit=strike), gold)
+        == 1.0
+    )
     assert dc.evaluate_strike_through_last_paragraph(document(tmp_path / "n.docx"), gold) == 0.0
 
     def italic(size):
@@ -104,7 +123,10 @@ def test_compare_docx_files_and_ignore_new_lines(tmp_path):
     spaced = document(tmp_path / "s.docx", ("a", "", "b", ""))
     assert dc.compare_docx_files_and_ignore_new_lines(spaced, gold) == 1.0
     assert dc.compare_docx_files_and_ignore_new_lines(spaced, gold, ignore_blanks=False) == 1.0
-    assert dc.compare_docx_files_and_ignore_new_lines(document(tmp_path / "d.docx", ("a", "c")), gold) == 0.0
+    assert (
+        dc.compare_docx_files_and_ignore_new_lines(document(tmp_path / "d.docx", ("a", "c")), gold)
+        == 0.0
+    )
 
 
 def with_picture(color: str):
@@ -119,8 +141,13 @@ def with_picture(color: str):
 
 def test_compare_docx_images(tmp_path):
     gold = document(tmp_path / "g.docx", edit=with_picture("red"))
-    assert dc.compare_docx_images(document(tmp_path / "s.docx", edit=with_picture("red")), gold) == 1.0
-    assert dc.compare_docx_images(document(tmp_path / "b.docx", edit=with_picture("blue")), gold) == 0.0
+    assert (
+        dc.compare_docx_images(document(tmp_path / "s.docx", edit=with_picture("red")), gold) == 1.0
+    )
+    assert (
+        dc.compare_docx_images(document(tmp_path / "b.docx", edit=with_picture("blue")), gold)
+        == 0.0
+    )
     assert dc.compare_docx_images(document(tmp_path / "n.docx"), gold) == 0.0
 
 
@@ -151,7 +178,9 @@ def test_evaluate_colored_words_in_tables(tmp_path):
     gold = document(tmp_path / "g.docx", edit=coloured_table([("apple", None), ("pear", None)]))
 
     def score(words):
-        return dc.evaluate_colored_words_in_tables(document(tmp_path / "r.docx", edit=coloured_table(words)), gold)
+        return dc.evaluate_colored_words_in_tables(
+            document(tmp_path / "r.docx", edit=coloured_table(words)), gold
+        )
 
     assert score([("apple", (255, 0, 0)), ("pear", (0, 0, 255))]) == 1.0
     assert score([("apple", (250, 2, 0)), ("pear", (0, 0, 250))]) == 1.0  # within 3.5

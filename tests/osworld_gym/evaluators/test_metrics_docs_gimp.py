@@ -36,8 +36,18 @@ def table(rows):
 
 def test_compare_docx_tables(tmp_path):
     gold = document(tmp_path / "g.docx", edit=table([["a", "b"], ["1", "2"]]))
-    assert d.compare_docx_tables(document(tmp_path / "s.docx", edit=table([["a ", "b"], ["1", "2"]])), gold) == 1.0
-    assert d.compare_docx_tables(document(tmp_path / "n.docx", edit=table([["a", "b"], ["1", "3"]])), gold) == 0.0
+    assert (
+        d.compare_docx_tables(
+            document(tmp_path / "s.docx", edit=table([["a ", "b"], ["1", "2"]])), gold
+        )
+        == 1.0
+    )
+    assert (
+        d.compare_docx_tables(
+            document(tmp_path / "n.docx", edit=table([["a", "b"], ["1", "3"]])), gold
+        )
+        == 0.0
+    )
     assert d.compare_docx_tables(document(tmp_path / "x.docx"), gold) == 0.0
     assert d.compare_docx_tables(str(tmp_path / "missing.docx"), gold) == 0.0
 
@@ -55,7 +65,12 @@ def test_compare_line_spacing(tmp_path):
     assert d.compare_line_spacing(document(tmp_path / "s.docx", edit=spacing(2.0)), gold) == 1.0
     assert d.compare_line_spacing(document(tmp_path / "n.docx", edit=spacing(1.5)), gold) == 0.0
     # the text must match too (compare_docx_files with its defaults)
-    assert d.compare_line_spacing(document(tmp_path / "t.docx", ("Intro", "Other"), spacing(2.0)), gold) == 0.0
+    assert (
+        d.compare_line_spacing(
+            document(tmp_path / "t.docx", ("Intro", "Other"), spacing(2.0)), gold
+        )
+        == 0.0
+    )
 
 
 def test_compare_font_names_needs_explicit_fonts_on_every_run(tmp_path):
@@ -67,8 +82,18 @@ def test_compare_font_names_needs_explicit_fonts_on_every_run(tmp_path):
 
         return edit
 
-    assert d.compare_font_names(document(tmp_path / "a.docx", edit=font("Arial")), {"font_name": "Arial"}) == 1.0
-    assert d.compare_font_names(document(tmp_path / "t.docx", edit=font("Times")), {"font_name": "Arial"}) == 0.0
+    assert (
+        d.compare_font_names(
+            document(tmp_path / "a.docx", edit=font("Arial")), {"font_name": "Arial"}
+        )
+        == 1.0
+    )
+    assert (
+        d.compare_font_names(
+            document(tmp_path / "t.docx", edit=font("Times")), {"font_name": "Arial"}
+        )
+        == 0.0
+    )
     # inherited (None) font: fails, as in OSWorld
     assert d.compare_font_names(document(tmp_path / "i.docx"), {"font_name": "Arial"}) == 0.0
 
@@ -95,7 +120,9 @@ def test_has_page_numbers_in_footers(tmp_path):
 
         return edit
 
-    assert d.has_page_numbers_in_footers(document(tmp_path / "p.docx", edit=footer("Page 1"))) == 1.0
+    assert (
+        d.has_page_numbers_in_footers(document(tmp_path / "p.docx", edit=footer("Page 1"))) == 1.0
+    )
     assert d.has_page_numbers_in_footers(document(tmp_path / "n.docx", edit=footer("Page"))) == 0.0
 
 
@@ -106,8 +133,18 @@ def test_is_first_line_centered(tmp_path):
 
         return edit
 
-    assert d.is_first_line_centered(document(tmp_path / "c.docx", edit=align(WD_PARAGRAPH_ALIGNMENT.CENTER))) == 1.0
-    assert d.is_first_line_centered(document(tmp_path / "r.docx", edit=align(WD_PARAGRAPH_ALIGNMENT.RIGHT))) == 0.0
+    assert (
+        d.is_first_line_centered(
+            document(tmp_path / "c.docx", edit=align(WD_PARAGRAPH_ALIGNMENT.CENTER))
+        )
+        == 1.0
+    )
+    assert (
+        d.is_first_line_centered(
+            document(tmp_path / "r.docx", edit=align(WD_PARAGRAPH_ALIGNMENT.RIGHT))
+        )
+        == 0.0
+    )
     assert d.is_first_line_centered(document(tmp_path / "e.docx", ())) == 0.0
 
 
@@ -141,7 +178,12 @@ def test_check_structure_sim(tmp_path):
     assert g.check_structure_sim(save(picture(), tmp_path / "s.png"), orig) == 1.0
     assert g.check_structure_sim(save(picture(seed=5), tmp_path / "other.png"), orig) == 0.0
     assert g.check_structure_sim(save(picture(65, 48), tmp_path / "big.png"), orig) == 0.0  # size
-    assert g.check_structure_sim(save(picture(6, 6), tmp_path / "t.png"), save(picture(6, 6), tmp_path / "t2.png")) == 0.0
+    assert (
+        g.check_structure_sim(
+            save(picture(6, 6), tmp_path / "t.png"), save(picture(6, 6), tmp_path / "t2.png")
+        )
+        == 0.0
+    )
     assert g.check_file_exists_and_structure_sim(str(tmp_path / "missing.png"), orig) == 0.0
 
 
@@ -152,23 +194,42 @@ def test_brightness_decrease(tmp_path):
     brighter = save(im.point(lambda v: min(255, int(v * 1.2))), tmp_path / "b.png")
     assert g.check_brightness_decrease_and_structure_sim(darker, orig) == 1.0
     assert g.check_brightness_decrease_and_structure_sim(brighter, orig) == 0.0
-    assert g.check_brightness_decrease_and_structure_sim(save(Image.new("RGB", (64, 48)), tmp_path / "k.png"), orig) == 0.0
+    assert (
+        g.check_brightness_decrease_and_structure_sim(
+            save(Image.new("RGB", (64, 48)), tmp_path / "k.png"), orig
+        )
+        == 0.0
+    )
 
 
 def test_contrast_and_saturation_increase(tmp_path):
     im = picture()
     arr = np.asarray(im).astype(float)
     orig = save(im, tmp_path / "o.png")
-    contrast = save(Image.fromarray(np.clip((arr - 128) * 1.3 + 128, 0, 255).astype(np.uint8)), tmp_path / "c.png")
-    flat = save(Image.fromarray(np.clip((arr - 128) * 0.7 + 128, 0, 255).astype(np.uint8)), tmp_path / "f.png")
+    contrast = save(
+        Image.fromarray(np.clip((arr - 128) * 1.3 + 128, 0, 255).astype(np.uint8)),
+        tmp_path / "c.png",
+    )
+    flat = save(
+        Image.fromarray(np.clip((arr - 128) * 0.7 + 128, 0, 255).astype(np.uint8)),
+        tmp_path / "f.png",
+    )
     assert g.check_contrast_increase_and_structure_sim(contrast, orig) == 1.0
     assert g.check_contrast_increase_and_structure_sim(flat, orig) == 0.0
     from PIL import ImageEnhance
 
-    assert g.check_saturation_increase_and_structure_sim(
-        save(ImageEnhance.Color(im).enhance(1.4), tmp_path / "s.png"), orig) == 1.0
-    assert g.check_saturation_increase_and_structure_sim(
-        save(ImageEnhance.Color(im).enhance(0.6), tmp_path / "u.png"), orig) == 0.0
+    assert (
+        g.check_saturation_increase_and_structure_sim(
+            save(ImageEnhance.Color(im).enhance(1.4), tmp_path / "s.png"), orig
+        )
+        == 1.0
+    )
+    assert (
+        g.check_saturation_increase_and_structure_sim(
+            save(ImageEnhance.Color(im).enhance(0.6), tmp_path / "u.png"), orig
+        )
+        == 0.0
+    )
 
 
 def test_image_mirror_and_file_size(tmp_path):
@@ -204,8 +265,12 @@ def test_check_image_size_canvas_or_opaque_box(tmp_path):
 def test_structure_sim_resized_and_palette(tmp_path):
     orig = picture(64, 48)
     o = save(orig, tmp_path / "o.png")
-    assert g.check_structure_sim_resized(save(orig.resize((128, 96)), tmp_path / "big.png"), o) == 1.0
-    assert g.check_structure_sim_resized(save(picture(64, 48, seed=9), tmp_path / "x.png"), o) == 0.0
+    assert (
+        g.check_structure_sim_resized(save(orig.resize((128, 96)), tmp_path / "big.png"), o) == 1.0
+    )
+    assert (
+        g.check_structure_sim_resized(save(picture(64, 48, seed=9), tmp_path / "x.png"), o) == 0.0
+    )
     pal = save(orig.convert("P", palette=Image.Palette.ADAPTIVE, colors=256), tmp_path / "p.png")
     assert g.check_palette_and_structure_sim(pal, o) == 1.0
     assert g.check_palette_and_structure_sim(o, o) == 0.0  # not indexed colour
@@ -222,8 +287,10 @@ def test_green_background(tmp_path):
     bad.paste((10, 200, 10), (0, 0, 40, 9))  # one row of the band is not green
     assert g.check_green_background(save(bad, tmp_path / "b.png"), m) == 0.0
     with pytest.raises(ValueError):
-        g.check_green_background(save(good, tmp_path / "b2.png"), save(Image.new("RGB", (50, 40), "white"),
-                                                                       tmp_path / "wide.png"))
+        g.check_green_background(
+            save(good, tmp_path / "b2.png"),
+            save(Image.new("RGB", (50, 40), "white"), tmp_path / "wide.png"),
+        )
 
 
 def test_triangle_position_and_textbox(tmp_path):

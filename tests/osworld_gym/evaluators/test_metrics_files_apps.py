@@ -46,7 +46,9 @@ def test_diff_text_file_is_the_line_sequence_ratio(tmp_path):
 
 def test_compare_csv_compares_lines_as_text(tmp_path):
     gold = write(tmp_path / "g.csv", "Name,Score\nAnn,1\n")
-    assert compare_csv(write(tmp_path / "s.csv", "\ufeffName,Score\r\nAnn,1"), gold) == 1.0  # BOM, CRLF
+    assert (
+        compare_csv(write(tmp_path / "s.csv", "\ufeffName,Score\r\nAnn,1"), gold) == 1.0
+    )  # BOM, CRLF
     near = write(tmp_path / "n.csv", "Name,Score\nAnn,1.0\n")  # same number, other text
     assert compare_csv(near, gold) == 0.0
     padded = write(tmp_path / "p.csv", "Name,Score \nann,1\n")
@@ -72,7 +74,10 @@ def test_check_json_walks_keys_and_rules(tmp_path):
     assert check_json(f, {"unexpect": [{"key": ["name"], "method": "re", "ref": "^B"}]}) == 1.0
     assert check_json(write(tmp_path / "bad.json", "{oops"), {"expect": []}) == 0.0
     y = write(tmp_path / "r.yaml", "a:\n  b: 3\n")
-    assert check_json(y, {"expect": [{"key": ["a", "b"], "method": "eq", "ref": 3}]}, is_yaml=True) == 1.0
+    assert (
+        check_json(y, {"expect": [{"key": ["a", "b"], "method": "eq", "ref": 3}]}, is_yaml=True)
+        == 1.0
+    )
 
 
 def test_file_contains(tmp_path):
@@ -107,8 +112,7 @@ def test_is_in_list_is_membership_of_the_expected_value():
 
 
 def test_is_utc_0_reads_the_time_zone_line():
-    utc = ("Local time: x\nUniversal time: x\nRTC time: x\n"
-           "Time zone: Etc/UTC (UTC, +0000)\nNTP: no")
+    utc = "Local time: x\nUniversal time: x\nRTC time: x\nTime zone: Etc/UTC (UTC, +0000)\nNTP: no"
     wet = utc.replace("Etc/UTC (UTC, +0000)", "Europe/Lisbon (WEST, +0100)")
     assert is_utc_0(utc) == 1.0
     assert is_utc_0(wet) == 0.0
@@ -117,7 +121,10 @@ def test_is_utc_0_reads_the_time_zone_line():
 
 
 def test_is_expected_tabs_is_an_unordered_url_match():
-    tabs = [{"title": "a", "url": "https://www.example.com/"}, {"title": "b", "url": "https://docs.python.org/3/"}]
+    tabs = [
+        {"title": "a", "url": "https://www.example.com/"},
+        {"title": "b", "url": "https://docs.python.org/3/"},
+    ]
     rule = {"type": "url", "urls": ["https://docs.python.org/3/", "https://example.com"]}
     assert is_expected_tabs(tabs, rule) == 1.0
     assert is_expected_tabs(tabs[:1], rule) == 0.0
@@ -141,13 +148,37 @@ user_pref("mail.identity.id1.fullName", "Ann \\"A\\" Lee");
 
 def test_check_thunderbird_prefs(tmp_path):
     f = write(tmp_path / "prefs.js", PREFS)
-    assert check_thunderbird_prefs(f, {"expect": {"mail.spam.manualMark": {"method": "eq", "ref": True},
-                                                   "mail.spam.manualMarkMode": {"method": "eq", "ref": 0}}}) == 1.0
-    assert check_thunderbird_prefs(f, {"expect": {"mail.spam.manualMarkMode": {"method": "eq", "ref": 1}}}) == 0.0
+    assert (
+        check_thunderbird_prefs(
+            f,
+            {
+                "expect": {
+                    "mail.spam.manualMark": {"method": "eq", "ref": True},
+                    "mail.spam.manualMarkMode": {"method": "eq", "ref": 0},
+                }
+            },
+        )
+        == 1.0
+    )
+    assert (
+        check_thunderbird_prefs(
+            f, {"expect": {"mail.spam.manualMarkMode": {"method": "eq", "ref": 1}}}
+        )
+        == 0.0
+    )
     assert check_thunderbird_prefs(f, {"expect": {"never.set": {"method": "eq", "ref": 1}}}) == 0.0
-    assert check_thunderbird_prefs(f, {"unexpect": {"mailnews.default_sort_order": {"method": "eq", "ref": 2}}}) == 0.0
-    assert check_thunderbird_prefs(f, {"expect": {"mail.identity.id1.fullName":
-                                                  {"method": "eq", "ref": 'Ann "A" Lee'}}}) == 1.0
+    assert (
+        check_thunderbird_prefs(
+            f, {"unexpect": {"mailnews.default_sort_order": {"method": "eq", "ref": 2}}}
+        )
+        == 0.0
+    )
+    assert (
+        check_thunderbird_prefs(
+            f, {"expect": {"mail.identity.id1.fullName": {"method": "eq", "ref": 'Ann "A" Lee'}}}
+        )
+        == 1.0
+    )
 
 
 FILTERS = """version="9"
@@ -168,17 +199,47 @@ condition="OR (from,contains,boss@example.com) OR (subject,contains,urgent)"
 
 def test_check_thunderbird_filter(tmp_path):
     f = write(tmp_path / "msgFilterRules.dat", FILTERS)
-    assert check_thunderbird_filter(f, {"expect": [{"name": "Move spam", "enabled": "yes",
-                                                     "condition": ["AND (subject,contains,spam)"]}]}) == 1.0
+    assert (
+        check_thunderbird_filter(
+            f,
+            {
+                "expect": [
+                    {
+                        "name": "Move spam",
+                        "enabled": "yes",
+                        "condition": ["AND (subject,contains,spam)"],
+                    }
+                ]
+            },
+        )
+        == 1.0
+    )
     assert check_thunderbird_filter(f, {"expect": [{"name": "Move spam", "enabled": "no"}]}) == 0.0
-    assert check_thunderbird_filter(f, {"expect": [{"name": "Star boss", "condition": [
-        "OR (from,contains,boss@example.com)", "OR (subject,contains,urgent)"]}]}) == 1.0
+    assert (
+        check_thunderbird_filter(
+            f,
+            {
+                "expect": [
+                    {
+                        "name": "Star boss",
+                        "condition": [
+                            "OR (from,contains,boss@example.com)",
+                            "OR (subject,contains,urgent)",
+                        ],
+                    }
+                ]
+            },
+        )
+        == 1.0
+    )
     assert check_thunderbird_filter(f, {"unexpect": [{"action": "Mark flagged"}]}) == 0.0
 
 
 def test_check_config_status(tmp_path):
-    f = write(tmp_path / "gimprc", "# GIMP gimprc\n\n(theme \"Dark\")\n(show-tooltips no)\n"
-                                   "(default-image (width 1920))\n")
+    f = write(
+        tmp_path / "gimprc",
+        '# GIMP gimprc\n\n(theme "Dark")\n(show-tooltips no)\n(default-image (width 1920))\n',
+    )
     assert check_config_status(f, {"key": "theme", "value": '"Dark"'}) == 1.0
     assert check_config_status(f, {"key": "theme", "value": "Dark"}) == 0.0  # quotes count
     assert check_config_status(f, {"key": "show-tooltips", "value": "yes"}) == 0.0

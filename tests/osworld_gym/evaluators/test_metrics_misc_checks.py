@@ -13,22 +13,45 @@ import pytest
 from osworld_gym.evaluators.metrics import misc_checks as m
 from pypdf import PdfWriter
 
-BAR = {"bookmark_bar": {"children": [
-    {"type": "folder", "name": "Work", "children": []},
-    {"type": "folder", "name": "Liked Authors", "children": [
-        {"type": "url", "url": "https://a.example/x"}, {"type": "url", "url": "https://b.example/y"}]},
-    {"type": "url", "name": "News", "url": "https://news.example/"},
-]}}
+BAR = {
+    "bookmark_bar": {
+        "children": [
+            {"type": "folder", "name": "Work", "children": []},
+            {
+                "type": "folder",
+                "name": "Liked Authors",
+                "children": [
+                    {"type": "url", "url": "https://a.example/x"},
+                    {"type": "url", "url": "https://b.example/y"},
+                ],
+            },
+            {"type": "url", "name": "News", "url": "https://news.example/"},
+        ]
+    }
+}
 
 
 def test_is_expected_bookmarks():
-    assert m.is_expected_bookmarks(BAR, {"type": "bookmark_bar_folders_names",
-                                         "names": ["Liked Authors", "Work"]}) == 1.0
-    assert m.is_expected_bookmarks(BAR, {"type": "bookmark_bar_folders_names", "names": ["Work"]}) == 0.0
-    assert m.is_expected_bookmarks(BAR, {"type": "bookmark_bar_websites_urls",
-                                         "urls": ["https://news.example/"]}) == 1.0
-    liked = {"type": "liked_authors_websites_urls",
-             "urls": [["https://a.example/x", "https://a.example/x/"], "https://b.example/y"]}
+    assert (
+        m.is_expected_bookmarks(
+            BAR, {"type": "bookmark_bar_folders_names", "names": ["Liked Authors", "Work"]}
+        )
+        == 1.0
+    )
+    assert (
+        m.is_expected_bookmarks(BAR, {"type": "bookmark_bar_folders_names", "names": ["Work"]})
+        == 0.0
+    )
+    assert (
+        m.is_expected_bookmarks(
+            BAR, {"type": "bookmark_bar_websites_urls", "urls": ["https://news.example/"]}
+        )
+        == 1.0
+    )
+    liked = {
+        "type": "liked_authors_websites_urls",
+        "urls": [["https://a.example/x", "https://a.example/x/"], "https://b.example/y"],
+    }
     assert m.is_expected_bookmarks(BAR, liked) == 1.0
     assert m.is_expected_bookmarks(BAR, {**liked, "urls": ["https://a.example/x"]}) == 0.0
     assert m.is_expected_bookmarks(None, liked) == 0.0
@@ -37,8 +60,12 @@ def test_is_expected_bookmarks():
 
 
 def test_is_expected_installed_extensions():
-    assert m.is_expected_installed_extensions(["Zoom for Google Chrome", "X"],
-                                              {"expected": ["Zoom Chrome Extension"]}) == 1.0
+    assert (
+        m.is_expected_installed_extensions(
+            ["Zoom for Google Chrome", "X"], {"expected": ["Zoom Chrome Extension"]}
+        )
+        == 1.0
+    )
     assert m.is_expected_installed_extensions(["X"], {"expected": ["Y"]}) == 0.0
 
 
@@ -56,7 +83,10 @@ def test_check_accessibility_tree_css_and_xpath():
     assert m.check_accessibility_tree(TREE, [{"selectors": [css.replace("fox@", "iron@")]}]) == 0.0
     xp = "//application[@name='Thunderbird']//*[contains(@name, 'fox@uni.edu')]"
     assert m.check_accessibility_tree(TREE, [{"xpath": xp}]) == 1.0
-    assert m.check_accessibility_tree(TREE, [{"xpath": xp, "text": "fox@uni.edu", "exact": True}]) == 1.0
+    assert (
+        m.check_accessibility_tree(TREE, [{"xpath": xp, "text": "fox@uni.edu", "exact": True}])
+        == 1.0
+    )
     fuzzy = m.check_accessibility_tree(TREE, [{"xpath": xp, "text": "fox@uni.com", "exact": False}])
     assert 0.5 < fuzzy < 1.0  # fuzzy ratio, not 0/1
     assert m.check_accessibility_tree("<broken", [{"xpath": xp}]) == 0.0

@@ -14,9 +14,17 @@ from PIL import Image
 
 
 def test_check_font_size():
-    assert check_font_size({"default_font_size": 20}, {"type": "range", "min": 16, "max": 99999}) == 1.0
-    assert check_font_size({"default_font_size": 16}, {"type": "range", "min": 16, "max": 99999}) == 0.0
-    assert check_font_size({"minimum_font_size": 6}, {"type": "value", "value": 16}) == 1.0  # default
+    assert (
+        check_font_size({"default_font_size": 20}, {"type": "range", "min": 16, "max": 99999})
+        == 1.0
+    )
+    assert (
+        check_font_size({"default_font_size": 16}, {"type": "range", "min": 16, "max": 99999})
+        == 0.0
+    )
+    assert (
+        check_font_size({"minimum_font_size": 6}, {"type": "value", "value": 16}) == 1.0
+    )  # default
     with pytest.raises(ValueError):
         check_font_size({"default_font_size": 16}, {"type": "other"})
 
@@ -55,5 +63,9 @@ def test_compare_conference_city_in_order(tmp_path):
     wb.save(tmp_path / "c.xlsx")
     want = ["Zurich", ["New Orleans", "NOLA"]] + ["paris"] * 19
     assert compare_conference_city_in_order(str(tmp_path / "c.xlsx"), {"expected": want}) == 1.0
-    assert compare_conference_city_in_order(str(tmp_path / "c.xlsx"),
-                                            {"expected": ["Geneva"] + want[1:]}) == 0.0
+    assert (
+        compare_conference_city_in_order(
+            str(tmp_path / "c.xlsx"), {"expected": ["Geneva"] + want[1:]}
+        )
+        == 0.0
+    )

@@ -85,13 +85,17 @@ def test_compare_images_tiny_result_scores_zero_and_tiny_gold_is_a_judge_error(t
 def test_compare_images_reference_base_rescales_and_floors(tmp_path):
     g = _gradient(64, 48)
     g.save(tmp_path / "g.png")
-    assert compare_images(str(tmp_path / "g.png"), str(tmp_path / "g.png"),
-                          reference_base_result=0.5) == pytest.approx(1.0)
-    noisy = np.clip(np.asarray(g).astype(int) + np.random.default_rng(0).integers(-60, 60, (48, 64)),
-                    0, 255).astype(np.uint8)
+    assert compare_images(
+        str(tmp_path / "g.png"), str(tmp_path / "g.png"), reference_base_result=0.5
+    ) == pytest.approx(1.0)
+    noisy = np.clip(
+        np.asarray(g).astype(int) + np.random.default_rng(0).integers(-60, 60, (48, 64)), 0, 255
+    ).astype(np.uint8)
     Image.fromarray(noisy).save(tmp_path / "n.png")
     raw = compare_images(str(tmp_path / "n.png"), str(tmp_path / "g.png"))
     assert 0 < raw < 1
     # below base + 0.01: 0
-    assert compare_images(str(tmp_path / "n.png"), str(tmp_path / "g.png"),
-                          reference_base_result=raw) == 0.0
+    assert (
+        compare_images(str(tmp_path / "n.png"), str(tmp_path / "g.png"), reference_base_result=raw)
+        == 0.0
+    )

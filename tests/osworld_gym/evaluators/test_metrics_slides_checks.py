@@ -117,11 +117,25 @@ def test_fill_to_rgb_distance(tmp_path):
         return edit
 
     rules = {"rgb": [255, 0, 0], "original_rgb": [255, 255, 255]}
-    assert sc.evaluate_presentation_fill_to_rgb_distance(deck(tmp_path / "r.pptx", fill((255, 0, 0))), rules) == 1.0
-    near = sc.evaluate_presentation_fill_to_rgb_distance(deck(tmp_path / "n.pptx", fill((235, 0, 0))), rules)
+    assert (
+        sc.evaluate_presentation_fill_to_rgb_distance(
+            deck(tmp_path / "r.pptx", fill((255, 0, 0))), rules
+        )
+        == 1.0
+    )
+    near = sc.evaluate_presentation_fill_to_rgb_distance(
+        deck(tmp_path / "n.pptx", fill((235, 0, 0))), rules
+    )
     assert near == pytest.approx(1 - 20 / (255 * 3**0.5))
-    assert sc.evaluate_presentation_fill_to_rgb_distance(deck(tmp_path / "o.pptx", fill((255, 255, 255))), rules) == 0.0
-    assert sc.evaluate_presentation_fill_to_rgb_distance(deck(tmp_path / "u.pptx"), rules) == 0.0  # no fill
+    assert (
+        sc.evaluate_presentation_fill_to_rgb_distance(
+            deck(tmp_path / "o.pptx", fill((255, 255, 255))), rules
+        )
+        == 0.0
+    )
+    assert (
+        sc.evaluate_presentation_fill_to_rgb_distance(deck(tmp_path / "u.pptx"), rules) == 0.0
+    )  # no fill
 
 
 def master_with_number_colour(path: Path, hex_colour: str | None) -> str:
@@ -129,11 +143,15 @@ def master_with_number_colour(path: Path, hex_colour: str | None) -> str:
     base = deck(path.with_name("base_" + path.name))
     src = zipfile.ZipFile(base)
     run = (
-        '<p:sp><p:nvSpPr><p:cNvPr id="99" name="Slide Number"/><p:cNvSpPr/><p:nvPr>'
-        '<p:ph type="sldNum"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:r>'
-        f'<a:rPr><a:solidFill><a:srgbClr val="{hex_colour}"/></a:solidFill></a:rPr>'
-        "<a:t>1</a:t></a:r></a:p></p:txBody></p:sp>"
-    ) if hex_colour else ""
+        (
+            '<p:sp><p:nvSpPr><p:cNvPr id="99" name="Slide Number"/><p:cNvSpPr/><p:nvPr>'
+            '<p:ph type="sldNum"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:r>'
+            f'<a:rPr><a:solidFill><a:srgbClr val="{hex_colour}"/></a:solidFill></a:rPr>'
+            "<a:t>1</a:t></a:r></a:p></p:txBody></p:sp>"
+        )
+        if hex_colour
+        else ""
+    )
     with zipfile.ZipFile(path, "w") as z:
         for item in src.infolist():
             data = src.read(item.filename)
@@ -145,8 +163,14 @@ def master_with_number_colour(path: Path, hex_colour: str | None) -> str:
 
 @pytest.mark.parametrize(
     ("colour", "want", "score"),
-    [("FF0000", "red", 1.0), ("0000FF", "red", 0.0), ("0000FF", "blue", 1.0),
-     ("10A020", "green", 1.0), ("202020", "black", 1.0), ("808080", "black", 0.0)],
+    [
+        ("FF0000", "red", 1.0),
+        ("0000FF", "red", 0.0),
+        ("0000FF", "blue", 1.0),
+        ("10A020", "green", 1.0),
+        ("202020", "black", 1.0),
+        ("808080", "black", 0.0),
+    ],
 )
 def test_check_page_number_colors(tmp_path, colour, want, score):
     f = master_with_number_colour(tmp_path / "m.pptx", colour)

@@ -87,7 +87,9 @@ def test_sheet_indices_int_ri_and_ei(tmp_path):
 
 def test_sheet_data_rounds_to_precision_like_osworld(tmp_path):
     gold = xlsx(tmp_path / "gold.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], ["bob", 2.25]]})
-    close = xlsx(tmp_path / "close.xlsx", {"S": [["Name", "Score"], ["ann", 1.500001], ["bob", 2.25]]})
+    close = xlsx(
+        tmp_path / "close.xlsx", {"S": [["Name", "Score"], ["ann", 1.500001], ["bob", 2.25]]}
+    )
     far = xlsx(tmp_path / "far.xlsx", {"S": [["Name", "Score"], ["ann", 1.51], ["bob", 2.25]]})
     rule = {"type": "sheet_data", "sheet_idx0": 0, "sheet_idx1": "EI0"}
     assert compare_table(close, gold, rules=[rule]) == 1.0
@@ -103,7 +105,9 @@ def test_sheet_data_quirks_follow_osworld_pandas_reading(tmp_path):
     cased = xlsx(tmp_path / "cased.xlsx", {"S": [["Name", "Score"], ["Ann", 1.5], ["Bob", 2.5]]})
     assert compare_table(cased, gold, rules=[{**rule, "ignore_case": True}]) == 0.0
     # a blank row inside the data is a row of NaN, not skipped
-    blank = xlsx(tmp_path / "blank.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], [], ["bob", 2.5]]})
+    blank = xlsx(
+        tmp_path / "blank.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], [], ["bob", 2.5]]}
+    )
     assert compare_table(blank, gold, rules=[rule]) == 0.0
     # trailing blank rows are not part of the data
     tail = xlsx(tmp_path / "tail.xlsx", {"S": [["Name", "Score"], ["ann", 1.5], ["bob", 2.5], []]})

@@ -45,8 +45,12 @@ def test_bgcolor_is_the_solid_fill_foreground_colour(tmp_path):
     rule = {"type": "style", **RULE0, "props": ["bgcolor"]}
     assert compare_table(red2, red, rules=[rule]) == 1.0
     assert compare_table(blue, red, rules=[rule]) == 0.0
-    check = {"type": "check_cell", "sheet_idx": 0, "coordinate": "A1",
-             "props": {"bgcolor": {"method": "eq", "ref": "FFFF0000"}}}
+    check = {
+        "type": "check_cell",
+        "sheet_idx": 0,
+        "coordinate": "A1",
+        "props": {"bgcolor": {"method": "eq", "ref": "FFFF0000"}},
+    }
     assert compare_table(red2, rules=[check]) == 1.0
     assert compare_table(blue, rules=[check]) == 0.0
 
@@ -64,7 +68,10 @@ def test_style_with_conditional_formatting_is_not_scored(tmp_path):
 
     def cf(ws):
         ws.conditional_formatting.add(
-            "A1:A3", CellIsRule(operator="greaterThan", formula=["1"], fill=PatternFill("solid", fgColor="FFFF0000"))
+            "A1:A3",
+            CellIsRule(
+                operator="greaterThan", formula=["1"], fill=PatternFill("solid", fgColor="FFFF0000")
+            ),
         )
 
     gold = book(tmp_path / "g.xlsx", [[1], [2], [3]], cf)
@@ -76,8 +83,17 @@ def test_check_cell_reads_booleans_as_none_and_numbers_as_floats(tmp_path):
     path = book(tmp_path / "b.xlsx", [[True, 3, "3"]])
 
     def check(coord, method, ref):
-        return compare_table(path, rules=[{"type": "check_cell", "sheet_idx": 0, "coordinate": coord,
-                                           "props": {"value": {"method": method, "ref": ref}}}])
+        return compare_table(
+            path,
+            rules=[
+                {
+                    "type": "check_cell",
+                    "sheet_idx": 0,
+                    "coordinate": coord,
+                    "props": {"value": {"method": method, "ref": ref}},
+                }
+            ],
+        )
 
     assert check("A1", "eq", True) == 0.0  # OSWorld's XML reader returns nothing for t="b"
     assert check("A1", "eq", None) == 1.0
@@ -108,7 +124,10 @@ def test_freeze_compares_frozen_counts_not_split_panes(tmp_path):
 
     gold = book(tmp_path / "g.xlsx", [["a", "b"]], frozen)
     rule = {"type": "freeze", **RULE0}
-    assert compare_table(book(tmp_path / "s.xlsx", [["a", "b"]], frozen_scrolled), gold, rules=[rule]) == 1.0
+    assert (
+        compare_table(book(tmp_path / "s.xlsx", [["a", "b"]], frozen_scrolled), gold, rules=[rule])
+        == 1.0
+    )
     assert compare_table(book(tmp_path / "p.xlsx", [["a", "b"]], split), gold, rules=[rule]) == 0.0
 
 
@@ -122,9 +141,16 @@ def test_data_validation_range_must_lie_in_one_reference_range(tmp_path):
 
         return edit
 
-    rule = {"type": "data_validation", "sheet_idx": 0,
-            "dv_props": [{"type": {"method": "eq", "ref": "list"},
-                          "sqref": {"method": "spreadsheet_range", "ref": ["A2:A5", "A2:A10"]}}]}
+    rule = {
+        "type": "data_validation",
+        "sheet_idx": 0,
+        "dv_props": [
+            {
+                "type": {"method": "eq", "ref": "list"},
+                "sqref": {"method": "spreadsheet_range", "ref": ["A2:A5", "A2:A10"]},
+            }
+        ],
+    }
     whole = book(tmp_path / "w.xlsx", [["h"]], dv("A2:A10"))
     pieces = book(tmp_path / "p.xlsx", [["h"]], dv("A2:A3", "A4:A10"))
     assert compare_table(whole, rules=[rule]) == 1.0
@@ -146,7 +172,9 @@ def test_row_props_compare_the_recorded_rows(tmp_path):
     gold = book(tmp_path / "g.xlsx", rows, tall)
     rule = {"type": "row_props", **RULE0, "props": ["height", "hidden"]}
     assert compare_table(book(tmp_path / "s.xlsx", rows, tall), gold, rules=[rule]) == 1.0
-    assert compare_table(book(tmp_path / "x.xlsx", rows, tall_and_default), gold, rules=[rule]) == 0.0
+    assert (
+        compare_table(book(tmp_path / "x.xlsx", rows, tall_and_default), gold, rules=[rule]) == 0.0
+    )
 
 
 needs_libreoffice = pytest.mark.skipif(shutil.which("soffice") is None, reason="needs LibreOffice")
@@ -164,9 +192,19 @@ def test_row_props_after_a_libreoffice_resave_differ_from_an_openpyxl_gold(tmp_p
     gold = book(tmp_path / "g.xlsx", rows, tall)
     out = tmp_path / "lo"
     subprocess.run(
-        ["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless",
-         "--convert-to", "xlsx", "--outdir", str(out), gold],
-        check=True, capture_output=True, timeout=180,
+        [
+            "soffice",
+            f"-env:UserInstallation=file://{tmp_path}/profile",
+            "--headless",
+            "--convert-to",
+            "xlsx",
+            "--outdir",
+            str(out),
+            gold,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
     )
     resaved = str(out / "g.xlsx")
     rule = {"type": "row_props", **RULE0, "props": ["height"]}

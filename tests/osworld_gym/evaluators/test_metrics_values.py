@@ -33,7 +33,9 @@ def test_is_expected_active_tab():
     assert is_expected_active_tab({"url": "https://www.drugs.com/npc/?q=1"}, rule) == 0.0
     assert is_expected_active_tab("http://www.drugs.com/npc/", rule) == 0.0  # scheme counts
     assert is_expected_active_tab(None, rule) == 0.0
-    assert is_expected_active_tab("https://ex.org/", {"type": "url", "url": "https://ex.org"}) == 1.0
+    assert (
+        is_expected_active_tab("https://ex.org/", {"type": "url", "url": "https://ex.org"}) == 1.0
+    )
     with pytest.raises(ValueError):
         is_expected_active_tab("x", {"type": "title", "title": "x"})
 
@@ -49,7 +51,9 @@ def test_check_list(tmp_path):
 
 def test_check_json_settings_reads_strict_json_like_osworld(tmp_path):
     f = tmp_path / "settings.json"
-    f.write_text('{"editor.fontSize": 14, "url": "http://x//y", "files.exclude": {"**/.git": true}}')
+    f.write_text(
+        '{"editor.fontSize": 14, "url": "http://x//y", "files.exclude": {"**/.git": true}}'
+    )
     assert (
         check_json_settings(str(f), {"expected": {"editor.fontSize": 14, "url": "http://x//y"}})
         == 1.0

@@ -13,8 +13,8 @@ def test_the_image_installs_the_task_python_where_the_guest_looks_for_it():
     assert recipe.TASK_PYTHON == str(task_python.DEFAULT_VENV)
     for apps in recipe.APPS:
         dockerfile = render_dockerfile(apps)
-        layer = dockerfile[dockerfile.index("COPY wheels/task"):]
-        layer = layer[:layer.index("\n\n")]
+        layer = dockerfile[dockerfile.index("COPY wheels/task") :]
+        layer = layer[: layer.index("\n\n")]
         assert f"python3 -m venv {recipe.TASK_PYTHON}" in layer
         assert "--no-index" in layer and "-r /tmp/wheels/task/requirements.txt" in layer
         # before osworld-gym's own wheel, so a code change does not reinstall it
@@ -41,14 +41,20 @@ def test_a_task_step_imports_pyautogui_in_a_container():
     except docker.errors.DockerException:
         pytest.skip("no Docker daemon (scripts/test.sh starts one)")
     tag = build_image(BuildOptions(apps="minimal"), client=client).tag  # reused if unchanged
-    write = ("import pyautogui, pathlib; "
-             "pathlib.Path('/home/user/size.txt').write_text(str(tuple(pyautogui.size())))")
-    task = {"id": "docker-task-python", "instruction": "x",
-            "config": [{"type": "execute", "parameters": {"command": ["python", "-c", write]}}],
-            "evaluator": {"func": "exact_match",
-                          "result": {"type": "vm_command_line", "command": "cat ~/size.txt",
-                                     "shell": True},
-                          "expected": {"type": "rule", "rules": {"expected": "(640, 480)"}}}}
+    write = (
+        "import pyautogui, pathlib; "
+        "pathlib.Path('/home/user/size.txt').write_text(str(tuple(pyautogui.size())))"
+    )
+    task = {
+        "id": "docker-task-python",
+        "instruction": "x",
+        "config": [{"type": "execute", "parameters": {"command": ["python", "-c", write]}}],
+        "evaluator": {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "command": "cat ~/size.txt", "shell": True},
+            "expected": {"type": "rule", "rules": {"expected": "(640, 480)"}},
+        },
+    }
     env = OSWorldEnv(provider=DockerProvider(screen_size=(640, 480), image=tag), tasks=None)
     try:
         env.reset(options={"task": task})

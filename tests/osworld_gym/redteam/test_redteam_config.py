@@ -24,6 +24,7 @@ pytestmark = pytest.mark.desktop
 #: && head -n 1 README.md && cat .gitignore src/main.py` in ~/projects/NAME
 TASK = "terminal-git-init-001"
 
+
 def project(obs: dict) -> str:
     return re.search(r"project in ~/projects/([\w-]+):", obs["instruction"]).group(1)
 
@@ -35,18 +36,23 @@ def evaluator_command(env) -> list[str]:
 
 
 def expected(name: str) -> str:
-    return (f"Initial commit\n.gitignore\nREADME.md\nsrc/main.py\n0\n# {name}\n__pycache__/\n"
-            'print("hello")\n')
+    return (
+        f"Initial commit\n.gitignore\nREADME.md\nsrc/main.py\n0\n# {name}\n__pycache__/\n"
+        'print("hello")\n'
+    )
 
 
 def commit_the_project(env, name: str, readme: str | None = None) -> None:
     """What the oracle does: the three files, committed once (``readme``: a wrong first line
     committed instead)."""
-    out = player(env, f"mkdir -p ~/projects/{name}/src && cd ~/projects/{name} && "
-                      f"printf '{readme or '# ' + name}\\n' > README.md && printf "
-                      "'print(\"hello\")\\n' > src/main.py && printf '__pycache__/\\n' > "
-                      ".gitignore && git init -q && git add . && git -c user.name=A -c "
-                      "user.email=a@example.org commit -qm 'Initial commit'")
+    out = player(
+        env,
+        f"mkdir -p ~/projects/{name}/src && cd ~/projects/{name} && "
+        f"printf '{readme or '# ' + name}\\n' > README.md && printf "
+        "'print(\"hello\")\\n' > src/main.py && printf '__pycache__/\\n' > "
+        ".gitignore && git init -q && git add . && git -c user.name=A -c "
+        "user.email=a@example.org commit -qm 'Initial commit'",
+    )
     assert out["returncode"] == 0, out
 
 
@@ -65,9 +71,12 @@ def test_a_fsmonitor_cannot_hide_an_uncommitted_change_from_a_git_evaluation(loc
     name = project(obs)
     commit_the_project(local_env, name)
     scope = "" if where == "repo" else "--global "
-    out = player(local_env, f"cd ~/projects/{name} && git config {scope}core.fsmonitor /bin/true"
-                            f" && git config {scope}core.fsmonitorHookVersion 1 && git status -s"
-                            " && printf 'print(1)\\n' >> src/main.py")
+    out = player(
+        local_env,
+        f"cd ~/projects/{name} && git config {scope}core.fsmonitor /bin/true"
+        f" && git config {scope}core.fsmonitorHookVersion 1 && git status -s"
+        " && printf 'print(1)\\n' >> src/main.py",
+    )
     assert out["returncode"] == 0, out
     assert forged(local_env) == expected(name)  # the attack works for the agent's own git
     _, reward, terminated, _, info = local_env.step("DONE")
@@ -75,16 +84,22 @@ def test_a_fsmonitor_cannot_hide_an_uncommitted_change_from_a_git_evaluation(loc
     assert reward == 0.0, info
 
 
-@pytest.mark.parametrize("hide", [
-    "echo '*' > ~/.hide && git config --global core.excludesFile ~/.hide",
-    "git config --global status.showUntrackedFiles no",
-], ids=["excludes-file", "show-untracked-no"])
+@pytest.mark.parametrize(
+    "hide",
+    [
+        "echo '*' > ~/.hide && git config --global core.excludesFile ~/.hide",
+        "git config --global status.showUntrackedFiles no",
+    ],
+    ids=["excludes-file", "show-untracked-no"],
+)
 def test_the_agents_config_cannot_hide_an_untracked_file_from_a_git_evaluation(local_env, hide):
     obs, _ = local_env.reset(options={"task": TASK})
     name = project(obs)
     commit_the_project(local_env, name)
-    assert player(local_env, f"cd ~/projects/{name} && echo draft > notes.txt && {hide}")[
-        "returncode"] == 0
+    assert (
+        player(local_env, f"cd ~/projects/{name} && echo draft > notes.txt && {hide}")["returncode"]
+        == 0
+    )
     assert forged(local_env) == expected(name)
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 0.0, info
@@ -95,19 +110,31 @@ def test_the_honest_git_task_still_scores_1_with_the_agents_config_in_place(loca
     and `git config --global` still reads the agent's own file (os-git-identity-001)."""
     obs, _ = local_env.reset(options={"task": TASK})
     name = project(obs)
-    assert player(local_env, "git config --global user.name Ada && git config --global "
-                             "core.pager less && git config --global alias.st status")[
-        "returncode"] == 0
+    assert (
+        player(
+            local_env,
+            "git config --global user.name Ada && git config --global "
+            "core.pager less && git config --global alias.st status",
+        )["returncode"]
+        == 0
+    )
     commit_the_project(local_env, name)
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 1.0, info
 
     obs, _ = local_env.reset(options={"task": "os-git-identity-001"})
-    m = re.search(r'"(\w+ \w+)" and the global email address (\S+@example\.org)',
-                  obs["instruction"])
+    m = re.search(
+        r'"(\w+ \w+)" and the global email address (\S+@example\.org)', obs["instruction"]
+    )
     assert m, obs["instruction"]
-    assert player(local_env, f"git config --global user.name '{m.group(1)}' && "
-                             f"git config --global user.email {m.group(2)}")["returncode"] == 0
+    assert (
+        player(
+            local_env,
+            f"git config --global user.name '{m.group(1)}' && "
+            f"git config --global user.email {m.group(2)}",
+        )["returncode"]
+        == 0
+    )
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 1.0, info
 
@@ -116,14 +143,25 @@ def test_judged_commands_see_the_judges_git_and_no_pip_or_ssh_config_of_the_agen
     obs, _ = local_env.reset(options={"task": TASK})
     name = project(obs)
     commit_the_project(local_env, name)
-    assert player(local_env, f"cd ~/projects/{name} && git config core.fsmonitor ~/.x && "
-                             "git config --global core.hooksPath ~/.hooks")["returncode"] == 0
+    assert (
+        player(
+            local_env,
+            f"cd ~/projects/{name} && git config core.fsmonitor ~/.x && "
+            "git config --global core.hooksPath ~/.hooks",
+        )["returncode"]
+        == 0
+    )
     client = local_env.unwrapped.provider.start()
-    out = client.execute(f"cd ~/projects/{name} && git config core.fsmonitor && "
-                         "git config core.hooksPath && env | LC_ALL=C sort | "
-                         "grep -E '^(PIP_CONFIG_FILE|GIT_SSH_COMMAND|WGETRC)='", shell=True)
-    assert out["output"] == ("false\n/dev/null\nGIT_SSH_COMMAND=ssh -F /dev/null\n"
-                             "PIP_CONFIG_FILE=/dev/null\nWGETRC=/dev/null\n"), out
+    out = client.execute(
+        f"cd ~/projects/{name} && git config core.fsmonitor && "
+        "git config core.hooksPath && env | LC_ALL=C sort | "
+        "grep -E '^(PIP_CONFIG_FILE|GIT_SSH_COMMAND|WGETRC)='",
+        shell=True,
+    )
+    assert out["output"] == (
+        "false\n/dev/null\nGIT_SSH_COMMAND=ssh -F /dev/null\n"
+        "PIP_CONFIG_FILE=/dev/null\nWGETRC=/dev/null\n"
+    ), out
 
 
 def test_a_judged_curl_reads_no_curlrc_of_the_agent(tmp_path):
@@ -138,12 +176,19 @@ def test_a_judged_curl_reads_no_curlrc_of_the_agent(tmp_path):
         pytest.skip("curl is not installed")
     (tmp_path / ".curlrc").write_text('write-out = "FORGED\\n"\noutput = "/dev/null"\n')
     argv = ["curl", "-s", "http://127.0.0.1:9/"]
-    plain = subprocess.run(argv, env={"HOME": str(tmp_path), "PATH": os.environ["PATH"]},
-                           capture_output=True, text=True)
+    plain = subprocess.run(
+        argv,
+        env={"HOME": str(tmp_path), "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+    )
     assert "FORGED" in plain.stdout  # the attack works on an ordinary curl
-    judged = subprocess.run(argv, env=judged_env({"HOME": str(tmp_path),
-                                                  "PATH": os.environ["PATH"]}),
-                            capture_output=True, text=True)
+    judged = subprocess.run(
+        argv,
+        env=judged_env({"HOME": str(tmp_path), "PATH": os.environ["PATH"]}),
+        capture_output=True,
+        text=True,
+    )
     assert "FORGED" not in judged.stdout
     assert Path(judged_env({})["CURL_HOME"], ".curlrc").is_file()
 
@@ -154,14 +199,19 @@ def test_an_ssh_match_exec_does_not_run_when_the_ssh_config_is_judged(local_env)
     held. The evaluator refuses a config with ``Match`` or ``Include`` before ``ssh`` reads it;
     the honest config (the oracle's) still scores 1."""
     obs, _ = local_env.reset(options={"task": "os-ssh-config-001"})
-    alias, host = re.search(r"ssh (\S+)` must connect to the host (\S+) ", obs["instruction"]
-                            ).groups()
+    alias, host = re.search(
+        r"ssh (\S+)` must connect to the host (\S+) ", obs["instruction"]
+    ).groups()
     good = f"Host {alias}\\n  HostName {host}\\n  Port 2222\\n  User deploy\\n"
-    setup = "mkdir -p ~/.ssh && chmod 700 ~/.ssh && printf '{}' > ~/.ssh/config && " \
-            "chmod 600 ~/.ssh/config"
-    evil = "Match exec \"touch /tmp/ran-as-judge\"\\n" + good
+    setup = (
+        "mkdir -p ~/.ssh && chmod 700 ~/.ssh && printf '{}' > ~/.ssh/config && "
+        "chmod 600 ~/.ssh/config"
+    )
+    evil = 'Match exec "touch /tmp/ran-as-judge"\\n' + good
     assert player(local_env, setup.format(evil))["returncode"] == 0
-    ran = player(local_env, "ssh -G x >/dev/null 2>&1; ls /tmp/ran-as-judge && rm /tmp/ran-as-judge")
+    ran = player(
+        local_env, "ssh -G x >/dev/null 2>&1; ls /tmp/ran-as-judge && rm /tmp/ran-as-judge"
+    )
     assert ran["returncode"] == 0, ran  # ssh -G does run it for the agent itself
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 0.0, info
@@ -183,8 +233,11 @@ def test_a_change_hidden_by_assume_unchanged_does_not_pass_for_committed(local_e
     obs, _ = local_env.reset(options={"task": TASK})
     name = project(obs)
     commit_the_project(local_env, name, readme="# wrong")
-    out = player(local_env, f"cd ~/projects/{name} && printf '# {name}\\n' > README.md && "
-                            "git update-index --assume-unchanged README.md && git status -s")
+    out = player(
+        local_env,
+        f"cd ~/projects/{name} && printf '# {name}\\n' > README.md && "
+        "git update-index --assume-unchanged README.md && git status -s",
+    )
     assert out["returncode"] == 0 and out["output"].strip() == "", out  # status looks clean
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 0.0, info

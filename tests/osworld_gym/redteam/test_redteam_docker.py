@@ -28,25 +28,34 @@ from redteam import fork_bomb, player
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
 from dockerd import daemon  # noqa: E402 - needs docker
 
-pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800),
-              pytest.mark.skipif(os.geteuid() == 1000,
-                                 reason="a host user with the player's uid cannot be separated")]
-
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.slow,
+    pytest.mark.timeout(1800),
+    pytest.mark.skipif(
+        os.geteuid() == 1000, reason="a host user with the player's uid cannot be separated"
+    ),
+]
 
 
 @pytest.fixture(scope="module")
 def tag():
     dk = daemon()
-    yield build_image(BuildOptions(apps="minimal",
-                                   tag=os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG")),
-                      client=dk).tag
+    yield build_image(
+        BuildOptions(apps="minimal", tag=os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG")), client=dk
+    ).tag
     containers.cleanup_stale(dk)
 
 
 @pytest.fixture(scope="module")
 def env(tag):
-    e = gym.make("OSWorld-v0", provider="docker", tasks="builtin", screen_size=(1024, 768),
-                 provider_kwargs={"image": tag})
+    e = gym.make(
+        "OSWorld-v0",
+        provider="docker",
+        tasks="builtin",
+        screen_size=(1024, 768),
+        provider_kwargs={"image": tag},
+    )
     try:
         yield e
     finally:
@@ -65,9 +74,12 @@ GUEST = "G=$(pgrep -f 'osworld_gym.guest --uds' | head -n 1); "
 def test_the_docker_desktop_is_separated_and_says_so(env):
     _, info = env.reset(options={"task": "os-mkdir-001"})
     assert info["separated"] is True and env.unwrapped.provider.separated is True
-    out = player(env, GUEST + "echo $G $(id -u) $(stat -c %u /proc/$G) "
-                              "$(grep CapEff /proc/self/status | cut -f2) "
-                              "$(grep NoNewPrivs /proc/self/status | cut -f2)")
+    out = player(
+        env,
+        GUEST + "echo $G $(id -u) $(stat -c %u /proc/$G) "
+        "$(grep CapEff /proc/self/status | cut -f2) "
+        "$(grep NoNewPrivs /proc/self/status | cut -f2)",
+    )
     assert re.fullmatch(r"\d+ 1000 0 0000000000000000 1\n", out["output"]), out
     # Xvfb is the judge's too
     assert player(env, "stat -c %u /proc/$(pgrep -x Xvfb)")["output"] == "0\n"
@@ -75,8 +87,13 @@ def test_the_docker_desktop_is_separated_and_says_so(env):
 
 def test_the_player_cannot_kill_stop_or_trace_the_guest(env):
     env.reset(options={"task": "os-mkdir-001"})
-    for attack in ("kill -9 $G", "kill -STOP $G", "kill -9 $(pgrep -x Xvfb)",
-                   "cat /proc/$G/environ", "ls /proc/$G/fd"):
+    for attack in (
+        "kill -9 $G",
+        "kill -STOP $G",
+        "kill -9 $(pgrep -x Xvfb)",
+        "cat /proc/$G/environ",
+        "ls /proc/$G/fd",
+    ):
         out = player(env, GUEST + attack)
         assert out["returncode"] != 0, (attack, out)
         assert re.search(r"not permitted|Permission denied", out["error"]), (attack, out)
@@ -86,8 +103,12 @@ def test_the_player_cannot_kill_stop_or_trace_the_guest(env):
 
 def test_the_player_cannot_read_the_token_or_replace_the_socket(env):
     env.reset(options={"task": "os-mkdir-001"})
-    for attack in ("cat /run/osworld/token", "ls /run/osworld", "ls /run/osworld-judge",
-                   "mv /run/osworld/guest.sock /tmp/x.sock"):
+    for attack in (
+        "cat /run/osworld/token",
+        "ls /run/osworld",
+        "ls /run/osworld-judge",
+        "mv /run/osworld/guest.sock /tmp/x.sock",
+    ):
         out = player(env, attack)
         assert out["returncode"] != 0 and "Permission denied" in out["error"], (attack, out)
 
@@ -107,19 +128,34 @@ def test_a_player_loop_cannot_act_during_an_evaluation_and_the_task_scores_0(env
     stays frozen meanwhile (the player's freezer cgroup on a root host, SIGSTOP elsewhere).
     (Writing into the evaluator's stdout fails anyway: the pipe is the judge's, 0600.)"""
     env.reset(options={"task": "os-mkdir-001"})
-    loop = ("while :; do if pgrep -f 'Directory exists' >/dev/null; then "
-            "mkdir -p ~/Desktop/projects; else rmdir ~/Desktop/projects 2>/dev/null; fi; done")
+    loop = (
+        "while :; do if pgrep -f 'Directory exists' >/dev/null; then "
+        "mkdir -p ~/Desktop/projects; else rmdir ~/Desktop/projects 2>/dev/null; fi; done"
+    )
     env.unwrapped.provider.start().upload("/home/user/.forge.sh", loop.encode())
-    assert player(env, "setsid bash /home/user/.forge.sh </dev/null >/dev/null 2>&1 &")[
-        "returncode"] == 0
+    assert (
+        player(env, "setsid bash /home/user/.forge.sh </dev/null >/dev/null 2>&1 &")["returncode"]
+        == 0
+    )
     time.sleep(0.5)
-    outs = [judge(env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
-                       "echo 'Directory does not exist.'")["output"] for _ in range(3)]
+    outs = [
+        judge(
+            env,
+            "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
+            "echo 'Directory does not exist.'",
+        )["output"]
+        for _ in range(3)
+    ]
     assert outs == ["Directory does not exist.\n"] * 3
     # the same command as the player (nothing held): the loop answers for it
-    assert "Directory exists." in player(
-        env, "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
-             "echo 'Directory does not exist.'")["output"]
+    assert (
+        "Directory exists."
+        in player(
+            env,
+            "sleep 0.3; [ -d ~/Desktop/projects ] && echo 'Directory exists.' || "
+            "echo 'Directory does not exist.'",
+        )["output"]
+    )
     # (the loop removes it again once that command is gone: wait for it, so the state the
     # episode ends in is "no directory", not what the player's own check left)
     deadline = time.monotonic() + 10
@@ -134,10 +170,15 @@ def test_on_a_root_host_judge_and_player_get_the_desktops_cgroups_and_a_freezer(
     if os.geteuid() != 0:
         pytest.skip("the desktop's cgroups need a root host")
     env.reset(options={"task": "os-mkdir-001"})
-    out = player(env, GUEST + "for p in self $G; do grep -E ':(pids|memory|freezer):' "
-                              "/proc/$p/cgroup | cut -d: -f2- | sort | tr '\\n' ' '; echo; done")
-    me, guest = ({c: path for c, path in (x.split(":", 1) for x in line.split())}
-                 for line in out["output"].splitlines())
+    out = player(
+        env,
+        GUEST + "for p in self $G; do grep -E ':(pids|memory|freezer):' "
+        "/proc/$p/cgroup | cut -d: -f2- | sort | tr '\\n' ' '; echo; done",
+    )
+    me, guest = (
+        {c: path for c, path in (x.split(":", 1) for x in line.split())}
+        for line in out["output"].splitlines()
+    )
     desktop = f"/osworld-gym/{env.unwrapped.provider._dir.name}"
     assert all(me[c].endswith(f"{desktop}/player") for c in ("pids", "memory", "freezer")), out
     assert all(guest[c].endswith(f"{desktop}/judge") for c in ("pids", "memory")), out

@@ -42,8 +42,14 @@ def download(url: str, path: str = "/home/user/x.txt") -> dict:
 
 
 def fake_env(tmp_path: Path, **kwargs) -> gym.Env:
-    return gym.make("OSWorld-v0", provider=FakeProvider(), tasks=None, settle=None,
-                    cache_dir=tmp_path / "cache", **kwargs)
+    return gym.make(
+        "OSWorld-v0",
+        provider=FakeProvider(),
+        tasks=None,
+        settle=None,
+        cache_dir=tmp_path / "cache",
+        **kwargs,
+    )
 
 
 def uploaded(env: gym.Env) -> dict[str, bytes]:
@@ -80,9 +86,11 @@ def host_service():
 
 # ---- SSRF and host files through setup ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("host", ["{hp}", "localhost:{port}", "[::ffff:127.0.0.1]:{port}"])
 def test_setup_download_from_host_loopback_is_a_validation_error_and_nothing_is_fetched(
-        tmp_path, host_service, host):
+    tmp_path, host_service, host
+):
     port = host_service.rsplit(":", 1)[1]
     url = f"http://{host.format(hp=host_service, port=port)}/etc/shadow"
     env = fake_env(tmp_path)
@@ -114,13 +122,20 @@ def test_private_downloads_work_when_the_user_opts_in(tmp_path, host_service):
         env.close()
 
 
-@pytest.mark.parametrize("step", [
-    download("file:///etc/hostname"),
-    {"type": "upload_file", "parameters": {"files": [{"local_path": "/etc/hostname",
-                                                      "path": "/home/user/h"}]}},
-    {"type": "upload_file", "parameters": {"files": [{"local_path": "~/.bash_history",
-                                                      "path": "/home/user/h"}]}},
-])
+@pytest.mark.parametrize(
+    "step",
+    [
+        download("file:///etc/hostname"),
+        {
+            "type": "upload_file",
+            "parameters": {"files": [{"local_path": "/etc/hostname", "path": "/home/user/h"}]},
+        },
+        {
+            "type": "upload_file",
+            "parameters": {"files": [{"local_path": "~/.bash_history", "path": "/home/user/h"}]},
+        },
+    ],
+)
 def test_host_files_outside_the_allowed_roots_never_reach_the_desktop(tmp_path, step):
     env = fake_env(tmp_path)
     try:
@@ -145,26 +160,51 @@ def test_file_urls_from_an_allowed_root_still_work(tmp_path):
 
 # ---- path traversal ----------------------------------------------------------------------------
 
+
 def _vm_file(dest: str) -> dict:
-    return {"func": "exact_match",
-            "result": {"type": "vm_file", "path": "/home/user/a", "dest": dest},
-            "expected": {"type": "rule", "rules": {"expected": "x"}}}
+    return {
+        "func": "exact_match",
+        "result": {"type": "vm_file", "path": "/home/user/a", "dest": dest},
+        "expected": {"type": "rule", "rules": {"expected": "x"}},
+    }
 
 
-@pytest.mark.parametrize("changes, field", [
-    ({"id": "../../escaped"}, "task id"),
-    ({"id": "/tmp/escaped"}, "task id"),
-    ({"config": [{"type": "execute", "parameters": {"command": "true",
-                                                     "stdout": "../../escaped"}}]}, "stdout"),
-    ({"evaluator": _vm_file("../../escaped")}, "dest"),
-    ({"evaluator": _vm_file("/tmp/escaped")}, "dest"),
-    ({"evaluator": {"func": "compare_text_file",
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"id": "../../escaped"}, "task id"),
+        ({"id": "/tmp/escaped"}, "task id"),
+        (
+            {
+                "config": [
+                    {
+                        "type": "execute",
+                        "parameters": {"command": "true", "stdout": "../../escaped"},
+                    }
+                ]
+            },
+            "stdout",
+        ),
+        ({"evaluator": _vm_file("../../escaped")}, "dest"),
+        ({"evaluator": _vm_file("/tmp/escaped")}, "dest"),
+        (
+            {
+                "evaluator": {
+                    "func": "compare_text_file",
                     "result": {"type": "vm_file", "path": "/home/user/a", "dest": "a"},
-                    "expected": {"type": "cloud_file", "path": "https://example.org/g",
-                                 "dest": "../../../escaped"}}}, "dest"),
-    ({"config": [download("https://example.org/f", "/home/user/../../etc/cron.d/x")]}, "path"),
-    ({"config": [download("https://example.org/f", "/etc/profile.d/x.sh")]}, "path"),
-])
+                    "expected": {
+                        "type": "cloud_file",
+                        "path": "https://example.org/g",
+                        "dest": "../../../escaped",
+                    },
+                }
+            },
+            "dest",
+        ),
+        ({"config": [download("https://example.org/f", "/home/user/../../etc/cron.d/x")]}, "path"),
+        ({"config": [download("https://example.org/f", "/etc/profile.d/x.sh")]}, "path"),
+    ],
+)
 def test_path_traversal_in_task_json_is_refused_before_anything_runs(tmp_path, changes, field):
     with pytest.raises(TaskValidationError, match=field):
         Task.from_dict(task(**changes))
@@ -195,6 +235,7 @@ def test_a_symlink_in_the_cache_cannot_lead_a_result_out_of_it(tmp_path):
 
 # ---- numbers, booleans, instructions -----------------------------------------------------------
 
+
 def test_a_nan_sleep_is_a_validation_error_from_load_and_from_reset(tmp_path):
     nan_task = task(config=[{"type": "sleep", "parameters": {"seconds": math.nan}}])
     with pytest.raises(TaskValidationError, match="not a finite number"):
@@ -208,13 +249,15 @@ def test_a_nan_sleep_is_a_validation_error_from_load_and_from_reset(tmp_path):
 
 
 def test_osworld_string_booleans_are_accepted():
-    t = Task.from_dict(task(config=[{"type": "execute",
-                                     "parameters": {"command": "true", "shell": "true"}}]))
+    t = Task.from_dict(
+        task(config=[{"type": "execute", "parameters": {"command": "true", "shell": "true"}}])
+    )
     assert t.config[0]["parameters"]["shell"] is True
 
 
 def test_a_10k_character_instruction_is_a_validation_error_not_an_observation_outside_its_space(
-        tmp_path):
+    tmp_path,
+):
     env = fake_env(tmp_path)
     try:
         with pytest.raises(TaskValidationError, match="10000 characters"):
@@ -226,6 +269,7 @@ def test_a_10k_character_instruction_is_a_validation_error_not_an_observation_ou
 
 
 # ---- hostile action objects and text -----------------------------------------------------------
+
 
 class Hostile:
     """Records every dunder the env might call on it."""
@@ -260,15 +304,19 @@ class HostileStr(str):
 
 
 @pytest.mark.parametrize("action_set", ["pyautogui", "computer_13", "uitars"])
-@pytest.mark.parametrize("make", [
-    lambda: Hostile(),
-    lambda: {Hostile(): "DONE"},
-    lambda: {"action_type": Hostile()},
-    lambda: [Hostile()],
-    lambda: b"DONE",
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Hostile(),
+        lambda: {Hostile(): "DONE"},
+        lambda: {"action_type": Hostile()},
+        lambda: [Hostile()],
+        lambda: b"DONE",
+    ],
+)
 def test_hostile_objects_are_rejected_by_type_before_any_of_their_methods_run(
-        tmp_path, action_set, make):
+    tmp_path, action_set, make
+):
     env = fake_env(tmp_path, action_set=action_set)
     try:
         env.reset(options={"task": task()})
@@ -292,12 +340,15 @@ def test_a_str_subclass_is_rejected_without_running_its_methods(tmp_path):
         env.close()
 
 
-@pytest.mark.parametrize("action_set, text", [
-    ("pyautogui", "pyautogui.write('\\ud83d\\ude00')"),          # the escape a model writes
-    ("pyautogui", "pyautogui.write('\ud83d')"),                   # a lone surrogate itself
-    ("uitars", "Action: type(content='\ud83d\ude00')"),
-    ("computer_13", {"action_type": "TYPING", "parameters": {"text": "\ud83d\ude00"}}),
-])
+@pytest.mark.parametrize(
+    "action_set, text",
+    [
+        ("pyautogui", "pyautogui.write('\\ud83d\\ude00')"),  # the escape a model writes
+        ("pyautogui", "pyautogui.write('\ud83d')"),  # a lone surrogate itself
+        ("uitars", "Action: type(content='\ud83d\ude00')"),
+        ("computer_13", {"action_type": "TYPING", "parameters": {"text": "\ud83d\ude00"}}),
+    ],
+)
 def test_lone_surrogates_are_an_action_error_and_nothing_is_typed(tmp_path, action_set, text):
     env = fake_env(tmp_path, action_set=action_set)
     try:
@@ -312,13 +363,15 @@ def test_lone_surrogates_are_an_action_error_and_nothing_is_typed(tmp_path, acti
         env.close()
 
 
-@pytest.mark.parametrize("action_set, text", [
-    # 5,000 hex digits: str() of the int raises ValueError (Python's 4,300-digit limit)
-    ("pyautogui", "pyautogui.click(0x" + "f" * 5000 + ", 1)"),
-    ("computer_13", {"action_type": "MOVE_TO", "parameters": {"x": 10 ** 5000, "y": 1}}),
-])
-def test_a_number_too_long_to_print_is_an_action_error_not_an_exception(tmp_path, action_set,
-                                                                         text):
+@pytest.mark.parametrize(
+    "action_set, text",
+    [
+        # 5,000 hex digits: str() of the int raises ValueError (Python's 4,300-digit limit)
+        ("pyautogui", "pyautogui.click(0x" + "f" * 5000 + ", 1)"),
+        ("computer_13", {"action_type": "MOVE_TO", "parameters": {"x": 10**5000, "y": 1}}),
+    ],
+)
+def test_a_number_too_long_to_print_is_an_action_error_not_an_exception(tmp_path, action_set, text):
     env = fake_env(tmp_path, action_set=action_set)
     try:
         env.reset(options={"task": task()})
@@ -330,6 +383,7 @@ def test_a_number_too_long_to_print_is_an_action_error_not_an_exception(tmp_path
 
 
 # ---- failed reset and gymnasium's passive checker ----------------------------------------------
+
 
 class FlakyProvider(FakeProvider):
     """A fake desktop whose first ``failures`` resets fail as a dead guest would."""
@@ -346,8 +400,13 @@ class FlakyProvider(FakeProvider):
 
 
 def test_after_a_failed_first_reset_step_returns_a_truncated_infra_transition_and_recovers():
-    env = gym.make("OSWorld-v0", provider=FlakyProvider(failures=1), tasks=[FAKE_TASK],
-                   setup_retries=0, settle=None)  # gymnasium's env checker is on by default
+    env = gym.make(
+        "OSWorld-v0",
+        provider=FlakyProvider(failures=1),
+        tasks=[FAKE_TASK],
+        setup_retries=0,
+        settle=None,
+    )  # gymnasium's env checker is on by default
     try:
         with pytest.raises(GuestError):
             env.reset(seed=0)
@@ -364,6 +423,7 @@ def test_after_a_failed_first_reset_step_returns_a_truncated_infra_transition_an
 
 # ---- the guest's HTTP server -------------------------------------------------------------------
 
+
 @pytest.fixture
 def guest_http(tmp_path, monkeypatch):
     """A guest HTTP server (token auth, an echo route) on loopback TCP; yields its port."""
@@ -379,8 +439,9 @@ def guest_http(tmp_path, monkeypatch):
         port = s.getsockname()[1]
     server = make_server(router, host="127.0.0.1", port=port)
     server.max_connections = 3
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                     daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     yield port
     server.shutdown()
     server.server_close()
@@ -399,15 +460,21 @@ def _raw(port: int, data: bytes, timeout: float = 10) -> bytes:
 
 @pytest.mark.parametrize("size", [b"-1", b"+10", b"0x10", b"1_0", b"zz", b""])
 def test_a_chunked_body_with_a_bad_chunk_size_is_400(guest_http, size):
-    head = (b"POST /echo HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer " + TOKEN.encode() +
-            b"\r\nTransfer-Encoding: chunked\r\n\r\n")
+    head = (
+        b"POST /echo HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer "
+        + TOKEN.encode()
+        + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     answer = _raw(guest_http, head + size + b"\r\n" + b"A" * 64 + b"\r\n0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
 
 
 def test_a_well_formed_chunked_body_still_arrives(guest_http):
-    head = (b"POST /echo HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer " + TOKEN.encode() +
-            b"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+    head = (
+        b"POST /echo HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer "
+        + TOKEN.encode()
+        + b"\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    )
     answer = _raw(guest_http, head + b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 200")
 
@@ -447,8 +514,12 @@ def test_connections_beyond_the_limit_get_503_and_the_rest_keep_working(guest_ht
             s.close()
     deadline = time.monotonic() + 10
     while True:  # the slots come back once the idle connections are gone
-        answer = _raw(guest_http, b"POST /echo HTTP/1.1\r\nAuthorization: Bearer " +
-                      TOKEN.encode() + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+        answer = _raw(
+            guest_http,
+            b"POST /echo HTTP/1.1\r\nAuthorization: Bearer "
+            + TOKEN.encode()
+            + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+        )
         if answer.startswith(b"HTTP/1.1 200") or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -457,8 +528,10 @@ def test_connections_beyond_the_limit_get_503_and_the_rest_keep_working(guest_ht
 
 # ---- /file and /setup/upload paths -------------------------------------------------------------
 
-@pytest.mark.parametrize("raw", ["/etc/shadow", "/home/user/../../root/.ssh/id_rsa", "../x",
-                                 "/proc/1/environ"])
+
+@pytest.mark.parametrize(
+    "raw", ["/etc/shadow", "/home/user/../../root/.ssh/id_rsa", "../x", "/proc/1/environ"]
+)
 def test_file_and_upload_refuse_paths_outside_home_and_tmp(raw):
     with pytest.raises(guest_files.FileRefused) as info:
         guest_files.requested_path(raw, "/home/user")
@@ -478,8 +551,12 @@ def test_what_the_agent_leaves_at_a_result_path_is_refused_before_any_status(tmp
     (home / "out").symlink_to("/etc/hostname")
     with open(home / "sparse", "wb") as f:
         f.truncate(2 << 30)
-    for name, status, why in [("dir", 422, "directory"), ("fifo", 422, "not a regular file"),
-                              ("out", 422, "outside"), ("sparse", 413, "over the")]:
+    for name, status, why in [
+        ("dir", 422, "directory"),
+        ("fifo", 422, "not a regular file"),
+        ("out", 422, "outside"),
+        ("sparse", 413, "over the"),
+    ]:
         path = guest_files.requested_path(str(home / name), home)
         with pytest.raises(guest_files.FileRefused, match=why) as info:
             guest_files.open_for_reading(path, home)
@@ -493,16 +570,20 @@ def test_a_slow_body_does_not_pin_a_connection(guest_http, monkeypatch):
     """Headers on time, then a body that never completes: the body deadline closes it."""
     monkeypatch.setattr(guest_server, "BODY_TIMEOUT_S", 1.0)
     with socket.create_connection(("127.0.0.1", guest_http), timeout=15) as s:
-        s.sendall(b"POST /echo HTTP/1.1\r\nAuthorization: Bearer " + TOKEN.encode() +
-                  b"\r\nContent-Length: 100\r\n\r\n{")
+        s.sendall(
+            b"POST /echo HTTP/1.1\r\nAuthorization: Bearer "
+            + TOKEN.encode()
+            + b"\r\nContent-Length: 100\r\n\r\n{"
+        )
         answer = b""
         while chunk := s.recv(4096):  # the 400 (or a plain close) comes; never a hang
             answer += chunk
     assert answer == b"" or answer.startswith(b"HTTP/1.1 400"), answer[:100]
 
 
-@pytest.mark.parametrize("name", ["osworld_gym.guest.files", "osworld_gym.actions.typecheck",
-                                  "osworld_gym.checker"])
+@pytest.mark.parametrize(
+    "name", ["osworld_gym.guest.files", "osworld_gym.actions.typecheck", "osworld_gym.checker"]
+)
 def test_doctests_of_the_guard_modules(name):
     import doctest
     import importlib

@@ -16,7 +16,8 @@ from osworld_gym.errors import GuestError
 from redteam import player
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)")
+    os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,6 @@ def env():
         e.close()
 
 
-
 def judge(env, command: str, timeout: float = 60) -> dict:
     """A shell command the way an evaluator's ``vm_command_line`` runs it."""
     return env.unwrapped.provider.start().execute(command, shell=True, timeout=timeout)
@@ -37,9 +37,12 @@ def judge(env, command: str, timeout: float = 60) -> dict:
 
 def wait_served(env, port: int, path: str = "/", needle: str = "FORGED") -> str:
     """Wait until the player itself sees ``needle`` served on ``port``."""
-    out = player(env, f"for i in $(seq 100); do curl -s -u :password "
-                      f"http://127.0.0.1:{port}{path} | grep -q {needle} && echo up && break; "
-                      f"sleep 0.2; done")
+    out = player(
+        env,
+        f"for i in $(seq 100); do curl -s -u :password "
+        f"http://127.0.0.1:{port}{path} | grep -q {needle} && echo up && break; "
+        f"sleep 0.2; done",
+    )
     assert "up" in out["output"], (out, player(env, "ps -eo pid,ppid,tty,args")["output"])
     return out["output"]
 
@@ -63,11 +66,15 @@ def test_a_relay_the_session_bus_starts_for_the_agent_is_not_trusted(env):
     JSON on Chromium's port; the judge must refuse to believe it (409), not read it."""
     env.reset(options={"task": "os-mkdir-001"})
     client = env.unwrapped.provider.start()
-    client.upload("/home/user/.local/share/dbus-1/services/org.example.Forge.service",
-                  SERVICE.encode())
+    client.upload(
+        "/home/user/.local/share/dbus-1/services/org.example.Forge.service", SERVICE.encode()
+    )
     client.upload("/home/user/.forged", b'HTTP/1.0 200 OK\r\n\r\n[{"url": "FORGED"}]\n')
-    out = player(env, "dbus-send --session --print-reply --dest=org.example.Forge / "
-                      "org.example.Forge.Ping 2>&1; true")
+    out = player(
+        env,
+        "dbus-send --session --print-reply --dest=org.example.Forge / "
+        "org.example.Forge.Ping 2>&1; true",
+    )
     wait_served(env, 1337, "/json/list")
     # the relay really is the bus's child, no terminal: what the old rule trusted
     tree = player(env, "ps -o ppid=,tty=,comm= -C socat")["output"].split()
@@ -81,11 +88,13 @@ def test_a_relay_openbox_starts_for_the_agent_is_not_trusted(env):
     config runs ``socat`` as openbox's child once the agent presses it."""
     env.reset(options={"task": "os-mkdir-001"})
     client = env.unwrapped.provider.start()
-    client.upload("/home/user/.forged", b'HTTP/1.0 200 OK\r\n\r\nFORGED\n')
-    rc = ('<?xml version="1.0"?><openbox_config xmlns="http://openbox.org/3.4/rc">'
-          '<keyboard><keybind key="W-F12"><action name="Execute"><command>'
-          '/usr/bin/socat TCP-LISTEN:1338,fork,reuseaddr SYSTEM:"cat /home/user/.forged"'
-          '</command></action></keybind></keyboard></openbox_config>')
+    client.upload("/home/user/.forged", b"HTTP/1.0 200 OK\r\n\r\nFORGED\n")
+    rc = (
+        '<?xml version="1.0"?><openbox_config xmlns="http://openbox.org/3.4/rc">'
+        '<keyboard><keybind key="W-F12"><action name="Execute"><command>'
+        '/usr/bin/socat TCP-LISTEN:1338,fork,reuseaddr SYSTEM:"cat /home/user/.forged"'
+        "</command></action></keybind></keyboard></openbox_config>"
+    )
     client.upload("/home/user/.config/openbox/rc.xml", rc.encode())
     player(env, "openbox --reconfigure; sleep 0.5")
     env.step("pyautogui.hotkey('win', 'f12')")
@@ -96,8 +105,10 @@ def test_a_relay_openbox_starts_for_the_agent_is_not_trusted(env):
     assert "socat" in str(refused(env, 1338))
 
 
-FAKE_STATUS = ("<root><state>playing</state><information><category name='meta'>"
-               "<info name='filename'>FORGED.wav</info></category></information></root>")
+FAKE_STATUS = (
+    "<root><state>playing</state><information><category name='meta'>"
+    "<info name='filename'>FORGED.wav</info></category></information></root>"
+)
 
 
 def test_vlc_serving_the_agents_http_src_is_not_trusted(env):
@@ -106,9 +117,21 @@ def test_vlc_serving_the_agents_http_src_is_not_trusted(env):
     env.reset(options={"task": "os-mkdir-001"})
     client = env.unwrapped.provider.start()
     client.upload("/home/user/fake/requests/status.xml", FAKE_STATUS.encode())
-    argv = ["vlc", "-I", "dummy", "--extraintf", "http", "--http-host", "127.0.0.1",
-            "--http-port", "8080", "--http-password", "password", "--http-src",
-            "/home/user/fake"]
+    argv = [
+        "vlc",
+        "-I",
+        "dummy",
+        "--extraintf",
+        "http",
+        "--http-host",
+        "127.0.0.1",
+        "--http-port",
+        "8080",
+        "--http-password",
+        "password",
+        "--http-src",
+        "/home/user/fake",
+    ]
     player(env, f"setsid {shlex.join(argv)} </dev/null >/dev/null 2>&1 &")
     wait_served(env, 8080, "/requests/status.xml")
     assert "vlc" in str(refused(env, 8080, "/requests/status.xml"))
@@ -121,10 +144,15 @@ def test_chromium_with_the_agents_library_path_is_not_trusted_but_a_clean_one_is
     the home: the agent's own would do anything); the same browser started clean is a real
     browser reporting its real state, and is believed."""
     env.reset(options={"task": "os-mkdir-001"})
-    start = ("setsid {env} chromium --headless=new --no-sandbox --user-data-dir=/tmp/h17-{n} "
-             "--remote-debugging-port={port} about:blank </dev/null >/dev/null 2>&1 &")
-    player(env, "mkdir -p ~/lib && cp /lib/x86_64-linux-gnu/libz.so.1 ~/lib/ && " + start.format(env="env LD_LIBRARY_PATH=/home/user/lib",
-                                                    n="a", port=1339))
+    start = (
+        "setsid {env} chromium --headless=new --no-sandbox --user-data-dir=/tmp/h17-{n} "
+        "--remote-debugging-port={port} about:blank </dev/null >/dev/null 2>&1 &"
+    )
+    player(
+        env,
+        "mkdir -p ~/lib && cp /lib/x86_64-linux-gnu/libz.so.1 ~/lib/ && "
+        + start.format(env="env LD_LIBRARY_PATH=/home/user/lib", n="a", port=1339),
+    )
     wait_served(env, 1339, "/json/version", "Browser")
     assert "chromium" in str(refused(env, 1339, "/json/version"))
     player(env, "pkill -f h17-[a]; " + start.format(env="", n="b", port=1340))
@@ -146,9 +174,15 @@ def test_a_process_a_trusted_one_forks_during_the_hold_cannot_write_the_result(e
     # during a hold runs until the watcher sees it: see Freezer._watch)
     writer = "import time; time.sleep(0.2); open('/home/user/Desktop/forged', 'w').write('FORGED')"
     # it forks once the evaluation command is running (it touches ~/.go), so during the hold
-    client.launch(["python3", "-c", "import os, subprocess, time\n"
-                   "while not os.path.exists('/home/user/.go'): time.sleep(0.05)\n"
-                   f"subprocess.run(['python3', '-c', {writer!r}])"])
+    client.launch(
+        [
+            "python3",
+            "-c",
+            "import os, subprocess, time\n"
+            "while not os.path.exists('/home/user/.go'): time.sleep(0.05)\n"
+            f"subprocess.run(['python3', '-c', {writer!r}])",
+        ]
+    )
     time.sleep(0.5)
     out = judge(env, "touch ~/.go; sleep 3; cat ~/Desktop/forged 2>/dev/null || echo clean")
     assert out["output"] == "clean\n", out

@@ -21,12 +21,13 @@ import osworld_gym  # noqa: F401  (registers OSWorld-v0)
 from redteam import player
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)")
+    os.geteuid() != 0, reason="judge separation needs a root host (CI runs as root)"
+)
 
 #: Connect to $DISPLAY without auth (as every desktop client may), then either grab the server
 #: and hold it (``grab``: writes ~/xgrab.ok once the server answered after the grab) or make a
 #: round trip and print "answered" (``probe``: shows whether an ordinary client is stalled).
-XCLIENT = r'''
+XCLIENT = r"""
 import os, socket, struct, sys, time
 n = os.environ.get("DISPLAY", ":0").split(":", 1)[1].split(".")[0]
 s = None
@@ -54,7 +55,7 @@ if sys.argv[1] == "grab":
         time.sleep(60)
 roundtrip()
 print("answered")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +68,13 @@ def env():
         e.close()
 
 
-
 def test_a_player_holding_an_x_server_grab_does_not_stall_the_step_or_the_score(env):
     obs, _ = env.reset(options={"task": "os-mkdir-001"})
-    out = player(env, "rm -f ~/xgrab.ok; cat > ~/xclient.py <<'EOF'\n" + XCLIENT + "EOF\n"
-                 "setsid python3 ~/xclient.py grab </dev/null >/dev/null 2>~/xgrab.err &")
+    out = player(
+        env,
+        "rm -f ~/xgrab.ok; cat > ~/xclient.py <<'EOF'\n" + XCLIENT + "EOF\n"
+        "setsid python3 ~/xclient.py grab </dev/null >/dev/null 2>~/xgrab.err &",
+    )
     assert out["returncode"] == 0, out
     try:
         deadline = time.monotonic() + 20

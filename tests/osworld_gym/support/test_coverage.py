@@ -16,20 +16,33 @@ from osworld_examples import OFFICIAL, PRESENT, SKIP_REASON
 
 def write_layout(root: Path) -> Path:
     tasks = {
-        "os": [{"id": "ok-1", "instruction": "x", "config": [],
-                "evaluator": {"func": "infeasible"}},
-               {"id": "code-1", "instruction": "x", "related_apps": ["vscode"],
+        "os": [
+            {"id": "ok-1", "instruction": "x", "config": [], "evaluator": {"func": "infeasible"}},
+            {
+                "id": "code-1",
+                "instruction": "x",
+                "related_apps": ["vscode"],
                 "config": [{"type": "launch", "parameters": {"command": ["code"]}}],
-                "evaluator": {"func": "infeasible"}}],
-        "chrome": [{"id": "web-1", "instruction": "x", "proxy": True, "config": [],
-                    "evaluator": {"func": "infeasible"}}],
+                "evaluator": {"func": "infeasible"},
+            },
+        ],
+        "chrome": [
+            {
+                "id": "web-1",
+                "instruction": "x",
+                "proxy": True,
+                "config": [],
+                "evaluator": {"func": "infeasible"},
+            }
+        ],
     }
     for domain, items in tasks.items():
         (root / "examples" / domain).mkdir(parents=True)
         for t in items:
             (root / "examples" / domain / f"{t['id']}.json").write_text(json.dumps(t))
-    (root / "test_all.json").write_text(json.dumps({d: [t["id"] for t in v]
-                                                    for d, v in tasks.items()}))
+    (root / "test_all.json").write_text(
+        json.dumps({d: [t["id"] for t in v] for d, v in tasks.items()})
+    )
     return root
 
 
@@ -37,7 +50,9 @@ def test_reasons_group_by_kind():
     assert reason_kind("unknown metric: a, b") == ("unknown metric", "a, b")
     assert reason_kind("needs VS Code (code command)") == ("needs VS Code", "code command")
     assert reason_kind("needs apps not installed: gimp (apt-get install gimp)") == (
-        "needs apps not installed", "gimp (apt-get install gimp)")
+        "needs apps not installed",
+        "gimp (apt-get install gimp)",
+    )
 
 
 def test_coverage_counts_per_domain_and_says_why_not(tmp_path):
@@ -54,9 +69,22 @@ def test_coverage_counts_per_domain_and_says_why_not(tmp_path):
 def test_the_command_prints_json_and_writes_a_meta_file_of_what_runs(tmp_path):
     root = write_layout(tmp_path / "ex")
     meta = tmp_path / "supported.json"
-    out = subprocess.run([sys.executable, "-m", "osworld_gym.cli", "tasks", "coverage", str(root),
-                          "--json", "--write-meta", str(meta)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "osworld_gym.cli",
+            "tasks",
+            "coverage",
+            str(root),
+            "--json",
+            "--write-meta",
+            str(meta),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["total"] == {"tasks": 3, "supported": 1}

@@ -26,8 +26,20 @@ from repo_paths import ROOT
 
 INSTALL = ROOT / "scripts" / "install.sh"
 #: Packages of priority "required": in every Debian root file system, debootstrap's minbase too.
-REQUIRED = {"bash", "coreutils", "dash", "debianutils", "diffutils", "findutils", "grep", "gzip",
-            "mawk", "sed", "tar", "util-linux"}
+REQUIRED = {
+    "bash",
+    "coreutils",
+    "dash",
+    "debianutils",
+    "diffutils",
+    "findutils",
+    "grep",
+    "gzip",
+    "mawk",
+    "sed",
+    "tar",
+    "util-linux",
+}
 #: Packages only the host needs (the sandbox, the docker and VNC test tooling), not a desktop.
 HOST_ONLY = {"bubblewrap", "docker.io", "debootstrap", "x11vnc"}
 
@@ -87,11 +99,16 @@ def test_dpkg_agrees_with_the_package_of_every_program():
         for package in packages.split(", "):
             owner_of.setdefault(path.strip(), set()).add(package.split(":")[0])
     depends: dict[str, set[str]] = {}
-    for line in _dpkg(["-W", "-f=${Package}\t${Pre-Depends},${Depends}\n",
-                       *sorted(set(doctor.PACKAGES.values()))]).splitlines():
+    for line in _dpkg(
+        ["-W", "-f=${Package}\t${Pre-Depends},${Depends}\n", *sorted(set(doctor.PACKAGES.values()))]
+    ).splitlines():
         package, _, deps = line.partition("\t")
-        depends[package] = {re.split(r"[\s(:]", alt.strip())[0] for dep in deps.split(",")
-                            for alt in dep.split("|") if alt.strip()}
+        depends[package] = {
+            re.split(r"[\s(:]", alt.strip())[0]
+            for dep in deps.split(",")
+            for alt in dep.split("|")
+            if alt.strip()
+        }
     wrong = {}
     for program, package in doctor.PACKAGES.items():
         owners = set().union(*(owner_of.get(p, set()) for p in paths[program]))
@@ -102,8 +119,12 @@ def test_dpkg_agrees_with_the_package_of_every_program():
 
 
 def test_doctor_passes_on_this_machine():
-    out = subprocess.run([sys.executable, "-m", "osworld_gym.cli", "doctor", "--json"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "osworld_gym.cli", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = json.loads(out.stdout)
     failed = [c for c in report["checks"] if not c["ok"]]
     assert out.returncode == 0 and failed == [], failed
@@ -157,21 +178,59 @@ def test_install_sh_on_a_fresh_debian_root_gives_doctor_everything(tmp_path):
     after it every check passes. Nothing of this machine's own packages can leak in."""
     root = tmp_path / "bookworm"
     try:
-        subprocess.run(["debootstrap", "--variant=minbase", "bookworm", str(root),
-                        "http://deb.debian.org/debian"], check=True, capture_output=True,
-                       timeout=900)
+        subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                "bookworm",
+                str(root),
+                "http://deb.debian.org/debian",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
         before = doctor.diagnose(root=root)
         failed = {c.what for c in before.checks if not c.ok}
         assert {"socat", "Xvfb", "open *.txt"} <= failed
         assert "socat" in before.missing_packages
 
         out = subprocess.run(
-            ["bwrap", "--bind", str(root), "/", "--proc", "/proc", "--dev", "/dev",
-             "--tmpfs", "/tmp", "--ro-bind", str(ROOT / "scripts"), "/repo/scripts",
-             "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf", "--clearenv",
-             "--setenv", "PATH", "/usr/sbin:/usr/bin:/sbin:/bin", "--setenv", "HOME", "/root",
-             "--setenv", "LANG", "C.UTF-8", "bash", "/repo/scripts/install.sh", "--system-only"],
-            capture_output=True, text=True, timeout=1800)
+            [
+                "bwrap",
+                "--bind",
+                str(root),
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "--tmpfs",
+                "/tmp",
+                "--ro-bind",
+                str(ROOT / "scripts"),
+                "/repo/scripts",
+                "--ro-bind",
+                "/etc/resolv.conf",
+                "/etc/resolv.conf",
+                "--clearenv",
+                "--setenv",
+                "PATH",
+                "/usr/sbin:/usr/bin:/sbin:/bin",
+                "--setenv",
+                "HOME",
+                "/root",
+                "--setenv",
+                "LANG",
+                "C.UTF-8",
+                "bash",
+                "/repo/scripts/install.sh",
+                "--system-only",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
 
         after = doctor.diagnose(root=root)
@@ -181,11 +240,32 @@ def test_install_sh_on_a_fresh_debian_root_gives_doctor_everything(tmp_path):
 
 
 def test_task_programs_are_read_from_every_kind_of_step():
-    task = {"id": "t", "config": [
-        {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222"]}},
-        {"type": "execute", "parameters": {"command": "cd ~ && jq . a.json | sort", "shell": "true"}},
-        {"type": "execute", "parameters": {"command": ["bash", "-c", "tar xf a.tar; unzip -o b"]}},
-    ], "evaluator": {"postconfig": [{"type": "launch", "parameters": {"command": ["vlc"]}}],
-                     "result": {"type": "vm_command_line", "command": ["sudo", "-S", "git", "log"]}}}
-    assert task_programs(task) == {"socat", "jq", "sort", "bash", "tar", "unzip", "vlc", "sudo",
-                                   "git"}
+    task = {
+        "id": "t",
+        "config": [
+            {"type": "launch", "parameters": {"command": ["socat", "tcp-listen:9222"]}},
+            {
+                "type": "execute",
+                "parameters": {"command": "cd ~ && jq . a.json | sort", "shell": "true"},
+            },
+            {
+                "type": "execute",
+                "parameters": {"command": ["bash", "-c", "tar xf a.tar; unzip -o b"]},
+            },
+        ],
+        "evaluator": {
+            "postconfig": [{"type": "launch", "parameters": {"command": ["vlc"]}}],
+            "result": {"type": "vm_command_line", "command": ["sudo", "-S", "git", "log"]},
+        },
+    }
+    assert task_programs(task) == {
+        "socat",
+        "jq",
+        "sort",
+        "bash",
+        "tar",
+        "unzip",
+        "vlc",
+        "sudo",
+        "git",
+    }

@@ -36,8 +36,10 @@ DEFAULT_SAMPLE = 6
 KNOWN_GAPS: dict[str, str] = {}
 #: Setup opens a terminal with Ctrl+Alt+T and activates a window titled 'Terminal' (Ubuntu's
 #: GNOME Terminal): the default ``ubuntu`` desktop profile has it, ``openbox`` has xterm.
-TERMINAL_GAP = "setup activates a window titled 'Terminal' (Ubuntu's gnome-terminal after " \
+TERMINAL_GAP = (
+    "setup activates a window titled 'Terminal' (Ubuntu's gnome-terminal after "
     "Ctrl+Alt+T); the openbox profile's terminal is xterm (OSWORLD_GYM_PROFILE=ubuntu has it)"
+)
 
 
 def _profile() -> str:
@@ -50,8 +52,11 @@ def known_gap(raw: dict[str, Any]) -> str | None:
     if raw["id"] in KNOWN_GAPS:
         return KNOWN_GAPS[raw["id"]]
     for step in raw.get("config") or []:
-        if _profile() != "ubuntu" and step.get("type") == "activate_window" and (
-                step.get("parameters") or {}).get("window_name") == "Terminal":
+        if (
+            _profile() != "ubuntu"
+            and step.get("type") == "activate_window"
+            and (step.get("parameters") or {}).get("window_name") == "Terminal"
+        ):
             return TERMINAL_GAP
     return None
 
@@ -64,8 +69,11 @@ def _examples(config: pytest.Config) -> Path:
 def runnable(root: Path, cache: Path) -> list[tuple[str, dict[str, Any]]]:
     """Official tasks supported here that have stand-ins for all their files."""
     caps = capabilities("local")
-    return [(d, raw) for d, raw in official_tasks(root)
-            if classify(raw, caps).supported and not missing_standins(raw, cache)]
+    return [
+        (d, raw)
+        for d, raw in official_tasks(root)
+        if classify(raw, caps).supported and not missing_standins(raw, cache)
+    ]
 
 
 def sample(tasks: list[tuple[str, dict[str, Any]]], n: int | None) -> list[tuple[str, dict]]:
@@ -84,14 +92,28 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     root = _examples(metafunc.config)
     if not (root / "test_all.json").is_file():
-        metafunc.parametrize("official", [pytest.param(None, marks=pytest.mark.skip(
-            reason=SKIP_REASON if root == OFFICIAL else f"no test_all.json in {root}"))])
+        metafunc.parametrize(
+            "official",
+            [
+                pytest.param(
+                    None,
+                    marks=pytest.mark.skip(
+                        reason=SKIP_REASON if root == OFFICIAL else f"no test_all.json in {root}"
+                    ),
+                )
+            ],
+        )
         return
     wanted = os.environ.get("OSWORLD_STANDINS", str(DEFAULT_SAMPLE))
-    tasks = sample(runnable(root, Path("/nonexistent")),
-                   None if wanted == "all" else int(wanted))
-    params = [pytest.param((d, raw), id=f"{d}/{raw['id'][:8]}", marks=[pytest.mark.xfail(
-        reason=gap, strict=False)] if (gap := known_gap(raw)) else []) for d, raw in tasks]
+    tasks = sample(runnable(root, Path("/nonexistent")), None if wanted == "all" else int(wanted))
+    params = [
+        pytest.param(
+            (d, raw),
+            id=f"{d}/{raw['id'][:8]}",
+            marks=[pytest.mark.xfail(reason=gap, strict=False)] if (gap := known_gap(raw)) else [],
+        )
+        for d, raw in tasks
+    ]
     metafunc.parametrize("official", params)
 
 
@@ -140,9 +162,18 @@ def test_official_task_runs_end_to_end_on_stand_ins_and_doing_nothing_scores_0(e
 
 #: Reason phrases a user can act on (install, configure, or wait for an evaluator): every
 #: unsupported official task's first reason starts with one of them.
-ACTIONABLE = ("needs a Google account", "needs a live website", "needs the network",
-              "needs VS Code", "needs GNOME", "needs systemd", "needs apps not installed",
-              "needs programs not on the desktop", "unknown metric", "unknown getter")
+ACTIONABLE = (
+    "needs a Google account",
+    "needs a live website",
+    "needs the network",
+    "needs VS Code",
+    "needs GNOME",
+    "needs systemd",
+    "needs apps not installed",
+    "needs programs not on the desktop",
+    "unknown metric",
+    "unknown getter",
+)
 
 
 def test_every_unsupported_official_task_has_an_actionable_reason(request):
@@ -154,12 +185,18 @@ def test_every_unsupported_official_task_has_an_actionable_reason(request):
     unsupported = {i: r for i, r in reasons.items() if r is not None}
     assert unsupported, "no official task is unsupported here: the classifier checks nothing"
     assert all(r.startswith(ACTIONABLE) for r in unsupported.values()), {
-        i: r for i, r in unsupported.items() if not r.startswith(ACTIONABLE)}
+        i: r for i, r in unsupported.items() if not r.startswith(ACTIONABLE)
+    }
     # tasks a no-op would win or that nothing here can judge are unsupported, saying why
     assert reasons["937087b6-f668-4ba6-9110-60682ee33441"].startswith(
-        "needs GNOME (its default video player")
+        "needs GNOME (its default video player"
+    )
     assert reasons["b6781586-6346-41cd-935a-a6b1487918fc"].startswith("needs systemd")
     # and those that lacked only a metric or getter added here are supported
-    for task_id in ("8f080098-ddb1-424c-b438-4e96e5e4786e", "aa4b5023-aef6-4ed9-bdc9-705f59ab9ad6",
-                    "8d9fd4e2-6fdb-46b0-b9b9-02f06495c62f", "a503b07f-9119-456b-b75d-f5146737d24f"):
+    for task_id in (
+        "8f080098-ddb1-424c-b438-4e96e5e4786e",
+        "aa4b5023-aef6-4ed9-bdc9-705f59ab9ad6",
+        "8d9fd4e2-6fdb-46b0-b9b9-02f06495c62f",
+        "a503b07f-9119-456b-b75d-f5146737d24f",
+    ):
         assert reasons[task_id] is None or not reasons[task_id].startswith("unknown"), task_id

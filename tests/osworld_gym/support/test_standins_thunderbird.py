@@ -24,14 +24,17 @@ from osworld_gym.evaluators.metrics.misc_checks import run_sqlite3
 from standins import FIREFOX_DECRYPT, TB_ACCOUNT, TB_PROFILE, _tb_profile
 
 #: dfac9ee8's rule: the account it asks to remove must not be listed.
-UNEXPECT = {"unexpect": [{"url": "imap://outlook.office365.com",
-                          "user": "anonym-x2024@outlook.com"}]}
+UNEXPECT = {
+    "unexpect": [{"url": "imap://outlook.office365.com", "user": "anonym-x2024@outlook.com"}]
+}
 #: dfac9ee8's command line (its evaluator runs ``-n -c 2 -f csv -d ,`` on ``~/.thunderbird``)
 ARGS = ["-n", "-c", "2", "-f", "csv", "-d", ","]
 #: dd84e895's rule ("star every message in the inbox"), on Gloda's index
-STARRED = {"sql": "SELECT COALESCE((SELECT COUNT(*) FROM messageAttributes WHERE attributeID = 58"
-           " AND value = 1 AND messageID IN (SELECT id FROM messages WHERE folderID = 13)), 0)"
-           " = (SELECT COUNT(*) FROM messages WHERE folderID = 13);"}
+STARRED = {
+    "sql": "SELECT COALESCE((SELECT COUNT(*) FROM messageAttributes WHERE attributeID = 58"
+    " AND value = 1 AND messageID IN (SELECT id FROM messages WHERE folderID = 13)), 0)"
+    " = (SELECT COUNT(*) FROM messages WHERE folderID = 13);"
+}
 
 
 def _unpack(home: Path) -> Path:
@@ -43,8 +46,13 @@ def _unpack(home: Path) -> Path:
 
 
 def _accounts(home: Path, script: Path, *args: str) -> Path:
-    out = subprocess.run([sys.executable, str(script), str(home / ".thunderbird"), *args],
-                         capture_output=True, text=True, check=True, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, str(script), str(home / ".thunderbird"), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     csv = home / "accounts.csv"
     csv.write_text(out)
     return csv
@@ -74,11 +82,19 @@ def test_removing_the_account_from_prefs_removes_it_from_the_list(tmp_path):
 def test_the_lister_reads_the_profile_chosen_by_number(tmp_path):
     script = _unpack(tmp_path)
     # profile 1 is an empty one: no prefs.js, the lister fails like the real one would
-    fail = subprocess.run([sys.executable, str(script), str(tmp_path / ".thunderbird"), "-n",
-                           "-c", "1", "-f", "csv"], capture_output=True, text=True, timeout=60)
+    fail = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / ".thunderbird"), "-n", "-c", "1", "-f", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert fail.returncode != 0
-    bad = subprocess.run([sys.executable, str(script), str(tmp_path / ".thunderbird"), "-n",
-                          "-c", "3"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / ".thunderbird"), "-n", "-c", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode != 0 and "no profile number 3" in bad.stderr
 
 
@@ -89,8 +105,10 @@ def test_the_inbox_index_is_not_all_starred_until_every_message_is(tmp_path):
         assert con.execute("PRAGMA user_version").fetchone() == (30,)  # Gloda keeps it
     assert run_sqlite3(str(db), STARRED) == 0.0  # doing nothing: one of three starred
     with sqlite3.connect(db) as con:  # what Gloda records when the rest are starred
-        con.execute("INSERT INTO messageAttributes SELECT conversationID, id, 58, 1 "
-                    "FROM messages WHERE folderID = 13 AND id != 1")
+        con.execute(
+            "INSERT INTO messageAttributes SELECT conversationID, id, 58, 1 "
+            "FROM messages WHERE folderID = 13 AND id != 1"
+        )
     assert run_sqlite3(str(db), STARRED) == 1.0
 
 
@@ -111,8 +129,8 @@ class _Marionette:
         size, rest = self.buf.split(b":", 1)
         while len(rest) < int(size):
             rest += self.sock.recv(65536)
-        self.buf = rest[int(size):]
-        return json.loads(rest[:int(size)])
+        self.buf = rest[int(size) :]
+        return json.loads(rest[: int(size)])
 
     def call(self, command: str, params: dict) -> object:
         self.serial += 1
@@ -127,8 +145,9 @@ _ACCOUNTS = """const {MailServices} = ChromeUtils.importESModule(
   "resource:///modules/MailServices.sys.mjs");"""
 
 
-@pytest.mark.skipif(shutil.which("thunderbird") is None, reason="needs Thunderbird "
-                    "(scripts/install.sh)")
+@pytest.mark.skipif(
+    shutil.which("thunderbird") is None, reason="needs Thunderbird (scripts/install.sh)"
+)
 def test_thunderbird_uses_the_profile_and_removing_the_account_empties_the_list(tmp_path):
     """Thunderbird itself (headless, driven over Marionette) loads the stand-in profile with
     its account, and its own account removal rewrites prefs.js so the lister reports none."""
@@ -137,9 +156,12 @@ def test_thunderbird_uses_the_profile_and_removing_the_account_empties_the_list(
     with open(profile / "prefs.js", "a") as f:
         f.write('user_pref("marionette.port", 0);\n')  # a free port, written to the profile
     env = {**os.environ, "HOME": str(tmp_path), "MOZ_HEADLESS": "1"}
-    tb = subprocess.Popen(["thunderbird", "--headless", "--marionette",
-                           "-remote-allow-system-access"], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tb = subprocess.Popen(
+        ["thunderbird", "--headless", "--marionette", "-remote-allow-system-access"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         port_file = profile / "MarionetteActivePort"
         deadline = time.monotonic() + 120
@@ -147,14 +169,28 @@ def test_thunderbird_uses_the_profile_and_removing_the_account_empties_the_list(
             assert tb.poll() is None and time.monotonic() < deadline, "no Marionette port"
             time.sleep(0.5)
         m = _Marionette(int(port_file.read_text()))
-        users = m.call("WebDriver:ExecuteScript", {"args": [], "script": _ACCOUNTS + """
-            return MailServices.accounts.accounts.map(a => a.incomingServer.username);"""})
+        users = m.call(
+            "WebDriver:ExecuteScript",
+            {
+                "args": [],
+                "script": _ACCOUNTS
+                + """
+            return MailServices.accounts.accounts.map(a => a.incomingServer.username);""",
+            },
+        )
         assert TB_ACCOUNT[2] in users  # Thunderbird runs the stand-in profile, not a new one
-        m.call("WebDriver:ExecuteScript", {"args": [TB_ACCOUNT[2]], "script": _ACCOUNTS + """
+        m.call(
+            "WebDriver:ExecuteScript",
+            {
+                "args": [TB_ACCOUNT[2]],
+                "script": _ACCOUNTS
+                + """
             const gone = MailServices.accounts.accounts.find(
               a => a.incomingServer.username == arguments[0]);
             MailServices.accounts.removeAccount(gone, true);
-            Services.prefs.savePrefFile(null);"""})
+            Services.prefs.savePrefFile(null);""",
+            },
+        )
         deadline = time.monotonic() + 30
         while TB_ACCOUNT[2] in (csv := _accounts(tmp_path, script, *ARGS)).read_text():
             assert time.monotonic() < deadline, "prefs.js still names the removed account"

@@ -350,11 +350,15 @@ def test_every_program_a_task_runs_must_be_on_the_desktop_path(tmp_path):
     raw = task(
         "nautilus",
         ["os"],
-        [step("launch", command=["nautilus", "/home/user"]),
-         step("execute", command="xsel -b < ~/a.txt && socat -V", shell="true")],
-        {"func": "exact_match",
-         "result": {"type": "vm_command_line", "command": ["jq", ".", "a.json"]},
-         "expected": {"type": "rule", "rules": {"expected": "1"}}},
+        [
+            step("launch", command=["nautilus", "/home/user"]),
+            step("execute", command="xsel -b < ~/a.txt && socat -V", shell="true"),
+        ],
+        {
+            "func": "exact_match",
+            "result": {"type": "vm_command_line", "command": ["jq", ".", "a.json"]},
+            "expected": {"type": "rule", "rules": {"expected": "1"}},
+        },
     )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -371,12 +375,18 @@ def test_every_program_a_task_runs_must_be_on_the_desktop_path(tmp_path):
 
 
 def test_python_steps_need_the_task_python(tmp_path):
-    raw = task("py", ["os"], [step("execute", command=["python", "-c", "import pyautogui"])],
-               {"func": "infeasible"})
-    caps = Capabilities(network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS,
-                        path=str(tmp_path))
+    raw = task(
+        "py",
+        ["os"],
+        [step("execute", command=["python", "-c", "import pyautogui"])],
+        {"func": "infeasible"},
+    )
+    caps = Capabilities(
+        network=False, google=False, vscode=False, gnome=False, apps=ALL_APPS, path=str(tmp_path)
+    )
     assert classify(raw, caps).reason.startswith(
-        "needs programs not on the desktop: python (python with pyautogui: run scripts/install.sh")
+        "needs programs not on the desktop: python (python with pyautogui: run scripts/install.sh"
+    )
 
 
 def test_local_path_is_the_desktops_not_the_hosts(monkeypatch):
@@ -389,31 +399,47 @@ def test_local_path_is_the_desktops_not_the_hosts(monkeypatch):
 @pytest.mark.parametrize(
     ("command", "reason"),
     [
-        ("echo pw | sudo -S apt-get install -y expect", "needs the network (apt-get install in a setup step)"),
+        (
+            "echo pw | sudo -S apt-get install -y expect",
+            "needs the network (apt-get install in a setup step)",
+        ),
         ("pip3 install --user numpy", "needs the network (pip3 install in a setup step)"),
         ("sudo snap install code", "needs the network (snap install in a setup step)"),
     ],
 )
 def test_steps_that_install_from_the_internet_need_the_network(command, reason):
-    raw = task("net", ["os"], [step("execute", command=command, shell=True)],
-               {"func": "infeasible"})
+    raw = task(
+        "net", ["os"], [step("execute", command=command, shell=True)], {"func": "infeasible"}
+    )
     assert classify(raw, SANDBOX).reason == reason
     assert classify(raw, "docker").supported
 
 
 def test_a_browser_task_whose_instruction_names_a_site_needs_it():
-    raw = task("site", ["chrome"], [step("launch", command=["google-chrome"])],
-               {"func": "infeasible"}, instruction="Find the cheapest flight on www.delta.com.")
+    raw = task(
+        "site",
+        ["chrome"],
+        [step("launch", command=["google-chrome"])],
+        {"func": "infeasible"},
+        instruction="Find the cheapest flight on www.delta.com.",
+    )
     assert classify(raw, SANDBOX).reason == (
-        "needs a live website (www.delta.com, named in the instruction)")
-    offline = task("file", ["chrome"], [step("launch", command=["google-chrome"])],
-                   {"func": "infeasible"}, instruction="Save the page as notes.txt.")
+        "needs a live website (www.delta.com, named in the instruction)"
+    )
+    offline = task(
+        "file",
+        ["chrome"],
+        [step("launch", command=["google-chrome"])],
+        {"func": "infeasible"},
+        instruction="Save the page as notes.txt.",
+    )
     assert classify(offline, SANDBOX).supported
 
 
 def test_string_booleans_are_accepted():
-    raw = task("sb", ["os"], [step("execute", command="ls ~", shell="true")],
-               {"func": "infeasible"})
+    raw = task(
+        "sb", ["os"], [step("execute", command="ls ~", shell="true")], {"func": "infeasible"}
+    )
     assert classify(raw, SANDBOX).supported
 
 
@@ -436,11 +462,7 @@ def test_string_booleans_are_accepted():
             {
                 "func": "compare_table",
                 "result": {"type": "vm_file", "path": "/a.xlsx", "dest": "a.xlsx"},
-                "options": {
-                    "rules": [
-                        {"type": "watermark", "sheet_idx0": 0, "sheet_idx1": "EI0"}
-                    ]
-                },
+                "options": {"rules": [{"type": "watermark", "sheet_idx0": 0, "sheet_idx1": "EI0"}]},
             },
             "unsupported compare_table rule: watermark",
         ),
@@ -518,8 +540,9 @@ def write_evaluation_examples(root: Path, tasks: list[dict[str, Any]]) -> Path:
 
 
 def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(LocalProvider, "capabilities",
-                        classmethod(lambda cls, profile=None: SANDBOX))
+    monkeypatch.setattr(
+        LocalProvider, "capabilities", classmethod(lambda cls, profile=None: SANDBOX)
+    )
     every = [
         OS_RENAME,
         OS_BLUETOOTH,
@@ -598,11 +621,16 @@ def test_a_metric_s_own_option_check_and_undeclared_options_are_reported_by_clas
 
     register_metric("close_enough", close_enough)
     try:
-        evaluator = {"func": "close_enough", "result": {"type": "vm_command_line", "command": "ls"},
-                     "options": {"tolerance": -1, "fancy": True, "off": False}}
+        evaluator = {
+            "func": "close_enough",
+            "result": {"type": "vm_command_line", "command": "ls"},
+            "options": {"tolerance": -1, "fancy": True, "off": False},
+        }
         support = classify(task("opt", ["os"], [], evaluator), OSWORLD_IMAGE)
-        assert support.reasons == ("unsupported tolerance: negative",
-                                   "unsupported metric option: close_enough(fancy)")
+        assert support.reasons == (
+            "unsupported tolerance: negative",
+            "unsupported metric option: close_enough(fancy)",
+        )
         evaluator["options"] = {"tolerance": 2}
         assert classify(task("opt", ["os"], [], evaluator), OSWORLD_IMAGE).supported
     finally:

@@ -42,8 +42,12 @@ def test_oracle_scores_one_and_doing_nothing_scores_zero(results, task):
 def test_a_wrong_answer_scores_zero(local_env):
     """Moving the report instead of copying it must not pass for "copy"."""
     local_env.reset(options={"task": "os-copy-001"})
-    for action in ["pyautogui.hotkey('ctrl', 'alt', 't')", "time.sleep(2)",
-                   "pyautogui.write('mv ~/Desktop/report.txt ~/Desktop/archive/\\n')", "time.sleep(1)"]:
+    for action in [
+        "pyautogui.hotkey('ctrl', 'alt', 't')",
+        "time.sleep(2)",
+        "pyautogui.write('mv ~/Desktop/report.txt ~/Desktop/archive/\\n')",
+        "time.sleep(1)",
+    ]:
         local_env.step(action)
     _, reward, terminated, _, info = local_env.step("DONE")
     assert terminated and info["infra_error"] is None and reward == 0.0

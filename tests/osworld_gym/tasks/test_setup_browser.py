@@ -47,15 +47,26 @@ def test_urls_compare_like_osworld():
 def test_history_rows_use_chromes_clock(tmp_path):
     db = history_db(tmp_path / "History")
     now = datetime(2026, 1, 1, 12, 0, 0)
-    add_history(db, [{"url": "https://www.youtube.com/watch?v=x", "title": "X",
-                      "visit_time_from_now_in_seconds": 3600}], now=now)
+    add_history(
+        db,
+        [
+            {
+                "url": "https://www.youtube.com/watch?v=x",
+                "title": "X",
+                "visit_time_from_now_in_seconds": 3600,
+            }
+        ],
+        now=now,
+    )
     con = sqlite3.connect(db)
-    (url_id, url, title, last), = con.execute(
-        "SELECT id, url, title, last_visit_time FROM urls").fetchall()
+    ((url_id, url, title, last),) = con.execute(
+        "SELECT id, url, title, last_visit_time FROM urls"
+    ).fetchall()
     assert (url, title) == ("https://www.youtube.com/watch?v=x", "X")
     assert last == chrome_time(datetime(2026, 1, 1, 11, 0, 0))
     assert con.execute("SELECT url, visit_time, transition FROM visits").fetchall() == [
-        (url_id, last, 805306368)]
+        (url_id, last, 805306368)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +82,10 @@ def desktop() -> Iterator:
 
 
 def open_urls(client) -> list[str]:
-    script = ("import json, urllib.request; print(json.dumps([t['url'] for t in json.load("
-              "urllib.request.urlopen('http://127.0.0.1:9222/json/list')) if t['type'] == 'page']))")
+    script = (
+        "import json, urllib.request; print(json.dumps([t['url'] for t in json.load("
+        "urllib.request.urlopen('http://127.0.0.1:9222/json/list')) if t['type'] == 'page']))"
+    )
     return json.loads(client.execute(["python3", "-c", script], setup=True)["output"])
 
 
@@ -82,11 +95,13 @@ def test_open_then_close_tabs_like_osworld(desktop, tmp_path):
     pages = [f"/home/user/p{i}.html" for i in range(3)]
     for i, p in enumerate(pages):
         desktop.upload(p, f"<title>page {i}</title><h1>{i}</h1>".encode())
-    runner.run([
-        step("launch", command=["google-chrome", "--remote-debugging-port=1337"]),
-        step("launch", command=["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]),
-        step("chrome_open_tabs", urls_to_open=[f"file://{p}" for p in pages]),
-    ])
+    runner.run(
+        [
+            step("launch", command=["google-chrome", "--remote-debugging-port=1337"]),
+            step("launch", command=["socat", "tcp-listen:9222,fork", "tcp:localhost:1337"]),
+            step("chrome_open_tabs", urls_to_open=[f"file://{p}" for p in pages]),
+        ]
+    )
     # the tab Chrome started with is gone; the three pages are open
     assert sorted(open_urls(desktop)) == [f"file://{p}" for p in pages]
     runner.run([step("chrome_close_tabs", urls_to_close=[f"file://{pages[1]}"])])
@@ -99,8 +114,11 @@ def test_open_tabs_without_a_browser_is_a_setup_error_naming_it(desktop, tmp_pat
     desktop.reset_desktop()
     runner = SetupRunner(desktop, cache_dir=tmp_path, task_id="none")
     original = setup_browser._run_tabs
-    monkeypatch.setattr(setup_browser, "_run_tabs",  # give up after 2 s, not OSWorld's 75
-                        lambda r, args: original(r, {**args, "connect_s": 2}))
+    monkeypatch.setattr(
+        setup_browser,
+        "_run_tabs",  # give up after 2 s, not OSWorld's 75
+        lambda r, args: original(r, {**args, "connect_s": 2}),
+    )
     with pytest.raises(SetupError, match="DevTools did not answer.*is Chrome running"):
         runner.run([step("chrome_open_tabs", urls_to_open=["file:///home/user/x.html"])])
 
@@ -108,15 +126,50 @@ def test_open_tabs_without_a_browser_is_a_setup_error_naming_it(desktop, tmp_pat
 def test_update_browse_history_uploads_chromes_history_file(desktop, tmp_path):
     runner = SetupRunner(desktop, cache_dir=tmp_path, task_id="hist")
     with pytest.raises(SetupError, match=f"place {HISTORY_CACHE_NAME} at"):
-        runner.run([step("update_browse_history", history=[
-            {"url": "https://a.example/", "title": "A", "visit_time_from_now_in_seconds": 5}])])
+        runner.run(
+            [
+                step(
+                    "update_browse_history",
+                    history=[
+                        {
+                            "url": "https://a.example/",
+                            "title": "A",
+                            "visit_time_from_now_in_seconds": 5,
+                        }
+                    ],
+                )
+            ]
+        )
     (tmp_path / "hist").mkdir()
     base = history_db(tmp_path / "hist" / HISTORY_CACHE_NAME)
-    runner.run([step("update_browse_history", history=[
-        {"url": "https://a.example/", "title": "A", "visit_time_from_now_in_seconds": 5},
-        {"url": "https://b.example/", "title": "B", "visit_time_from_now_in_seconds": 60}])])
-    out = desktop.execute(["python3", "-c", "import sqlite3, os; print(sqlite3.connect("
-                           "os.path.expanduser('~/.config/google-chrome/Default/History'))"
-                           ".execute('select count(*) from urls').fetchone()[0])"], setup=True)
+    runner.run(
+        [
+            step(
+                "update_browse_history",
+                history=[
+                    {
+                        "url": "https://a.example/",
+                        "title": "A",
+                        "visit_time_from_now_in_seconds": 5,
+                    },
+                    {
+                        "url": "https://b.example/",
+                        "title": "B",
+                        "visit_time_from_now_in_seconds": 60,
+                    },
+                ],
+            )
+        ]
+    )
+    out = desktop.execute(
+        [
+            "python3",
+            "-c",
+            "import sqlite3, os; print(sqlite3.connect("
+            "os.path.expanduser('~/.config/google-chrome/Default/History'))"
+            ".execute('select count(*) from urls').fetchone()[0])",
+        ],
+        setup=True,
+    )
     assert out["output"].strip() == "2", out
     assert sqlite3.connect(base).execute("select count(*) from urls").fetchone()[0] == 0

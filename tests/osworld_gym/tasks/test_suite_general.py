@@ -29,11 +29,22 @@ from osworld_gym.tasks.builtin.web_media_assets import ARTICLES, STAFF
 
 GENERAL_DOMAINS = ("os", "terminal", "text_editor", "chrome", "vlc", "multi_apps")
 #: The first slice of built-in tasks; tests/osworld_gym/tasks/test_builtin_oracles.py covers them.
-FIRST_SLICE = frozenset({
-    "os-mkdir-001", "os-rename-001", "os-delete-pattern-001", "os-count-lines-001", "os-chmod-001",
-    "os-copy-001", "os-write-file-001", "os-infeasible-001", "text_editor-append-001",
-    "text_editor-replace-001", "text_editor-new-file-001", "text_editor-delete-line-001",
-})
+FIRST_SLICE = frozenset(
+    {
+        "os-mkdir-001",
+        "os-rename-001",
+        "os-delete-pattern-001",
+        "os-count-lines-001",
+        "os-chmod-001",
+        "os-copy-001",
+        "os-write-file-001",
+        "os-infeasible-001",
+        "text_editor-append-001",
+        "text_editor-replace-001",
+        "text_editor-new-file-001",
+        "text_editor-delete-line-001",
+    }
+)
 #: Minimum number of tasks per domain (first slice included).
 TARGETS = {"os": 10, "terminal": 12, "text_editor": 8, "chrome": 10, "vlc": 6, "multi_apps": 8}
 SEEDS = (0, 1)
@@ -42,12 +53,18 @@ SEEDS = (0, 1)
 
 #: (URL, same generator with other parameters) per generator.
 GENERATOR_CASES = {
-    "portal_server": ("builtin-asset://portal_server?code=MAPLE-1111",
-                      "builtin-asset://portal_server?code=MAPLE-2222"),
-    "portal_file": ("builtin-asset://portal_file?name=report.csv&quarter=Q1",
-                    "builtin-asset://portal_file?name=report.csv&quarter=Q2"),
-    "wav_tone": ("builtin-asset://wav_tone?freq=440&seconds=2",
-                 "builtin-asset://wav_tone?freq=660&seconds=2"),
+    "portal_server": (
+        "builtin-asset://portal_server?code=MAPLE-1111",
+        "builtin-asset://portal_server?code=MAPLE-2222",
+    ),
+    "portal_file": (
+        "builtin-asset://portal_file?name=report.csv&quarter=Q1",
+        "builtin-asset://portal_file?name=report.csv&quarter=Q2",
+    ),
+    "wav_tone": (
+        "builtin-asset://wav_tone?freq=440&seconds=2",
+        "builtin-asset://wav_tone?freq=660&seconds=2",
+    ),
     "vlcrc": ("builtin-asset://vlcrc", "builtin-asset://vlcrc?one-instance=1"),
 }
 
@@ -64,8 +81,9 @@ def test_a_generator_gives_other_bytes_for_other_parameters(name):
     assert generate(url) != generate(other)
 
 
-@pytest.mark.parametrize(("freq", "seconds", "rate"),
-                         [(440, 1, 8000), (523, 3, 8000), (1000, 2, 22050)])
+@pytest.mark.parametrize(
+    ("freq", "seconds", "rate"), [(440, 1, 8000), (523, 3, 8000), (1000, 2, 22050)]
+)
 def test_the_wav_tone_is_a_mono_16_bit_wav_of_the_requested_length(freq, seconds, rate):
     data = generate(f"builtin-asset://wav_tone?freq={freq}&seconds={seconds}&rate={rate}")
     with wave.open(io.BytesIO(data)) as w:
@@ -148,8 +166,12 @@ def test_the_portal_records_each_form_post_as_a_json_line(portal):
     with urllib.request.urlopen(base + "/submit", data=form, timeout=5) as r:
         assert "Thank you Rosa Diaz" in r.read().decode()
     posted = json.loads((logs / "submissions.jsonl").read_text().splitlines()[-1])
-    assert posted["fields"] == {"name": "Rosa Diaz", "email": "rosa@example.org",
-                                "department": "Support", "newsletter": "yes"}
+    assert posted["fields"] == {
+        "name": "Rosa Diaz",
+        "email": "rosa@example.org",
+        "department": "Support",
+        "newsletter": "yes",
+    }
 
 
 # -- the suite --------------------------------------------------------------------------------

@@ -21,12 +21,21 @@ SEEDS = (0, 1)
 
 #: (URL, same generator with other parameters, opener) per generator.
 GENERATOR_CASES = {
-    "office_xlsx": ("builtin-asset://office_xlsx?data=orders&seed=2&rows=12&cancel=4,9",
-                    "builtin-asset://office_xlsx?data=orders&seed=3&rows=12&cancel=4,9", "xlsx"),
-    "office_docx": ("builtin-asset://office_docx?doc=notes&seed=2",
-                    "builtin-asset://office_docx?doc=notes&seed=2&delete=Monday", "docx"),
-    "office_pptx": ("builtin-asset://office_pptx?deck=office&seed=2&slides=5",
-                    "builtin-asset://office_pptx?deck=office&seed=2&slides=5&bold=Parking", "pptx"),
+    "office_xlsx": (
+        "builtin-asset://office_xlsx?data=orders&seed=2&rows=12&cancel=4,9",
+        "builtin-asset://office_xlsx?data=orders&seed=3&rows=12&cancel=4,9",
+        "xlsx",
+    ),
+    "office_docx": (
+        "builtin-asset://office_docx?doc=notes&seed=2",
+        "builtin-asset://office_docx?doc=notes&seed=2&delete=Monday",
+        "docx",
+    ),
+    "office_pptx": (
+        "builtin-asset://office_pptx?deck=office&seed=2&slides=5",
+        "builtin-asset://office_pptx?deck=office&seed=2&slides=5&bold=Parking",
+        "pptx",
+    ),
 }
 
 
@@ -81,8 +90,10 @@ def test_the_gold_spreadsheet_holds_the_requested_edits():
 def test_the_gold_deck_holds_the_requested_edits():
     import pptx
 
-    url = ("builtin-asset://office_pptx?deck=travel&seed=1&slides=5"
-           "&delete=Budget&move=Route:end&title=Packing List:Gear&notes=1:Hello")
+    url = (
+        "builtin-asset://office_pptx?deck=travel&seed=1&slides=5"
+        "&delete=Budget&move=Route:end&title=Packing List:Gear&notes=1:Hello"
+    )
     deck = pptx.Presentation(io.BytesIO(generate(url)))
     titles = [s.shapes.title.text for s in deck.slides]
     assert titles == ["Trip to the Coast", "Gear", "Places to Stay", "Route"]
@@ -92,8 +103,10 @@ def test_the_gold_deck_holds_the_requested_edits():
 def test_the_gold_document_holds_the_requested_edits():
     import docx
 
-    url = ("builtin-asset://office_docx?doc=letter&seed=1&name=Dr. Novak"
-           "&replace=Kind regards,:Best wishes,&delete=P.S.&insert=5:See you soon.")
+    url = (
+        "builtin-asset://office_docx?doc=letter&seed=1&name=Dr. Novak"
+        "&replace=Kind regards,:Best wishes,&delete=P.S.&insert=5:See you soon."
+    )
     texts = [p.text for p in docx.Document(io.BytesIO(generate(url))).paragraphs]
     assert texts[0] == "Dear Dr. Novak,"
     assert texts[4:] == ["See you soon.", "Best wishes,", "The Support Team"]

@@ -16,8 +16,16 @@ TASKS = builtin_tasks()
 
 def test_the_suite_has_at_least_100_tasks_in_8_domains_with_infeasible_ones():
     assert len(TASKS) >= 100
-    assert {"os", "terminal", "text_editor", "libreoffice_calc", "libreoffice_writer",
-            "libreoffice_impress", "chrome", "multi_apps"} <= set(TASKS.domains())
+    assert {
+        "os",
+        "terminal",
+        "text_editor",
+        "libreoffice_calc",
+        "libreoffice_writer",
+        "libreoffice_impress",
+        "chrome",
+        "multi_apps",
+    } <= set(TASKS.domains())
     assert sum(t.is_infeasible for t in TASKS) >= 5
     assert builtin_tasks("text_editor").domains() == ["text_editor"]
 

@@ -233,7 +233,11 @@ def test_download_uses_osworld_cache_naming_and_uploads(tmp_path, sleeps):
 def test_download_of_uncached_file_offline_names_the_cache_path(tmp_path, sleeps):
     url = "http://127.0.0.1:9/never/there.xlsx"  # discard port: connection refused
     runner = make_runner(
-        RecordingGuest(), tmp_path, sleeps, download_timeout_s=2, download_attempts=1,
+        RecordingGuest(),
+        tmp_path,
+        sleeps,
+        download_timeout_s=2,
+        download_attempts=1,
         host_access=HostAccess(allow_private_urls=True),  # loopback needs the opt-in
     )
     expected = runner.task_cache_dir / f"{uuid.uuid5(uuid.NAMESPACE_URL, url)}_there.xlsx"
@@ -242,8 +246,9 @@ def test_download_of_uncached_file_offline_names_the_cache_path(tmp_path, sleeps
 
 
 def test_upload_of_missing_local_file_is_a_setup_error(tmp_path, sleeps):
-    runner = make_runner(RecordingGuest(), tmp_path, sleeps,
-                         host_access=HostAccess(file_roots=(tmp_path,)))
+    runner = make_runner(
+        RecordingGuest(), tmp_path, sleeps, host_access=HostAccess(file_roots=(tmp_path,))
+    )
     with pytest.raises(SetupError, match=r"step 0 \(upload_file\) failed"):
         runner.run([step("upload_file", files=[{"local_path": str(tmp_path / "no"), "path": "x"}])])
 
@@ -298,8 +303,13 @@ def test_a_missing_postconfig_window_is_the_agents_doing_not_an_infra_error(tmp_
     """OSWorld logs a failed activation and scores on: 'Answer.docx - LibreOffice Writer'
     exists only if the agent saved that file. In config the window is setup's own."""
     runner = make_runner(NoWindows(), tmp_path, sleeps)
-    runner.run([step("activate_window", window_name="Answer.docx - LibreOffice Writer"),
-                step("close_window", window_name="x")], phase="postconfig")
+    runner.run(
+        [
+            step("activate_window", window_name="Answer.docx - LibreOffice Writer"),
+            step("close_window", window_name="x"),
+        ],
+        phase="postconfig",
+    )
     with pytest.raises(SetupError, match="config step 0 \\(activate_window\\) failed"):
         runner.run([step("activate_window", window_name="Terminal")])
     # setup waited for it first: polls adding up to 20 s

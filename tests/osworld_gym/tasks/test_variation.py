@@ -15,14 +15,30 @@ TEMPLATE = {
     "id": "var-copy-001",
     "instruction": "Copy {{name}}.txt {{n}} times",
     "related_apps": ["os"],
-    "variables": {"name": {"choice": ["alpha", "beta", "gamma", "delta"]},
-                  "n": {"randint": [2, 50]}, "w": {"sample": [["a", "b", "c", "d"], 2], "sep": "+"}},
-    "config": [{"type": "download", "parameters": {"files": [
-        {"url": "builtin-asset://lines?n={{n}}&seed={{name}}", "path": "/home/user/{{name}}.txt"}]}},
-        {"type": "sleep", "parameters": {"seconds": "{{n}}"}}],
-    "evaluator": {"func": "exact_match",
-                  "result": {"type": "vm_command_line", "command": "ls ~/{{name}}*"},
-                  "expected": {"type": "rule", "rules": {"expected": "{{w}}"}}},
+    "variables": {
+        "name": {"choice": ["alpha", "beta", "gamma", "delta"]},
+        "n": {"randint": [2, 50]},
+        "w": {"sample": [["a", "b", "c", "d"], 2], "sep": "+"},
+    },
+    "config": [
+        {
+            "type": "download",
+            "parameters": {
+                "files": [
+                    {
+                        "url": "builtin-asset://lines?n={{n}}&seed={{name}}",
+                        "path": "/home/user/{{name}}.txt",
+                    }
+                ]
+            },
+        },
+        {"type": "sleep", "parameters": {"seconds": "{{n}}"}},
+    ],
+    "evaluator": {
+        "func": "exact_match",
+        "result": {"type": "vm_command_line", "command": "ls ~/{{name}}*"},
+        "expected": {"type": "rule", "rules": {"expected": "{{w}}"}},
+    },
     "oracle": ["pyautogui.write('{{name}}')"],
 }
 
@@ -48,7 +64,9 @@ def test_undeclared_variables_and_bad_specs_are_task_errors():
     with pytest.raises(TaskError, match="declares no variable 'x'"):
         Task.from_dict({**TEMPLATE, "instruction": "{{x}}"})
     with pytest.raises(TaskError, match="randint"):
-        Task.from_dict({**TEMPLATE, "variables": {**TEMPLATE["variables"], "n": {"randint": [5, 1]}}})
+        Task.from_dict(
+            {**TEMPLATE, "variables": {**TEMPLATE["variables"], "n": {"randint": [5, 1]}}}
+        )
 
 
 def test_generated_files_land_in_the_osworld_cache_path(tmp_path):

@@ -44,8 +44,18 @@ from osworld_gym.errors import MissingDependencyError
 from arpo_eval.agent_spec import AGENTS, HF_EXTRA, AgentBundle, AgentError, AgentSpec
 
 __all__ = [
-    "AGENTS", "HF_EXTRA", "AgentBundle", "AgentError", "AgentSpec", "FailAgent", "LockedPolicy",
-    "NoopAgent", "OracleAgent", "ReplayOracleAgent", "build_agent", "trainer_module",
+    "AGENTS",
+    "HF_EXTRA",
+    "AgentBundle",
+    "AgentError",
+    "AgentSpec",
+    "FailAgent",
+    "LockedPolicy",
+    "NoopAgent",
+    "OracleAgent",
+    "ReplayOracleAgent",
+    "build_agent",
+    "trainer_module",
 ]
 
 log = logging.getLogger(__name__)
@@ -68,7 +78,8 @@ def trainer_module(name: str, *, what: str = "--agent hf") -> Any:
         raise MissingDependencyError(
             f"{what} needs the trainer and its model libraries ({e.name} is missing); install "
             f"the {HF_EXTRA} extra: pip install '{HF_EXTRA}' (in this repository: uv sync "
-            "--all-packages, which installs it)") from e
+            "--all-packages, which installs it)"
+        ) from e
 
 
 class LockedPolicy:
@@ -150,21 +161,38 @@ def _hf_bundle(spec: AgentSpec) -> AgentBundle:
     encoder = TurnEncoder(processor, prompt, max_history_images=spec.history_images)
     aset_kwargs: dict[str, Any] = {}
     if aset_name == "uitars":  # coordinates live in the frame of the screenshot the model sees
-        aset_kwargs = {"max_pixels": encoder.max_pixels, "min_pixels": encoder.min_pixels,
-                       "factor": encoder.factor}
-    gen = turn_generation_config(encoder, max_new_tokens=spec.max_tokens,
-                                 temperature=spec.temperature, top_p=spec.top_p,
-                                 do_sample=spec.temperature > 0)
+        aset_kwargs = {
+            "max_pixels": encoder.max_pixels,
+            "min_pixels": encoder.min_pixels,
+            "factor": encoder.factor,
+        }
+    gen = turn_generation_config(
+        encoder,
+        max_new_tokens=spec.max_tokens,
+        temperature=spec.temperature,
+        top_p=spec.top_p,
+        do_sample=spec.temperature > 0,
+    )
     policy = LockedPolicy(TransformersPolicy(model, encoder, gen))
 
     def make() -> Any:
         return PolicyAgent(policy, encoder)
 
     name = spec.name or _model_name(spec.model)
-    return AgentBundle(make, aset_name, aset_kwargs, name,
-                       {"agent": "hf", "model": spec.model, "temperature": spec.temperature,
-                        "top_p": spec.top_p, "max_tokens": spec.max_tokens,
-                        "history_images": spec.history_images})
+    return AgentBundle(
+        make,
+        aset_name,
+        aset_kwargs,
+        name,
+        {
+            "agent": "hf",
+            "model": spec.model,
+            "temperature": spec.temperature,
+            "top_p": spec.top_p,
+            "max_tokens": spec.max_tokens,
+            "history_images": spec.history_images,
+        },
+    )
 
 
 def _model_name(model: str) -> str:

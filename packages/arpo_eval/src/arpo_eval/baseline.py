@@ -28,8 +28,9 @@ from typing import Any
 from arpo_eval.layout import EpisodeRecord
 
 
-def baseline_stats(records: Iterable[EpisodeRecord], *, success_threshold: float = 0.1
-                   ) -> list[Any]:
+def baseline_stats(
+    records: Iterable[EpisodeRecord], *, success_threshold: float = 0.1
+) -> list[Any]:
     """Per-task :class:`arpo_trainer.selection.TaskStats` (in first-seen order); a success is a
     score above ``success_threshold`` (the trainer's replay threshold, ARPO 0.1)."""
     from arpo_eval.agents import trainer_module

@@ -33,8 +33,9 @@ from arpo_eval.layout import read_run
 from arpo_eval.tables import task_rows
 
 
-def paired_bootstrap(deltas: list[float], *, seed: int = 0, samples: int = 10000,
-                     confidence: float = 0.95) -> tuple[float, float, float]:
+def paired_bootstrap(
+    deltas: list[float], *, seed: int = 0, samples: int = 10000, confidence: float = 0.95
+) -> tuple[float, float, float]:
     """``(low, high, p_le_0)`` of the mean of ``deltas`` by the bootstrap (module docstring)."""
     if not deltas:
         return float("nan"), float("nan"), float("nan")
@@ -59,8 +60,14 @@ def _infra_rate(rows: dict[str, dict[str, Any]]) -> float | None:
     return infra / ran if ran else None
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0, samples: int = 10000,
-                 confidence: float = 0.95) -> dict[str, Any]:
+def compare_runs(
+    run_a: str | Path,
+    run_b: str | Path,
+    *,
+    seed: int = 0,
+    samples: int = 10000,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """Per-task and per-domain deltas (B - A) with paired bootstrap intervals.
 
     Returns:
@@ -78,13 +85,21 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0, samples
         if ra["mean"] is None or rb["mean"] is None:
             unpaired.append(tid)
             continue
-        paired.append({"task_id": tid, "domain": ra["domain"], "a": ra["mean"], "b": rb["mean"],
-                       "delta": rb["mean"] - ra["mean"]})
+        paired.append(
+            {
+                "task_id": tid,
+                "domain": ra["domain"],
+                "a": ra["mean"],
+                "b": rb["mean"],
+                "delta": rb["mean"] - ra["mean"],
+            }
+        )
 
     def group(rows: list[dict[str, Any]], salt: int) -> dict[str, Any]:
         deltas = [r["delta"] for r in rows]
-        lo, hi, p = paired_bootstrap(deltas, seed=seed + salt, samples=samples,
-                                     confidence=confidence)
+        lo, hi, p = paired_bootstrap(
+            deltas, seed=seed + salt, samples=samples, confidence=confidence
+        )
         n = len(rows)
         return {
             "tasks": n,
@@ -104,11 +119,14 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0, samples
     return {
         "a": {"dir": str(run_a), "name": name_a, "infra_rate": _infra_rate(a)},
         "b": {"dir": str(run_b), "name": name_b, "infra_rate": _infra_rate(b)},
-        "seed": seed, "samples": samples, "confidence": confidence,
+        "seed": seed,
+        "samples": samples,
+        "confidence": confidence,
         "overall": group(paired, 0),
         "domains": {d: group(rows, i + 1) for i, (d, rows) in enumerate(sorted(by_domain.items()))},
         "tasks": paired,
-        "only_a": sorted(set(a) - set(b)), "only_b": sorted(set(b) - set(a)),
+        "only_a": sorted(set(a) - set(b)),
+        "only_b": sorted(set(b) - set(a)),
         "unpaired": unpaired,
     }
 
@@ -116,16 +134,23 @@ def compare_runs(run_a: str | Path, run_b: str | Path, *, seed: int = 0, samples
 def format_comparison(result: dict[str, Any]) -> str:
     """Plain-text tables: per domain and overall, then the tasks that changed."""
     conf = f"{100 * result['confidence']:.0f}% CI"
-    head = (f"{'domain':<22} {'tasks':>5} {'A':>7} {'B':>7} {'B-A':>7}  {conf:<17} "
-            f"{'wins':>4} {'losses':>6}")
+    head = (
+        f"{'domain':<22} {'tasks':>5} {'A':>7} {'B':>7} {'B-A':>7}  {conf:<17} "
+        f"{'wins':>4} {'losses':>6}"
+    )
+
     def rate(side: str) -> str:
         r = result[side].get("infra_rate")
         return "-" if r is None else f"{100 * r:.1f}%"
 
-    lines = [f"A = {result['a']['name']}  ({result['a']['dir']}), infra rate {rate('a')}",
-             f"B = {result['b']['name']}  ({result['b']['dir']}), infra rate {rate('b')}",
-             f"paired bootstrap over tasks: {result['samples']} resamples, seed {result['seed']}",
-             "", head, "-" * len(head)]
+    lines = [
+        f"A = {result['a']['name']}  ({result['a']['dir']}), infra rate {rate('a')}",
+        f"B = {result['b']['name']}  ({result['b']['dir']}), infra rate {rate('b')}",
+        f"paired bootstrap over tasks: {result['samples']} resamples, seed {result['seed']}",
+        "",
+        head,
+        "-" * len(head),
+    ]
 
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:.1f}"
@@ -133,8 +158,10 @@ def format_comparison(result: dict[str, Any]) -> str:
     def line(name: str, g: dict[str, Any]) -> str:
         ci = "-" if not g["ci"] else f"[{100 * g['ci'][0]:+.1f}, {100 * g['ci'][1]:+.1f}]"
         delta = "-" if g["delta"] is None else f"{100 * g['delta']:+.1f}"
-        return (f"{name:<22} {g['tasks']:>5} {pct(g['mean_a']):>7} {pct(g['mean_b']):>7} "
-                f"{delta:>7}  {ci:<17} {g['wins']:>4} {g['losses']:>6}")
+        return (
+            f"{name:<22} {g['tasks']:>5} {pct(g['mean_a']):>7} {pct(g['mean_b']):>7} "
+            f"{delta:>7}  {ci:<17} {g['wins']:>4} {g['losses']:>6}"
+        )
 
     for d, g in result["domains"].items():
         lines.append(line(d, g))
@@ -143,9 +170,14 @@ def format_comparison(result: dict[str, Any]) -> str:
     if changed:
         lines += ["", "tasks that changed (B - A):"]
         for t in sorted(changed, key=lambda t: (-t["delta"], t["task_id"])):
-            lines.append(f"  {t['delta']:+.2f}  {t['domain']}/{t['task_id']}  ({t['a']:g} -> {t['b']:g})")
-    for key, label in (("only_a", "only in A"), ("only_b", "only in B"),
-                       ("unpaired", "not scored in both (infra errors / not run)")):
+            lines.append(
+                f"  {t['delta']:+.2f}  {t['domain']}/{t['task_id']}  ({t['a']:g} -> {t['b']:g})"
+            )
+    for key, label in (
+        ("only_a", "only in A"),
+        ("only_b", "only in B"),
+        ("unpaired", "not scored in both (infra errors / not run)"),
+    ):
         if result[key]:
             lines.append(f"{label}: {len(result[key])} task(s): {', '.join(result[key][:10])}")
     return "\n".join(lines)

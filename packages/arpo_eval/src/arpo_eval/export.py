@@ -38,14 +38,23 @@ def features():
     from datasets import Features, Image, Sequence, Value
 
     part = {"type": Value("string"), "text": Value("string")}
-    return Features({
-        "task_id": Value("string"), "domain": Value("string"), "trial": Value("int32"),
-        "instruction": Value("string"), "infeasible": Value("bool"), "model": Value("string"),
-        "protocol": Value("string"), "reward": Value("float64"), "score": Value("float64"),
-        "steps": Value("int32"), "images": Sequence(Image()),
-        "messages": [{"role": Value("string"), "content": [part]}],
-        "actions": Sequence(Value("string")),
-    })
+    return Features(
+        {
+            "task_id": Value("string"),
+            "domain": Value("string"),
+            "trial": Value("int32"),
+            "instruction": Value("string"),
+            "infeasible": Value("bool"),
+            "model": Value("string"),
+            "protocol": Value("string"),
+            "reward": Value("float64"),
+            "score": Value("float64"),
+            "steps": Value("int32"),
+            "images": Sequence(Image()),
+            "messages": [{"role": Value("string"), "content": [part]}],
+            "actions": Sequence(Value("string")),
+        }
+    )
 
 
 def _image(path: Path, max_side: int | None) -> dict[str, Any]:
@@ -66,15 +75,24 @@ def _prompt(action_space: str, screen_size: Any, instruction: str) -> str:
     from arpo_eval.openai_agent import prompt_text
 
     try:
-        template = make_action_set(action_space, screen_size=tuple(screen_size or (1920, 1080))).describe()
+        template = make_action_set(
+            action_space, screen_size=tuple(screen_size or (1920, 1080))
+        ).describe()
     except (ValueError, KeyError, TypeError):
         return instruction
     return prompt_text(template, instruction)
 
 
-def episode_row(episode_dir: Path, *, task: dict[str, Any], record: Any, model: str,
-                action_space: str, screen_size: Any, max_image_side: int | None = None
-                ) -> dict[str, Any] | None:
+def episode_row(
+    episode_dir: Path,
+    *,
+    task: dict[str, Any],
+    record: Any,
+    model: str,
+    action_space: str,
+    screen_size: Any,
+    max_image_side: int | None = None,
+) -> dict[str, Any] | None:
     """The dataset row of one episode; ``None`` if it has no usable trajectory."""
     steps = [s for s in read_steps(episode_dir) if "step_num" in s]
     first = first_screenshot(episode_dir)
@@ -83,15 +101,20 @@ def episode_row(episode_dir: Path, *, task: dict[str, Any], record: Any, model: 
     instruction = task.get("instruction", "")
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
-        {"role": "user", "content": [{"type": "text",
-                                      "text": _prompt(action_space, screen_size, instruction)}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": _prompt(action_space, screen_size, instruction)}],
+        },
     ]
     images, actions = [], []
     seen: Path | None = first
     for s in steps:
         if seen is None or not seen.is_file():
-            log.warning("%s: screenshot before step %s is missing; episode skipped", episode_dir,
-                        s["step_num"])
+            log.warning(
+                "%s: screenshot before step %s is missing; episode skipped",
+                episode_dir,
+                s["step_num"],
+            )
             return None
         images.append(_image(seen, max_image_side))
         messages.append({"role": "user", "content": [{"type": "image", "text": None}]})
@@ -100,15 +123,29 @@ def episode_row(episode_dir: Path, *, task: dict[str, Any], record: Any, model: 
         actions.append(s["action"] if isinstance(s.get("action"), str) else str(s.get("action")))
         seen = episode_dir / s["screenshot_file"] if s.get("screenshot_file") else None
     return {
-        "task_id": record.task_id, "domain": record.domain, "trial": record.trial,
-        "instruction": instruction, "infeasible": bool(record.infeasible), "model": model,
-        "protocol": record.protocol, "reward": float(record.score), "score": float(record.score),
-        "steps": len(steps), "images": images, "messages": messages, "actions": actions,
+        "task_id": record.task_id,
+        "domain": record.domain,
+        "trial": record.trial,
+        "instruction": instruction,
+        "infeasible": bool(record.infeasible),
+        "model": model,
+        "protocol": record.protocol,
+        "reward": float(record.score),
+        "score": float(record.score),
+        "steps": len(steps),
+        "images": images,
+        "messages": messages,
+        "actions": actions,
     }
 
 
-def export_dataset(run_dir: str | Path, to: str | Path, *, min_score: float | None = None,
-                   max_image_side: int | None = None):
+def export_dataset(
+    run_dir: str | Path,
+    to: str | Path,
+    *,
+    min_score: float | None = None,
+    max_image_side: int | None = None,
+):
     """Write the run's scored episodes as a dataset at ``to`` (module docstring) and return it.
 
     Raises:
@@ -125,14 +162,22 @@ def export_dataset(run_dir: str | Path, to: str | Path, *, min_score: float | No
             continue
         if min_score is not None and float(rec.score) < min_score:  # type: ignore[arg-type]
             continue
-        row = episode_row(Path(rec.episode_dir), task=tasks.get(rec.task_id, {}), record=rec,
-                          model=manifest.model, action_space=manifest.action_space,
-                          screen_size=screen, max_image_side=max_image_side)
+        row = episode_row(
+            Path(rec.episode_dir),
+            task=tasks.get(rec.task_id, {}),
+            record=rec,
+            model=manifest.model,
+            action_space=manifest.action_space,
+            screen_size=screen,
+            max_image_side=max_image_side,
+        )
         if row is not None:
             rows.append(row)
     if not rows:
-        raise ValueError(f"no scored episodes with trajectories in {run_dir}"
-                         + (f" scoring at least {min_score}" if min_score is not None else ""))
+        raise ValueError(
+            f"no scored episodes with trajectories in {run_dir}"
+            + (f" scoring at least {min_score}" if min_score is not None else "")
+        )
     ds = Dataset.from_list(rows, features=features())
     ds.save_to_disk(str(to))
     return ds

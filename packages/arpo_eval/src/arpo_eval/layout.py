@@ -112,7 +112,9 @@ class RunManifest:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def model_root(self, out: Path, trial: int) -> Path:
-        return Path(out) / self.action_space / self.observation_type / trial_model(self.model, trial)
+        return (
+            Path(out) / self.action_space / self.observation_type / trial_model(self.model, trial)
+        )
 
     def episode_dir(self, out: Path, trial: int, domain: str, task_id: str) -> Path:
         return self.model_root(out, trial) / domain / task_id
@@ -162,12 +164,24 @@ def discover(out: Path) -> RunManifest:
         names = ", ".join("/".join(k) for k in models)
         raise RunLayoutError(f"{out} holds results of several models ({names}); point at one run")
     (action_space, obs_type, model), trials = next(iter(models.items()))
-    return RunManifest(model=model, agent="unknown", action_space=action_space,
-                       observation_type=obs_type, trials=trials)
+    return RunManifest(
+        model=model,
+        agent="unknown",
+        action_space=action_space,
+        observation_type=obs_type,
+        trials=trials,
+    )
 
 
-def read_episode(episode_dir: Path, *, task_id: str, domain: str, trial: int,
-                 infeasible: bool = False, protocol: str = "standard") -> EpisodeRecord | None:
+def read_episode(
+    episode_dir: Path,
+    *,
+    task_id: str,
+    domain: str,
+    trial: int,
+    infeasible: bool = False,
+    protocol: str = "standard",
+) -> EpisodeRecord | None:
     """The record of one episode directory; ``None`` when it never ran.
 
     ``result.txt`` is the truth about the score (as for OSWorld's tools); ``episode.json`` adds
@@ -175,8 +189,14 @@ def read_episode(episode_dir: Path, *, task_id: str, domain: str, trial: int,
     """
     if not episode_dir.is_dir():
         return None
-    rec = EpisodeRecord(task_id=task_id, domain=domain, trial=trial, infeasible=infeasible,
-                        protocol=protocol, episode_dir=str(episode_dir))
+    rec = EpisodeRecord(
+        task_id=task_id,
+        domain=domain,
+        trial=trial,
+        infeasible=infeasible,
+        protocol=protocol,
+        episode_dir=str(episode_dir),
+    )
     side = episode_dir / EPISODE
     if side.is_file():
         try:
@@ -198,8 +218,11 @@ def read_episode(episode_dir: Path, *, task_id: str, domain: str, trial: int,
         return rec
     marker = episode_dir / "infra_error.txt"
     rec.steps = rec.steps or _count_steps(episode_dir)
-    rec.infra_error = (marker.read_text().strip() if marker.is_file()
-                       else "unfinished: the episode stopped before it was scored")
+    rec.infra_error = (
+        marker.read_text().strip()
+        if marker.is_file()
+        else "unfinished: the episode stopped before it was scored"
+    )
     return rec
 
 
@@ -223,11 +246,18 @@ def read_run(out: Path) -> tuple[RunManifest, list[EpisodeRecord]]:
         if manifest.tasks:
             entries = [(t["domain"], t["id"], bool(t.get("infeasible"))) for t in manifest.tasks]
         else:
-            entries = [(d.parent.name, d.name, False)
-                       for d in sorted(root.glob("*/*")) if d.is_dir()]
+            entries = [
+                (d.parent.name, d.name, False) for d in sorted(root.glob("*/*")) if d.is_dir()
+            ]
         for domain, task_id, infeasible in entries:
-            rec = read_episode(root / domain / task_id, task_id=task_id, domain=domain,
-                               trial=trial, infeasible=infeasible, protocol=manifest.protocol)
+            rec = read_episode(
+                root / domain / task_id,
+                task_id=task_id,
+                domain=domain,
+                trial=trial,
+                infeasible=infeasible,
+                protocol=manifest.protocol,
+            )
             if rec is not None:
                 records.append(rec)
     return manifest, records

@@ -57,8 +57,16 @@ class ChatClient:
         backoff: seconds before the first retry (doubled each time).
     """
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
-                 timeout: float = 120.0, retries: int = 3, backoff: float = 1.0):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+    ):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.retries = max(1, retries)
@@ -87,19 +95,27 @@ class ChatClient:
                 if resp.status_code != 429 and resp.status_code < 500:
                     raise AgentError(f"{self.url} rejected the request: {last}")
             if attempt < self.retries:
-                log.warning("chat completion failed (%s); retry %d/%d in %.1f s",
-                            last, attempt, self.retries - 1, delay)
+                log.warning(
+                    "chat completion failed (%s); retry %d/%d in %.1f s",
+                    last,
+                    attempt,
+                    self.retries - 1,
+                    delay,
+                )
                 time.sleep(delay)
                 delay *= 2
-        raise AgentError(f"{self.url} failed {self.retries} times; last error: {last}. "
-                         "Is the model server running (vllm serve ...) at --base-url?")
+        raise AgentError(
+            f"{self.url} failed {self.retries} times; last error: {last}. "
+            "Is the model server running (vllm serve ...) at --base-url?"
+        )
 
     def _text(self, resp: httpx.Response) -> str:
         try:
             content = resp.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as e:
-            raise AgentError(f"{self.url} answered without choices[0].message.content: "
-                             f"{resp.text[:300]}") from e
+            raise AgentError(
+                f"{self.url} answered without choices[0].message.content: {resp.text[:300]}"
+            ) from e
         if isinstance(content, list):  # content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
         return str(content or "")
@@ -133,8 +149,15 @@ class OpenAIChatAgent:
         **sampling: ``temperature``, ``top_p``, ``max_tokens`` ... sent with every request.
     """
 
-    def __init__(self, client: ChatClient, prompt_template: str, *, history_images: int = 15,
-                 system_prompt: str = SYSTEM_PROMPT, **sampling: Any):
+    def __init__(
+        self,
+        client: ChatClient,
+        prompt_template: str,
+        *,
+        history_images: int = 15,
+        system_prompt: str = SYSTEM_PROMPT,
+        **sampling: Any,
+    ):
         self.client = client
         self.prompt_template = prompt_template
         self.history_images = max(1, history_images)
@@ -187,11 +210,26 @@ def openai_bundle(spec: AgentSpec) -> AgentBundle:
     sampling = {"temperature": spec.temperature, "top_p": spec.top_p, "max_tokens": spec.max_tokens}
 
     def make() -> OpenAIChatAgent:
-        client = ChatClient(spec.base_url or "", spec.model or "", api_key=spec.api_key,
-                            timeout=spec.request_timeout, retries=spec.retries)
+        client = ChatClient(
+            spec.base_url or "",
+            spec.model or "",
+            api_key=spec.api_key,
+            timeout=spec.request_timeout,
+            retries=spec.retries,
+        )
         return OpenAIChatAgent(client, template, history_images=spec.history_images, **sampling)
 
     name = spec.name or "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.model)
-    return AgentBundle(make, aset_name, aset_kwargs, name,
-                       {"agent": "openai", "model": spec.model, "base_url": spec.base_url,
-                        **sampling, "history_images": spec.history_images})
+    return AgentBundle(
+        make,
+        aset_name,
+        aset_kwargs,
+        name,
+        {
+            "agent": "openai",
+            "model": spec.model,
+            "base_url": spec.base_url,
+            **sampling,
+            "history_images": spec.history_images,
+        },
+    )

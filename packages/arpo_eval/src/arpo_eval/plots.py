@@ -57,13 +57,18 @@ def domain_bars(summary: dict[str, Any], *, title: str | None = None) -> bytes:
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(names) + 2), 4))
     xs = range(len(names))
     width = 0.4 if k > 1 else 0.7
-    ax.bar([x - (width / 2 if k > 1 else 0) for x in xs], [100 * m for m in mean], width,
-           label=f"mean@{k}")
+    ax.bar(
+        [x - (width / 2 if k > 1 else 0) for x in xs],
+        [100 * m for m in mean],
+        width,
+        label=f"mean@{k}",
+    )
     if k > 1:
         ax.bar([x + width / 2 for x in xs], [100 * b for b in best], width, label=f"pass@{k}")
     for x, m in zip(xs, mean, strict=True):
-        ax.text(x - (width / 2 if k > 1 else 0), 100 * m + 1, f"{100 * m:.0f}", ha="center",
-                fontsize=7)
+        ax.text(
+            x - (width / 2 if k > 1 else 0), 100 * m + 1, f"{100 * m:.0f}", ha="center", fontsize=7
+        )
     ax.set_xticks(list(xs), names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("success (%)")
     ax.set_ylim(0, 105)
@@ -85,16 +90,23 @@ def find_trainer_state(log_dir: str | Path) -> Path:
     direct = log_dir / "trainer_state.json"
     if direct.is_file():
         return direct
-    ckpts = sorted(log_dir.glob("checkpoint-*/trainer_state.json"),
-                   key=lambda p: int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1)
+    ckpts = sorted(
+        log_dir.glob("checkpoint-*/trainer_state.json"),
+        key=lambda p: (
+            int(p.parent.name.split("-")[-1]) if p.parent.name.split("-")[-1].isdigit() else -1
+        ),
+    )
     if ckpts:
         return ckpts[-1]
-    raise FileNotFoundError(f"no trainer_state.json in {log_dir} or its checkpoint-* folders; "
-                            "pass the trainer's output_dir")
+    raise FileNotFoundError(
+        f"no trainer_state.json in {log_dir} or its checkpoint-* folders; "
+        "pass the trainer's output_dir"
+    )
 
 
-def curves(log_history: list[dict[str, Any]], words: tuple[str, ...] = CURVE_WORDS
-           ) -> dict[str, list[tuple[int, float]]]:
+def curves(
+    log_history: list[dict[str, Any]], words: tuple[str, ...] = CURVE_WORDS
+) -> dict[str, list[tuple[int, float]]]:
     """``{key: [(step, value), ...]}`` for every numeric log key containing one of ``words``."""
     out: dict[str, list[tuple[int, float]]] = {}
     for entry in log_history:

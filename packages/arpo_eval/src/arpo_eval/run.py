@@ -74,7 +74,8 @@ def _check_resumable(old: RunManifest, new: RunManifest, out: Path) -> None:
         if a != b:
             raise RunLayoutError(
                 f"{out} holds a run with {key}={a!r}, but this run has {key}={b!r}; use another "
-                "--out, or --fresh to start this directory over")
+                "--out, or --fresh to start this directory over"
+            )
 
 
 def run(cfg: RunConfig) -> dict[str, Any]:
@@ -82,19 +83,30 @@ def run(cfg: RunConfig) -> dict[str, Any]:
     protocol = Protocol.parse(cfg.protocol)
     if cfg.trials < 1 or cfg.num_envs < 1 or cfg.max_steps < 1:
         raise ValueError("--trials, --num-envs and --max-steps must be at least 1")
-    tasks = resolve_task_spec(cfg.tasks, meta=cfg.meta, skip_unsupported=cfg.skip_unsupported,
-                              provider=cfg.provider)
+    tasks = resolve_task_spec(
+        cfg.tasks, meta=cfg.meta, skip_unsupported=cfg.skip_unsupported, provider=cfg.provider
+    )
     bundle = build_agent(cfg.agent)
     out = Path(cfg.out)
     manifest = RunManifest(
-        model=bundle.model_name, agent=cfg.agent.kind, protocol=protocol.value,
-        max_steps=cfg.max_steps, trials=cfg.trials, action_space=bundle.action_set,
-        observation_type="screenshot", tasks_spec=str(cfg.tasks), provider=cfg.provider,
+        model=bundle.model_name,
+        agent=cfg.agent.kind,
+        protocol=protocol.value,
+        max_steps=cfg.max_steps,
+        trials=cfg.trials,
+        action_space=bundle.action_set,
+        observation_type="screenshot",
+        tasks_spec=str(cfg.tasks),
+        provider=cfg.provider,
         tasks=[task_entry(t) for t in tasks],
-        extra={"agent": bundle.describe, "num_envs": cfg.num_envs,
-               "train_tasks": str(Path(cfg.train_tasks).resolve()) if cfg.train_tasks else None,
-               "screen_size": list(cfg.agent.screen_size),
-               "action_set_kwargs": bundle.action_set_kwargs})
+        extra={
+            "agent": bundle.describe,
+            "num_envs": cfg.num_envs,
+            "train_tasks": str(Path(cfg.train_tasks).resolve()) if cfg.train_tasks else None,
+            "screen_size": list(cfg.agent.screen_size),
+            "action_set_kwargs": bundle.action_set_kwargs,
+        },
+    )
     old = RunManifest.read(out)
     if old is not None and not cfg.resume:
         for trial in range(max(old.trials, 1)):
@@ -122,12 +134,28 @@ def run(cfg: RunConfig) -> dict[str, Any]:
         from osworld_gym.settle import SettleConfig
 
         env_kwargs["settle"] = SettleConfig(max_s=cfg.settle_max_s)
-    log.info("evaluating %s on %d tasks x %d trials (%s protocol) into %s",
-             bundle.model_name, len(tasks), cfg.trials, protocol.value, out)
-    evaluate_agent(bundle.factory, tasks, env_kwargs=env_kwargs, num_envs=cfg.num_envs,
-                   trials=cfg.trials, protocol=protocol, out_dir=out, manifest=manifest,
-                   resume=cfg.resume, infra_retries=cfg.infra_retries,
-                   record_video=cfg.record_video, progress=cfg.progress)
+    log.info(
+        "evaluating %s on %d tasks x %d trials (%s protocol) into %s",
+        bundle.model_name,
+        len(tasks),
+        cfg.trials,
+        protocol.value,
+        out,
+    )
+    evaluate_agent(
+        bundle.factory,
+        tasks,
+        env_kwargs=env_kwargs,
+        num_envs=cfg.num_envs,
+        trials=cfg.trials,
+        protocol=protocol,
+        out_dir=out,
+        manifest=manifest,
+        resume=cfg.resume,
+        infra_retries=cfg.infra_retries,
+        record_video=cfg.record_video,
+        progress=cfg.progress,
+    )
     return write_summary(out, train_tasks=cfg.train_tasks)
 
 
@@ -141,20 +169,32 @@ def write_summary(out: str | Path, *, train_tasks: str | None = None) -> dict[st
     if train_tasks is None and manifest.extra.get("train_tasks"):
         train_tasks = manifest.extra["train_tasks"]
         if not Path(train_tasks).is_file():
-            log.warning("the run's training task list %s is gone; no in-domain/held-out split",
-                        train_tasks)
+            log.warning(
+                "the run's training task list %s is gone; no in-domain/held-out split", train_tasks
+            )
             train_tasks = None
-    summary = summarize(records, trials=manifest.trials, tasks=manifest.tasks or None,
-                        train_ids=training_ids(train_tasks) if train_tasks else None)
+    summary = summarize(
+        records,
+        trials=manifest.trials,
+        tasks=manifest.tasks or None,
+        train_ids=training_ids(train_tasks) if train_tasks else None,
+    )
     summary = {
-        "run": {"model": manifest.model, "agent": manifest.agent, "protocol": manifest.protocol,
-                "max_steps": manifest.max_steps, "tasks_spec": manifest.tasks_spec,
-                "provider": manifest.provider, "action_space": manifest.action_space,
-                "observation_type": manifest.observation_type,
-                "train_tasks": str(train_tasks) if train_tasks else None},
+        "run": {
+            "model": manifest.model,
+            "agent": manifest.agent,
+            "protocol": manifest.protocol,
+            "max_steps": manifest.max_steps,
+            "tasks_spec": manifest.tasks_spec,
+            "provider": manifest.provider,
+            "action_space": manifest.action_space,
+            "observation_type": manifest.observation_type,
+            "train_tasks": str(train_tasks) if train_tasks else None,
+        },
         "osworld_show_result": (
             f"python show_result.py --action_space {manifest.action_space} --observation_type "
-            f"{manifest.observation_type} --model {manifest.model} --result_dir {out}"),
+            f"{manifest.observation_type} --model {manifest.model} --result_dir {out}"
+        ),
         **summary,
     }
     (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n")

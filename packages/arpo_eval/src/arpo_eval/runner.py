@@ -76,8 +76,13 @@ class _Job:
 class _Desktop:
     """One worker's env, its per-trial recorders, and the protocol."""
 
-    def __init__(self, env_kwargs: dict[str, Any], manifest: RunManifest | None, out: Path | None,
-                 record_video: bool):
+    def __init__(
+        self,
+        env_kwargs: dict[str, Any],
+        manifest: RunManifest | None,
+        out: Path | None,
+        record_video: bool,
+    ):
         kwargs = {k: v for k, v in env_kwargs.items() if k != "tasks"}  # tasks come per episode
         self.env = make_osworld_env(disable_env_checker=True, tasks=None, **kwargs)
         self.annotated = Annotate(self.env)
@@ -97,17 +102,30 @@ class _Desktop:
             m = self.manifest
 
             self._recorders[trial] = RecordEpisode(
-                self.annotated, self.out, action_space=m.action_space,
-                observation_type=m.observation_type, model=trial_model(m.model, trial),
-                record_video=self.record_video)
+                self.annotated,
+                self.out,
+                action_space=m.action_space,
+                observation_type=m.observation_type,
+                model=trial_model(m.model, trial),
+                record_video=self.record_video,
+            )
         return self._recorders[trial]
 
     def close(self) -> None:
         self.env.close()
 
 
-def play_episode(env: gym.Env, annotate: Annotate, agent: Any, task: Any, *, trial: int,
-                 protocol: Protocol, max_steps: int, action_set: Any) -> EpisodeRecord:
+def play_episode(
+    env: gym.Env,
+    annotate: Annotate,
+    agent: Any,
+    task: Any,
+    *,
+    trial: int,
+    protocol: Protocol,
+    max_steps: int,
+    action_set: Any,
+) -> EpisodeRecord:
     """Play one episode of ``task`` on ``env`` (a recorder around ``annotate``, or ``annotate``).
 
     The loop is osworld-gym's :func:`~osworld_gym.episodes.run_episode`; the protocol decides
@@ -115,13 +133,19 @@ def play_episode(env: gym.Env, annotate: Annotate, agent: Any, task: Any, *, tri
     back as ``infra_error`` (unscored; the record has one field for every reason).
     """
     t0 = time.monotonic()
-    rec = EpisodeRecord(task_id=task.id, domain=task.domain, trial=trial,
-                        infeasible=bool(task.is_infeasible), protocol=protocol.value)
+    rec = EpisodeRecord(
+        task_id=task.id,
+        domain=task.domain,
+        trial=trial,
+        infeasible=bool(task.is_infeasible),
+        protocol=protocol.value,
+    )
     recordable = env is not annotate
 
     def prepare(turn: int, text: str) -> tuple[Any, dict[str, Any]]:
-        action, replaced = last_action(protocol, text, turn=turn, max_steps=max_steps,
-                                       action_set=action_set)
+        action, replaced = last_action(
+            protocol, text, turn=turn, max_steps=max_steps, action_set=action_set
+        )
         if replaced:
             annotate.notes = {"protocol_replaced": True, "protocol": protocol.value}
             rec.replaced_last_action = True
@@ -150,8 +174,14 @@ def _finish_dir(rec: EpisodeRecord, episode_dir: Path | None) -> None:
     (episode_dir / EPISODE).write_text(json.dumps(doc, indent=2) + "\n")
 
 
-def pending_jobs(tasks: Iterable[Any], trials: int, manifest: RunManifest | None, out: Path | None,
-                 *, resume: bool) -> tuple[list[_Job], list[EpisodeRecord]]:
+def pending_jobs(
+    tasks: Iterable[Any],
+    trials: int,
+    manifest: RunManifest | None,
+    out: Path | None,
+    *,
+    resume: bool,
+) -> tuple[list[_Job], list[EpisodeRecord]]:
     """Jobs still to run, and the records of those already done (``result.txt`` present).
 
     An unfinished episode directory is cleared, as OSWorld's ``get_unfinished`` does.
@@ -162,9 +192,14 @@ def pending_jobs(tasks: Iterable[Any], trials: int, manifest: RunManifest | None
             if manifest is not None and out is not None:
                 d = manifest.episode_dir(out, trial, task.domain, task.id)
                 if resume and (d / "result.txt").is_file():
-                    rec = read_episode(d, task_id=task.id, domain=task.domain, trial=trial,
-                                       infeasible=bool(task.is_infeasible),
-                                       protocol=manifest.protocol)
+                    rec = read_episode(
+                        d,
+                        task_id=task.id,
+                        domain=task.domain,
+                        trial=trial,
+                        infeasible=bool(task.is_infeasible),
+                        protocol=manifest.protocol,
+                    )
                     assert rec is not None
                     done.append(rec)
                     continue
@@ -234,8 +269,14 @@ def evaluate_agent(
     def finish(rec: EpisodeRecord, job: _Job, todo: JobQueue[_Job]) -> None:
         _finish_dir(rec, episode_dir(job))
         if rec.infra_error is not None and job.attempt < infra_retries:
-            log.warning("task %s trial %d: %s; retrying (%d/%d)", job.task.id, job.trial,
-                        rec.infra_error, job.attempt + 1, infra_retries)
+            log.warning(
+                "task %s trial %d: %s; retrying (%d/%d)",
+                job.task.id,
+                job.trial,
+                rec.infra_error,
+                job.attempt + 1,
+                infra_retries,
+            )
             todo.put(_Job(job.task, job.trial, job.attempt + 1))
             return
         with lock:
@@ -255,26 +296,46 @@ def evaluate_agent(
         return desktop
 
     def play(desktop: _Desktop, job: _Job, todo: JobQueue[_Job]) -> None:
-        rec = play_episode(desktop.for_trial(job.trial), desktop.annotated, local.agent, job.task,
-                           trial=job.trial, protocol=protocol, max_steps=max_steps,
-                           action_set=desktop.action_set)
+        rec = play_episode(
+            desktop.for_trial(job.trial),
+            desktop.annotated,
+            local.agent,
+            job.task,
+            trial=job.trial,
+            protocol=protocol,
+            max_steps=max_steps,
+            action_set=desktop.action_set,
+        )
         finish(rec, job, todo)
 
     def crashed(job: _Job, e: Exception, todo: JobQueue[_Job]) -> None:  # then a new desktop
-        rec = EpisodeRecord(task_id=job.task.id, domain=job.task.domain, trial=job.trial,
-                            infeasible=bool(job.task.is_infeasible), protocol=protocol.value,
-                            infra_error=f"harness error: {type(e).__name__}: {e}")
+        rec = EpisodeRecord(
+            task_id=job.task.id,
+            domain=job.task.domain,
+            trial=job.trial,
+            infeasible=bool(job.task.is_infeasible),
+            protocol=protocol.value,
+            infra_error=f"harness error: {type(e).__name__}: {e}",
+        )
         finish(rec, job, todo)
 
-    run = run_pool(jobs, play, make_env=make_desktop, on_crash=crashed, num_envs=num_envs,
-                   name="arpo-eval")
+    run = run_pool(
+        jobs, play, make_env=make_desktop, on_crash=crashed, num_envs=num_envs, name="arpo-eval"
+    )
     bar.close()
     # jobs no desktop could take (every worker failed): unscored, counted as infra errors
     for job in run.left:
-        results.setdefault((job.task.id, job.trial), EpisodeRecord(
-            task_id=job.task.id, domain=job.task.domain, trial=job.trial,
-            infeasible=bool(job.task.is_infeasible), protocol=protocol.value,
-            infra_error="not run: no desktop was available (every worker failed; see the log)"))
+        results.setdefault(
+            (job.task.id, job.trial),
+            EpisodeRecord(
+                task_id=job.task.id,
+                domain=job.task.domain,
+                trial=job.trial,
+                infeasible=bool(job.task.is_infeasible),
+                protocol=protocol.value,
+                infra_error="not run: no desktop was available (every worker failed; see the log)",
+            ),
+        )
     return [results[(t.id, k)] for k in range(trials) for t in tasks if (t.id, k) in results]
 
 
@@ -288,8 +349,9 @@ class _Progress:
         if enabled:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, initial=len(done), desc="episodes", unit="ep",
-                            dynamic_ncols=True)
+            self.bar = tqdm(
+                total=total, initial=len(done), desc="episodes", unit="ep", dynamic_ncols=True
+            )
             self._postfix()
 
     def add(self, rec: EpisodeRecord) -> None:
@@ -304,8 +366,9 @@ class _Progress:
     def _postfix(self) -> None:
         assert self.bar is not None
         rate = sum(self.scores) / len(self.scores) if self.scores else float("nan")
-        self.bar.set_postfix(success=f"{rate:.1%}", scored=len(self.scores), infra=self.infra,
-                             refresh=False)
+        self.bar.set_postfix(
+            success=f"{rate:.1%}", scored=len(self.scores), infra=self.infra, refresh=False
+        )
 
     def close(self) -> None:
         if self.bar is not None:

@@ -49,20 +49,34 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def task_rows(records: Iterable[EpisodeRecord], tasks: list[dict[str, Any]] | None = None,
-              trials: int = 1) -> list[dict[str, Any]]:
+def task_rows(
+    records: Iterable[EpisodeRecord], tasks: list[dict[str, Any]] | None = None, trials: int = 1
+) -> list[dict[str, Any]]:
     """One row per task: its scores per trial (``None`` = no score), mean, best, error counts."""
     by_task: dict[str, dict[str, Any]] = {}
     for t in tasks or []:
-        by_task[t["id"]] = {"task_id": t["id"], "domain": t["domain"],
-                            "infeasible": bool(t.get("infeasible")),
-                            "instruction": t.get("instruction", ""),
-                            "scores": [None] * trials, "infra_errors": 0, "run": [False] * trials}
+        by_task[t["id"]] = {
+            "task_id": t["id"],
+            "domain": t["domain"],
+            "infeasible": bool(t.get("infeasible")),
+            "instruction": t.get("instruction", ""),
+            "scores": [None] * trials,
+            "infra_errors": 0,
+            "run": [False] * trials,
+        }
     for r in records:
-        row = by_task.setdefault(r.task_id, {
-            "task_id": r.task_id, "domain": r.domain, "infeasible": r.infeasible,
-            "instruction": "", "scores": [None] * trials, "infra_errors": 0,
-            "run": [False] * trials})
+        row = by_task.setdefault(
+            r.task_id,
+            {
+                "task_id": r.task_id,
+                "domain": r.domain,
+                "infeasible": r.infeasible,
+                "instruction": "",
+                "scores": [None] * trials,
+                "infra_errors": 0,
+                "run": [False] * trials,
+            },
+        )
         if r.trial >= len(row["scores"]):
             grow = r.trial + 1 - len(row["scores"])
             row["scores"] += [None] * grow
@@ -90,8 +104,10 @@ def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "unscored_tasks": len(rows) - len(scored),
         "scored_episodes": sum(r["scored_trials"] for r in rows),
         "infra_errors": sum(r["infra_errors"] for r in rows),
-        "infra_rate": _rate(sum(r["infra_errors"] for r in rows),
-                            sum(r["scored_trials"] + r["infra_errors"] for r in rows)),
+        "infra_rate": _rate(
+            sum(r["infra_errors"] for r in rows),
+            sum(r["scored_trials"] + r["infra_errors"] for r in rows),
+        ),
         "not_run": sum(r["not_run"] for r in rows),
         "mean_at_k": _mean([r["mean"] for r in scored]),
         "pass_at_k": _mean([r["best"] for r in scored]),
@@ -108,17 +124,25 @@ def _per_trial(rows: list[dict[str, Any]], trials: int) -> list[dict[str, Any]]:
             if s is not None:
                 domains[r["domain"]].append(s)
         every = [s for v in domains.values() for s in v]
-        out.append({
-            "trial": k,
-            "overall": {"score": _mean(every), "tasks": len(every)},
-            "domains": {d: {"score": _mean(v), "tasks": len(v)} for d, v in sorted(domains.items())},
-        })
+        out.append(
+            {
+                "trial": k,
+                "overall": {"score": _mean(every), "tasks": len(every)},
+                "domains": {
+                    d: {"score": _mean(v), "tasks": len(v)} for d, v in sorted(domains.items())
+                },
+            }
+        )
     return out
 
 
-def summarize(records: Iterable[EpisodeRecord], *, trials: int = 1,
-              tasks: list[dict[str, Any]] | None = None,
-              train_ids: set[str] | None = None) -> dict[str, Any]:
+def summarize(
+    records: Iterable[EpisodeRecord],
+    *,
+    trials: int = 1,
+    tasks: list[dict[str, Any]] | None = None,
+    train_ids: set[str] | None = None,
+) -> dict[str, Any]:
     """Every table of a run as one JSON-able dict (the content of ``summary.json``).
 
     Args:
@@ -140,7 +164,9 @@ def summarize(records: Iterable[EpisodeRecord], *, trials: int = 1,
         "infeasible": _group([r for r in rows if r["infeasible"]]),
         "feasible": _group([r for r in rows if not r["infeasible"]]),
     }
-    cats = {name: [r for r in rows if r["domain"] in members] for name, members in CATEGORIES.items()}
+    cats = {
+        name: [r for r in rows if r["domain"] in members] for name, members in CATEGORIES.items()
+    }
     cats = {name: _group(v) for name, v in cats.items() if v}
     if cats:
         out["categories"] = cats
@@ -165,14 +191,18 @@ def _pct(x: float | None) -> str:
 def format_summary(summary: dict[str, Any]) -> str:
     """Plain-text tables: per domain, overall, splits, per trial."""
     k = summary["trials"]
-    head = (f"{'domain':<22} {'tasks':>5} {'scored':>6} {f'mean@{k}':>8} {f'pass@{k}':>8} "
-            f"{'solved':>6} {'infra':>5} {'infra %':>7} {'not run':>7}")
+    head = (
+        f"{'domain':<22} {'tasks':>5} {'scored':>6} {f'mean@{k}':>8} {f'pass@{k}':>8} "
+        f"{'solved':>6} {'infra':>5} {'infra %':>7} {'not run':>7}"
+    )
     lines = [head, "-" * len(head)]
 
     def line(name: str, g: dict[str, Any]) -> str:
-        return (f"{name:<22} {g['tasks']:>5} {g['scored_tasks']:>6} {_pct(g['mean_at_k']):>8} "
-                f"{_pct(g['pass_at_k']):>8} {g['solved_tasks']:>6} {g['infra_errors']:>5} "
-                f"{_pct(g['infra_rate']):>7} {g['not_run']:>7}")
+        return (
+            f"{name:<22} {g['tasks']:>5} {g['scored_tasks']:>6} {_pct(g['mean_at_k']):>8} "
+            f"{_pct(g['pass_at_k']):>8} {g['solved_tasks']:>6} {g['infra_errors']:>5} "
+            f"{_pct(g['infra_rate']):>7} {g['not_run']:>7}"
+        )
 
     for d, g in summary["domains"].items():
         lines.append(line(d, g))
@@ -186,7 +216,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     for name, g in summary.get("split", {}).items():
         lines.append(line(f"  {name.replace('_', '-')}", g))
     if k > 1:
-        trials = ", ".join(f"{_pct(p['overall']['score'])} ({p['overall']['tasks']})"
-                           for p in summary["per_trial"])
+        trials = ", ".join(
+            f"{_pct(p['overall']['score'])} ({p['overall']['tasks']})" for p in summary["per_trial"]
+        )
         lines.append(f"per trial (OSWorld success rate, scored tasks): {trials}")
     return "\n".join(lines)

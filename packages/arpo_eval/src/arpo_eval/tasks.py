@@ -50,8 +50,10 @@ def read_id_list(path: str | Path) -> tuple[list[str], str | None]:
             return [str(i) for i in doc["task_ids"]], doc.get("source")
         if isinstance(doc, dict) and all(isinstance(v, list) for v in doc.values()):
             return [str(i) for ids in doc.values() for i in ids], None  # OSWorld meta file
-        raise TaskSpecError(f"{path}: expected a JSON list of task ids, a task list with "
-                            "'task_ids', or an OSWorld meta file {domain: [ids]}")
+        raise TaskSpecError(
+            f"{path}: expected a JSON list of task ids, a task list with "
+            "'task_ids', or an OSWorld meta file {domain: [ids]}"
+        )
     ids = []
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip()
@@ -76,8 +78,14 @@ def _is_id_list(path: Path) -> bool:
     return isinstance(doc, dict) and "task_ids" in doc
 
 
-def resolve_task_spec(spec: str | Any, *, meta: str | None = None, source: str = "builtin",
-                      skip_unsupported: bool = False, provider: str = "local") -> TaskSet:
+def resolve_task_spec(
+    spec: str | Any,
+    *,
+    meta: str | None = None,
+    source: str = "builtin",
+    skip_unsupported: bool = False,
+    provider: str = "local",
+) -> TaskSet:
     """The tasks ``spec`` names, in order (see the module docstring).
 
     Args:
@@ -104,23 +112,32 @@ def resolve_task_spec(spec: str | Any, *, meta: str | None = None, source: str =
     path = Path(text)
     if _is_id_list(path):
         ids, named_source = read_id_list(path)
-        base = resolve_task_spec(named_source or source, meta=meta,
-                                 skip_unsupported=skip_unsupported, provider=provider)
+        base = resolve_task_spec(
+            named_source or source, meta=meta, skip_unsupported=skip_unsupported, provider=provider
+        )
         missing = [i for i in ids if i not in base]
         if missing:
-            raise TaskSpecError(f"{path}: {len(missing)} task id(s) not in {named_source or source}: "
-                                f"{', '.join(missing[:5])}")
+            raise TaskSpecError(
+                f"{path}: {len(missing)} task id(s) not in {named_source or source}: "
+                f"{', '.join(missing[:5])}"
+            )
         return TaskSet([base[i] for i in dict.fromkeys(ids)])
     if not path.exists():
-        raise TaskSpecError(f"--tasks {text}: no such file or directory; use 'builtin', "
-                            "'builtin:DOMAIN', an id list file or an evaluation_examples directory")
+        raise TaskSpecError(
+            f"--tasks {text}: no such file or directory; use 'builtin', "
+            "'builtin:DOMAIN', an id list file or an evaluation_examples directory"
+        )
     return load_tasks(path, meta=meta, skip_unsupported=skip_unsupported, provider=provider)
 
 
 def task_entry(task: Task) -> dict[str, Any]:
     """What the run manifest keeps about a task."""
-    return {"id": task.id, "domain": task.domain, "infeasible": bool(task.is_infeasible),
-            "instruction": task.instruction}
+    return {
+        "id": task.id,
+        "domain": task.domain,
+        "infeasible": bool(task.is_infeasible),
+        "instruction": task.instruction,
+    }
 
 
 def training_ids(path: str | Path) -> set[str]:

@@ -72,11 +72,14 @@ class RunArguments:
     )
     accelerate_config: str | None = field(
         default=None,
-        metadata={"help": "The accelerate config the run is launched with (--dry_run reads its "
-                  "num_processes and ZeRO stage)."},
+        metadata={
+            "help": "The accelerate config the run is launched with (--dry_run reads its "
+            "num_processes and ZeRO stage)."
+        },
     )
     num_processes: int | None = field(
-        default=None, metadata={"help": "Processes of the run, for --dry_run (overrides the above)."}
+        default=None,
+        metadata={"help": "Processes of the run, for --dry_run (overrides the above)."},
     )
     gpu_memory_gb: float = field(
         default=80.0, metadata={"help": "Memory of one GPU, for --dry_run's estimate."}

@@ -66,8 +66,9 @@ class StepResult:
     info: dict[str, Any]
 
 
-def _ray_vector_env(n: int, kwargs: dict[str, Any], source: DesktopSource,
-                    step_timeout: float | None) -> gym.vector.VectorEnv:
+def _ray_vector_env(
+    n: int, kwargs: dict[str, Any], source: DesktopSource, step_timeout: float | None
+) -> gym.vector.VectorEnv:
     """``n`` held desktops as Ray actors (connecting to Ray first if needed)."""
     # Ray 2.4x under `uv run` would build a fresh virtualenv per worker; desktop actors run in this
     # interpreter's environment (one machine, or the same image on every node). Read at import.
@@ -82,8 +83,10 @@ def _ray_vector_env(n: int, kwargs: dict[str, Any], source: DesktopSource,
     if ray.is_initialized():
         here = ray.get_runtime_context().gcs_address
         if source.ray_address not in (None, "auto", here):
-            raise ValueError(f"desktops.ray_address is {source.ray_address}, but this process is "
-                             f"already connected to the Ray cluster at {here}")
+            raise ValueError(
+                f"desktops.ray_address is {source.ray_address}, but this process is "
+                f"already connected to the Ray cluster at {here}"
+            )
         log.info("desktop actors go to the Ray cluster this process is connected to (%s)", here)
     elif source.ray_address:
         log.info("connecting to the Ray cluster at %s", source.ray_address)
@@ -139,20 +142,25 @@ class DesktopPool:
         if source.source != "remote" or not source.remotes:
             kwargs["provider"] = source.provider
         if source.provider_kwargs:
-            kwargs["provider_kwargs"] = {**source.provider_kwargs,
-                                         **(kwargs.get("provider_kwargs") or {})}
+            kwargs["provider_kwargs"] = {
+                **source.provider_kwargs,
+                **(kwargs.get("provider_kwargs") or {}),
+            }
         per_slot = [dict(kwargs) for _ in range(n)]
         if source.source == "remote" and source.remotes:
             first = rank * n
             if len(source.remotes) < first + n:
                 raise ValueError(
                     f"process {rank} needs guests {first}..{first + n - 1} of desktops.urls, which "
-                    f"lists {len(source.remotes)}: add URLs or lower per_device_train_batch_size")
+                    f"lists {len(source.remotes)}: add URLs or lower per_device_train_batch_size"
+                )
             for i, slot in enumerate(per_slot):
                 remote = source.remotes[first + i]
                 slot["provider"] = "remote"
-                slot["provider_kwargs"] = {**(kwargs.get("provider_kwargs") or {}),
-                                           **remote.provider_kwargs(first + i, source.start_timeout_s)}
+                slot["provider_kwargs"] = {
+                    **(kwargs.get("provider_kwargs") or {}),
+                    **remote.provider_kwargs(first + i, source.start_timeout_s),
+                }
             self.urls = [source.remotes[first + i].url for i in range(n)]
         if backend == "auto":
             backend = "sync" if kwargs.get("provider") == "fake" or n == 1 else "async"
@@ -171,8 +179,9 @@ class DesktopPool:
                 daemon=False,
             )
         elif backend == "sync":
-            fns = [functools.partial(make_safe_env, hold_finished=True, **slot)
-                   for slot in per_slot]
+            fns = [
+                functools.partial(make_safe_env, hold_finished=True, **slot) for slot in per_slot
+            ]
             self.vec = SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED)
         else:
             raise ValueError(f"backend must be 'auto', 'sync' or 'async', got {backend!r}")
@@ -191,7 +200,8 @@ class DesktopPool:
         if len(actions) != self.n:
             raise ValueError(f"{len(actions)} actions for {self.n} desktops")
         obs, rewards, terms, truncs, infos = self.vec.step(
-            tuple("" if a is None else a for a in actions))
+            tuple("" if a is None else a for a in actions)
+        )
         out: list[StepResult | None] = []
         for i, info in enumerate(unbatch_info(infos, self.n)):
             if actions[i] is None or info.get("held"):
@@ -234,8 +244,15 @@ SOURCE_KEYS: dict[str, tuple[str, ...]] = {
     "fake": ("provider_kwargs",),
     "docker": ("provider_kwargs",),
     "remote": ("urls", "token", "token_file", "osworld_compat", "reset_hook", "start_timeout_s"),
-    "ray": ("ray_address", "provider", "provider_kwargs", "resources", "num_cpus", "transport",
-            "start_timeout_s"),
+    "ray": (
+        "ray_address",
+        "provider",
+        "provider_kwargs",
+        "resources",
+        "num_cpus",
+        "transport",
+        "start_timeout_s",
+    ),
 }
 REMOTE_URL_KEYS = ("url", "token", "token_file", "osworld_compat", "reset_hook")
 HOOK_KEYS = ("command", "http", "method", "timeout_s")
@@ -268,22 +285,35 @@ class ResetHook:
         if self.command:
             env = {**os.environ, "OSWORLD_DESKTOP_URL": url, "OSWORLD_DESKTOP_INDEX": str(index)}
             try:
-                done = subprocess.run(["sh", "-c", self.command], env=env, capture_output=True,
-                                      text=True, timeout=self.timeout_s, check=False)
+                done = subprocess.run(
+                    ["sh", "-c", self.command],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=self.timeout_s,
+                    check=False,
+                )
             except subprocess.TimeoutExpired as e:
-                raise InfraError(f"reset hook for {url} ({self.describe()}) did not finish within "
-                                 f"{self.timeout_s:g} s") from e
+                raise InfraError(
+                    f"reset hook for {url} ({self.describe()}) did not finish within "
+                    f"{self.timeout_s:g} s"
+                ) from e
             if done.returncode != 0:
                 tail = (done.stderr or done.stdout).strip()[-500:]
-                raise InfraError(f"reset hook for {url} ({self.describe()}) exited with status "
-                                 f"{done.returncode}: {tail}")
+                raise InfraError(
+                    f"reset hook for {url} ({self.describe()}) exited with status "
+                    f"{done.returncode}: {tail}"
+                )
             return
         import urllib.error
         import urllib.request
 
-        request = urllib.request.Request(self.http, method=self.method,
-                                         data=b"" if self.method in ("POST", "PUT") else None,
-                                         headers={"X-OSWorld-Desktop-Url": url})
+        request = urllib.request.Request(
+            self.http,
+            method=self.method,
+            data=b"" if self.method in ("POST", "PUT") else None,
+            headers={"X-OSWorld-Desktop-Url": url},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
                 status = answer.status
@@ -361,12 +391,14 @@ class DesktopSource:
             problems.append(
                 f"desktops.num_desktops is {self.num_desktops}, but the run uses {total} desktops "
                 f"({per_process} per process x {processes} process(es) = per_device_train_batch_size "
-                "x steps_per_generation x processes): change one of them")
+                "x steps_per_generation x processes): change one of them"
+            )
         if self.source == "remote" and self.remotes and len(self.remotes) < total:
             problems.append(
                 f"desktops.urls lists {len(self.remotes)} guest(s), but the run needs {total} "
                 f"({per_process} per process x {processes} process(es)); each desktop runs one "
-                "episode at a time, so add URLs or lower per_device_train_batch_size")
+                "episode at a time, so add URLs or lower per_device_train_batch_size"
+            )
         return problems
 
     def describe(self, per_process: int, processes: int) -> list[str]:
@@ -376,17 +408,27 @@ class DesktopSource:
             lines = [f"  source 'remote': {len(self.remotes)} guest URL(s), {total} used"]
             for i, r in enumerate(self.remotes[:total]):
                 kind = "OSWorld guest" if r.osworld_compat else "our guest server"
-                hook = r.reset_hook.describe() if r.reset_hook else (
-                    "none: tasks start from what the last episode left" if r.osworld_compat
-                    else "none (the guest's own desktop reset)")
-                lines.append(f"    process {i // per_process} desktop {i % per_process}: {r.url} "
-                             f"({kind}), reset hook: {hook}")
+                hook = (
+                    r.reset_hook.describe()
+                    if r.reset_hook
+                    else (
+                        "none: tasks start from what the last episode left"
+                        if r.osworld_compat
+                        else "none (the guest's own desktop reset)"
+                    )
+                )
+                lines.append(
+                    f"    process {i // per_process} desktop {i % per_process}: {r.url} "
+                    f"({kind}), reset hook: {hook}"
+                )
             return lines
         if self.source == "ray":
             where = self.ray_address or "a Ray instance started in each trainer process"
-            return [f"  source 'ray': {per_process} actor(s) per process on {where}, each running "
-                    f"provider {self.ray_provider!r}, resources {self.ray_resources}, "
-                    f"num_cpus {self.ray_num_cpus:g}, transport {self.ray_transport!r}"]
+            return [
+                f"  source 'ray': {per_process} actor(s) per process on {where}, each running "
+                f"provider {self.ray_provider!r}, resources {self.ray_resources}, "
+                f"num_cpus {self.ray_num_cpus:g}, transport {self.ray_transport!r}"
+            ]
         extra = f", provider_kwargs {self.provider_kwargs}" if self.provider_kwargs else ""
         return [f"  source {self.source!r}: {per_process} per process on this machine{extra}"]
 
@@ -413,51 +455,77 @@ def parse_desktop_source(section: dict[str, Any] | None, provider: str = "local"
         # provider 'remote' without a section: one guest given in env_kwargs' provider_kwargs
         return DesktopSource(provider)
     if not isinstance(section, dict):
-        raise ValueError(f"desktops must be a mapping (YAML section or JSON object), got {section!r}")
+        raise ValueError(
+            f"desktops must be a mapping (YAML section or JSON object), got {section!r}"
+        )
     source = section.get("source")
     if source not in DESKTOP_SOURCES:
-        raise ValueError(f"desktops.source must be one of {', '.join(DESKTOP_SOURCES)}, got {source!r}")
+        raise ValueError(
+            f"desktops.source must be one of {', '.join(DESKTOP_SOURCES)}, got {source!r}"
+        )
     allowed = ("source", "num_desktops", *SOURCE_KEYS[source])
     for key in section:
         if key not in allowed:
-            raise ValueError(f"desktops: source {source!r} does not take {key!r} "
-                             f"(it takes: {', '.join(allowed)})")
+            raise ValueError(
+                f"desktops: source {source!r} does not take {key!r} "
+                f"(it takes: {', '.join(allowed)})"
+            )
     num = section.get("num_desktops")
     if num is not None and (not isinstance(num, int) or isinstance(num, bool) or num < 1):
         raise ValueError(f"desktops.num_desktops must be a positive integer, got {num!r}")
     start_timeout = section.get("start_timeout_s")
     if start_timeout is not None and not (_is_number(start_timeout) and start_timeout > 0):
-        raise ValueError(f"desktops.start_timeout_s must be a positive number, got {start_timeout!r}")
+        raise ValueError(
+            f"desktops.start_timeout_s must be a positive number, got {start_timeout!r}"
+        )
     provider_kwargs = section.get("provider_kwargs") or {}
     if not isinstance(provider_kwargs, dict):
         raise ValueError(f"desktops.provider_kwargs must be a mapping, got {provider_kwargs!r}")
     if source == "remote":
-        return DesktopSource("remote", num_desktops=num, start_timeout_s=start_timeout,
-                             remotes=_parse_remotes(section))
+        return DesktopSource(
+            "remote",
+            num_desktops=num,
+            start_timeout_s=start_timeout,
+            remotes=_parse_remotes(section),
+        )
     if source == "ray":
         ray_provider = section.get("provider", "local")
         if ray_provider not in RAY_PROVIDERS:
-            raise ValueError(f"desktops.provider (what each Ray actor runs) must be one of "
-                             f"{', '.join(RAY_PROVIDERS)}, got {ray_provider!r}")
+            raise ValueError(
+                f"desktops.provider (what each Ray actor runs) must be one of "
+                f"{', '.join(RAY_PROVIDERS)}, got {ray_provider!r}"
+            )
         address = section.get("ray_address")
         if address is not None and (not isinstance(address, str) or not address.strip()):
-            raise ValueError(f"desktops.ray_address must be a Ray address ('auto', 'host:6379', "
-                             f"'ray://host:10001') or left out, got {address!r}")
+            raise ValueError(
+                f"desktops.ray_address must be a Ray address ('auto', 'host:6379', "
+                f"'ray://host:10001') or left out, got {address!r}"
+            )
         resources = section.get("resources", {"osworld_desktop": 1.0})
         if not isinstance(resources, dict) or not all(
-                isinstance(k, str) and _is_number(v) and v >= 0 for k, v in resources.items()):
-            raise ValueError("desktops.resources must map Ray resource names to non-negative "
-                             f"numbers, e.g. {{osworld_desktop: 1}}; got {resources!r}")
+            isinstance(k, str) and _is_number(v) and v >= 0 for k, v in resources.items()
+        ):
+            raise ValueError(
+                "desktops.resources must map Ray resource names to non-negative "
+                f"numbers, e.g. {{osworld_desktop: 1}}; got {resources!r}"
+            )
         num_cpus = section.get("num_cpus", 1.0)
         if not (_is_number(num_cpus) and num_cpus >= 0):
             raise ValueError(f"desktops.num_cpus must be a non-negative number, got {num_cpus!r}")
         transport = section.get("transport", "auto")
         if transport not in ("auto", "array", "png"):
             raise ValueError(f"desktops.transport must be auto, array or png, got {transport!r}")
-        return DesktopSource("ray", num_desktops=num, provider_kwargs=dict(provider_kwargs),
-                             start_timeout_s=start_timeout, ray_address=address,
-                             ray_provider=ray_provider, ray_resources=dict(resources),
-                             ray_num_cpus=float(num_cpus), ray_transport=transport)
+        return DesktopSource(
+            "ray",
+            num_desktops=num,
+            provider_kwargs=dict(provider_kwargs),
+            start_timeout_s=start_timeout,
+            ray_address=address,
+            ray_provider=ray_provider,
+            ray_resources=dict(resources),
+            ray_num_cpus=float(num_cpus),
+            ray_transport=transport,
+        )
     return DesktopSource(source, num_desktops=num, provider_kwargs=dict(provider_kwargs))
 
 
@@ -473,14 +541,17 @@ def _parse_hook(spec: Any, where: str) -> ResetHook | None:
             raise ValueError(f"{where} is empty")
         return ResetHook(command=spec)
     if not isinstance(spec, dict):
-        raise ValueError(f"{where} must be a shell command or a mapping with 'command' or 'http', "
-                         f"got {spec!r}")
+        raise ValueError(
+            f"{where} must be a shell command or a mapping with 'command' or 'http', got {spec!r}"
+        )
     for key in spec:
         if key not in HOOK_KEYS:
             raise ValueError(f"{where}: unknown key {key!r} (it takes: {', '.join(HOOK_KEYS)})")
     if bool(spec.get("command")) == bool(spec.get("http")):
-        raise ValueError(f"{where} needs exactly one of 'command' (a shell command) or 'http' "
-                         f"(a URL to call), got {spec!r}")
+        raise ValueError(
+            f"{where} needs exactly one of 'command' (a shell command) or 'http' "
+            f"(a URL to call), got {spec!r}"
+        )
     http = spec.get("http")
     if http is not None and not str(http).startswith(("http://", "https://")):
         raise ValueError(f"{where}.http must start with http:// or https://, got {http!r}")
@@ -490,14 +561,18 @@ def _parse_hook(spec: Any, where: str) -> ResetHook | None:
     timeout = spec.get("timeout_s", 600.0)
     if not (_is_number(timeout) and timeout > 0):
         raise ValueError(f"{where}.timeout_s must be a positive number, got {timeout!r}")
-    return ResetHook(command=spec.get("command"), http=http, method=method, timeout_s=float(timeout))
+    return ResetHook(
+        command=spec.get("command"), http=http, method=method, timeout_s=float(timeout)
+    )
 
 
 def _parse_remotes(section: dict[str, Any]) -> tuple[RemoteDesktop, ...]:
     urls = section.get("urls")
     if not isinstance(urls, list) or not urls:
-        raise ValueError("desktops.urls must be a non-empty list of guest URLs (or of mappings "
-                         "with 'url' and optional 'token', 'token_file', 'osworld_compat', 'reset_hook')")
+        raise ValueError(
+            "desktops.urls must be a non-empty list of guest URLs (or of mappings "
+            "with 'url' and optional 'token', 'token_file', 'osworld_compat', 'reset_hook')"
+        )
     default_hook = _parse_hook(section.get("reset_hook"), "desktops.reset_hook")
     out: list[RemoteDesktop] = []
     for i, entry in enumerate(urls):
@@ -508,30 +583,47 @@ def _parse_remotes(section: dict[str, Any]) -> tuple[RemoteDesktop, ...]:
             raise ValueError(f"{where} must be a URL or a mapping with 'url', got {entry!r}")
         for key in entry:
             if key not in REMOTE_URL_KEYS:
-                raise ValueError(f"{where}: unknown key {key!r} (it takes: {', '.join(REMOTE_URL_KEYS)})")
+                raise ValueError(
+                    f"{where}: unknown key {key!r} (it takes: {', '.join(REMOTE_URL_KEYS)})"
+                )
         url = entry.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(f"{where}: the guest URL must start with http:// or https://, got {url!r}")
+            raise ValueError(
+                f"{where}: the guest URL must start with http:// or https://, got {url!r}"
+            )
         compat = entry.get("osworld_compat", section.get("osworld_compat", False))
         if not isinstance(compat, bool):
             raise ValueError(f"{where}: osworld_compat must be true or false, got {compat!r}")
         token = entry.get("token", section.get("token"))
         token_file = entry.get("token_file", section.get("token_file"))
         if not compat and not token and not token_file:
-            raise ValueError(f"{where} ({url}): our guest server needs its token (token or "
-                             "token_file); for OSWorld's own guest server set osworld_compat: true")
+            raise ValueError(
+                f"{where} ({url}): our guest server needs its token (token or "
+                "token_file); for OSWorld's own guest server set osworld_compat: true"
+            )
         if token_file is not None and not Path(token_file).expanduser().is_file():
             raise ValueError(f"{where}: token_file {token_file} does not exist")
-        hook = _parse_hook(entry["reset_hook"], f"{where}.reset_hook") if "reset_hook" in entry \
+        hook = (
+            _parse_hook(entry["reset_hook"], f"{where}.reset_hook")
+            if "reset_hook" in entry
             else default_hook
-        out.append(RemoteDesktop(url=url.rstrip("/"), token=token,
-                                 token_file=str(Path(token_file).expanduser()) if token_file else None,
-                                 osworld_compat=compat, reset_hook=hook))
+        )
+        out.append(
+            RemoteDesktop(
+                url=url.rstrip("/"),
+                token=token,
+                token_file=str(Path(token_file).expanduser()) if token_file else None,
+                osworld_compat=compat,
+                reset_hook=hook,
+            )
+        )
     seen = [r.url for r in out]
     dupes = sorted({u for u in seen if seen.count(u) > 1})
     if dupes:
-        raise ValueError(f"desktops.urls lists {', '.join(dupes)} more than once: two episodes "
-                         "would share one desktop")
+        raise ValueError(
+            f"desktops.urls lists {', '.join(dupes)} more than once: two episodes "
+            "would share one desktop"
+        )
     return tuple(out)
 
 

@@ -43,7 +43,9 @@ class LaunchSettings:
     source: str = "default: one process"
 
 
-def launch_settings(accelerate_config: str | None, num_processes: int | None = None) -> LaunchSettings:
+def launch_settings(
+    accelerate_config: str | None, num_processes: int | None = None
+) -> LaunchSettings:
     """Processes and ZeRO stage from an accelerate config file; ``num_processes`` overrides.
 
     Raises:
@@ -57,7 +59,9 @@ def launch_settings(accelerate_config: str | None, num_processes: int | None = N
         cfg = yaml.safe_load(path.read_text()) or {}
         out.num_processes = int(cfg.get("num_processes", 1))
         ds = cfg.get("deepspeed_config") or {}
-        out.zero_stage = int(ds.get("zero_stage", 0)) if cfg.get("distributed_type") == "DEEPSPEED" else 0
+        out.zero_stage = (
+            int(ds.get("zero_stage", 0)) if cfg.get("distributed_type") == "DEEPSPEED" else 0
+        )
         out.source = str(path)
     elif os.environ.get("WORLD_SIZE"):
         out.num_processes, out.source = int(os.environ["WORLD_SIZE"]), "WORLD_SIZE"
@@ -81,16 +85,21 @@ def task_report(spec: str, task_ids: list[str] | None, provider: str) -> TaskRep
 
     tasks = resolve_tasks(spec, task_ids, provider=provider)
     reasons = getattr(tasks, "unsupported", {}) or {}
-    return TaskReport(supported=[t.id for t in tasks],
-                      unsupported=Counter(re.sub(r"\bstep \d+", "step N", r)[:120]
-                                          for r in reasons.values()))
+    return TaskReport(
+        supported=[t.id for t in tasks],
+        unsupported=Counter(re.sub(r"\bstep \d+", "step N", r)[:120] for r in reasons.values()),
+    )
 
 
 def desktop_problems(provider: str, env_kwargs: dict[str, Any]) -> list[str]:
     """What this machine lacks to start desktops of ``provider`` (empty: nothing seen missing)."""
     if provider == "local":
         missing = [b for b in ("bwrap", "Xvfb") if shutil.which(b) is None]
-        return [f"local desktops need {', '.join(missing)} (run scripts/install.sh)"] if missing else []
+        return (
+            [f"local desktops need {', '.join(missing)} (run scripts/install.sh)"]
+            if missing
+            else []
+        )
     if provider == "docker":
         try:
             import docker  # noqa: F401
@@ -100,10 +109,15 @@ def desktop_problems(provider: str, env_kwargs: dict[str, Any]) -> list[str]:
         if host.startswith("unix://") and not Path(host[len("unix://") :]).exists():
             return [f"provider 'docker': no Docker daemon socket at {host}"]
         return []
-    if provider == "remote" and not (env_kwargs.get("url") or env_kwargs.get("urls")
-                                     or (env_kwargs.get("provider_kwargs") or {}).get("url")):
-        return ["provider 'remote' needs env_kwargs url (or urls): the guest server address; "
-                "for several guests give a desktops section: {source: remote, urls: [...]}"]
+    if provider == "remote" and not (
+        env_kwargs.get("url")
+        or env_kwargs.get("urls")
+        or (env_kwargs.get("provider_kwargs") or {}).get("url")
+    ):
+        return [
+            "provider 'remote' needs env_kwargs url (or urls): the guest server address; "
+            "for several guests give a desktops section: {source: remote, urls: [...]}"
+        ]
     return []
 
 
@@ -162,7 +176,9 @@ def build_plan(
         max_pixels = margs.tiny_max_pixels
     per_image = tokens_per_image(args.screen_width, args.screen_height, max_pixels)
     tokens, visual = trajectory_tokens(
-        max_history_images=args.max_history_images, max_turns=args.max_turns, tokens_per_image=per_image
+        max_history_images=args.max_history_images,
+        max_turns=args.max_turns,
+        tokens_per_image=per_image,
     )
     lines += [
         "== memory per GPU (estimate, arpo_trainer.memory)",
@@ -214,12 +230,19 @@ def build_plan(
     if source is not None and source.source == "ray":
         problems += ray_problems(source)
         if not source.ray_address:
-            lines.append("  note: no ray_address: each trainer process starts its own Ray instance "
-                         "with desktops on this machine")
+            lines.append(
+                "  note: no ray_address: each trainer process starts its own Ray instance "
+                "with desktops on this machine"
+            )
             problems += desktop_problems(source.ray_provider, {})
     elif source is None or source.source != "remote" or not source.remotes:
-        problems += desktop_problems(args.provider, {**env_kwargs, **(
-            {"provider_kwargs": source.provider_kwargs} if source is not None else {})})
+        problems += desktop_problems(
+            args.provider,
+            {
+                **env_kwargs,
+                **({"provider_kwargs": source.provider_kwargs} if source is not None else {}),
+            },
+        )
 
     # tasks
     lines.append("== tasks")
@@ -233,7 +256,9 @@ def build_plan(
             f"  {args.tasks}: {len(report.supported)} supported on {args.provider!r}, "
             f"{skipped} unsupported"
         )
-        lines += [f"    {count:4d} x {reason}" for reason, count in report.unsupported.most_common(12)]
+        lines += [
+            f"    {count:4d} x {reason}" for reason, count in report.unsupported.most_common(12)
+        ]
         if len(report.supported) < groups:
             problems.append(
                 f"{len(report.supported)} tasks but a rollout batch needs {groups} groups: "

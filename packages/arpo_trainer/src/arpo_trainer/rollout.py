@@ -80,9 +80,7 @@ class Trajectory:
 
     def without_screenshots(self) -> Trajectory:
         """A copy without the PNG bytes and log-probs (what ranks exchange for metrics and logs)."""
-        turns = [
-            Turn(b"", t.action_ids, [], t.action_text, t.action_error) for t in self.turns
-        ]
+        turns = [Turn(b"", t.action_ids, [], t.action_text, t.action_error) for t in self.turns]
         return replace(self, turns=turns)
 
     def summary(self) -> dict[str, Any]:
@@ -170,7 +168,8 @@ class Collector:
             raise RuntimeError(
                 "a desktop runs the agent with the judge's identity (reset info['separated'] is "
                 "False): under RL the policy could forge its own scores. Run as root for judge "
-                "separation, or set allow_unseparated_desktops=True to train anyway.")
+                "separation, or set allow_unseparated_desktops=True to train anyway."
+            )
         trajs: list[Trajectory] = []
         shots: list[list[bytes]] = []
         live: list[bool] = []

@@ -146,6 +146,7 @@ ACTION_CORPUS: tuple[str, ...] = (
     "screenshot",
 )
 
+
 def grammar_corpus() -> tuple[str, ...]:
     """:data:`ACTION_CORPUS` and the UI-TARS action set's own prompt (its action space and output
     format, with an empty ``{instruction}`` slot): grammar only, so a prompt is a few dozen tokens

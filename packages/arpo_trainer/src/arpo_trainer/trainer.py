@@ -263,8 +263,9 @@ class ARPOTrainer(GRPOTrainer):
             [
                 {
                     "successes": [
-                        t for t in fresh if replay_on and t.source == "policy"
-                        and self.replay_buffer.is_success(t)
+                        t
+                        for t in fresh
+                        if replay_on and t.source == "policy" and self.replay_buffer.is_success(t)
                     ],
                     "fresh": [t.without_screenshots() for t in fresh],
                     "batch": [t.without_screenshots() for t in trajs],
@@ -510,7 +511,9 @@ class ARPOTrainer(GRPOTrainer):
             return
         # the main process reads the one saved copy and hands it to every rank (no shared disk needed)
         loaded = None
-        if self.accelerator.is_main_process and os.path.exists(os.path.join(checkpoint, REPLAY_FILE)):
+        if self.accelerator.is_main_process and os.path.exists(
+            os.path.join(checkpoint, REPLAY_FILE)
+        ):
             loaded = ReplayBuffer.load(os.path.join(checkpoint, REPLAY_FILE))
         loaded = self.ranks.broadcast(loaded)
         if loaded is not None:

@@ -1,12 +1,12 @@
 """``osworld-gym``: run episodes, inspect and check tasks, diagnose the machine.
 
-    osworld-gym run [--task ID] [--variation N] [--out DIR]    one oracle episode, screenshots saved
-    osworld-gym tasks list [--domain D] [--json]
-    osworld-gym tasks show ID [--variation N]
-    osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K]
-    osworld-gym tasks coverage PATH [--provider P] [--profile P] [--json|--markdown] [--write-meta F]
-    osworld-gym doctor [--root DIR] [--json]                    what the desktop and its tasks need
-    osworld-gym image build|ls|prune                            the docker provider's image
+osworld-gym run [--task ID] [--variation N] [--out DIR]    one oracle episode, screenshots saved
+osworld-gym tasks list [--domain D] [--json]
+osworld-gym tasks show ID [--variation N]
+osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K]
+osworld-gym tasks coverage PATH [--provider P] [--profile P] [--json|--markdown] [--write-meta F]
+osworld-gym doctor [--root DIR] [--json]                    what the desktop and its tasks need
+osworld-gym image build|ls|prune                            the docker provider's image
 """
 
 from __future__ import annotations
@@ -35,20 +35,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         t0 = time.monotonic()
         obs, info = env.reset(options={"task": args.task, "variation": args.variation})
         task = env.unwrapped.task
-        print(f"task {task.id} ({task.domain}), desktop ready in {info['timings']['reset_ms']:.0f} ms")
+        print(
+            f"task {task.id} ({task.domain}), desktop ready in {info['timings']['reset_ms']:.0f} ms"
+        )
         print(f"instruction: {task.instruction}")
         Image.fromarray(obs["screenshot"]).save(out / "step_0.png")
         actions = list(task.oracle or [])
-        actions += [] if actions and actions[-1] in ("DONE", "FAIL") else ["FAIL" if task.is_infeasible else "DONE"]
+        actions += (
+            []
+            if actions and actions[-1] in ("DONE", "FAIL")
+            else ["FAIL" if task.is_infeasible else "DONE"]
+        )
         reward, info = 0.0, {}
         for n, action in enumerate(actions, 1):
             obs, reward, terminated, truncated, info = env.step(action)
             Image.fromarray(obs["screenshot"]).save(out / f"step_{n}.png")
             note = info["action_error"] or info["infra_error"] or ""
-            print(f"  step {n:>2}: {action[:70]:<70} {info['timings'].get('observe_ms', 0):6.0f} ms {note}")
+            print(
+                f"  step {n:>2}: {action[:70]:<70} {info['timings'].get('observe_ms', 0):6.0f} ms {note}"
+            )
             if terminated or truncated:
                 break
-        status = f"infra error: {info['infra_error']}" if info.get("infra_error") else f"reward {reward:g}"
+        status = (
+            f"infra error: {info['infra_error']}"
+            if info.get("infra_error")
+            else f"reward {reward:g}"
+        )
         print(f"{status}; {n} steps in {time.monotonic() - t0:.1f} s; screenshots in {out}/")
         return 0 if not info.get("infra_error") else 2
     finally:
@@ -60,9 +72,22 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
     tasks = load_tasks(args.tasks, domains=args.domain)
     if args.json:
-        print(json.dumps([{"id": t.id, "domain": t.domain, "instruction": t.instruction,
-                           "infeasible": t.is_infeasible, "variables": sorted(t.variables),
-                           "oracle_steps": len(t.oracle or [])} for t in tasks], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": t.id,
+                        "domain": t.domain,
+                        "instruction": t.instruction,
+                        "infeasible": t.is_infeasible,
+                        "variables": sorted(t.variables),
+                        "oracle_steps": len(t.oracle or []),
+                    }
+                    for t in tasks
+                ],
+                indent=2,
+            )
+        )
         return 0
     for t in tasks:
         flags = ("infeasible " if t.is_infeasible else "") + ("varies" if t.variables else "")
@@ -100,8 +125,11 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         nonlocal done
         done += 1
         mark = "ok" if res.ok else "FAIL"
-        print(f"[{done}/{total}] {res.task_id} {mark} ({res.oracle_s + res.noop_s:.1f} s)",
-              file=sys.stderr, flush=True)
+        print(
+            f"[{done}/{total}] {res.task_id} {mark} ({res.oracle_s + res.noop_s:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     t0 = time.monotonic()
     results = check_tasks(tasks, num_envs=args.num_envs, variations=variations, on_result=progress)
@@ -130,16 +158,27 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     report = diagnose(root=args.root)
     if args.json:
-        print(json.dumps({"ok": report.ok, "missing_packages": report.missing_packages,
-                          "checks": [vars(c) for c in report.checks]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "ok": report.ok,
+                    "missing_packages": report.missing_packages,
+                    "checks": [vars(c) for c in report.checks],
+                },
+                indent=2,
+            )
+        )
     else:
         print(report.format())
     return 0 if report.ok else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="osworld-gym", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="osworld-gym",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -152,10 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     tasks = sub.add_parser("tasks", help="list, show and check tasks").add_subparsers(
-        dest="tasks_command", required=True)
-    for name, func, help_ in [("list", cmd_tasks_list, "list tasks"),
-                              ("show", cmd_tasks_show, "print one task's JSON"),
-                              ("check", cmd_tasks_check, "oracle scores 1, no-op scores 0")]:
+        dest="tasks_command", required=True
+    )
+    for name, func, help_ in [
+        ("list", cmd_tasks_list, "list tasks"),
+        ("show", cmd_tasks_show, "print one task's JSON"),
+        ("check", cmd_tasks_check, "oracle scores 1, no-op scores 0"),
+    ]:
         sp = tasks.add_parser(name, help=help_)
         sp.add_argument("--tasks", default="builtin", help="task source (default: builtin)")
         sp.set_defaults(func=func)
@@ -170,32 +212,53 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--all", action="store_true")
             sp.add_argument("--domain", action="append")
             sp.add_argument("--num-envs", type=int, default=2)
-            sp.add_argument("--variations", type=int, default=1,
-                            help="check the default instance plus K-1 seeded variations")
+            sp.add_argument(
+                "--variations",
+                type=int,
+                default=1,
+                help="check the default instance plus K-1 seeded variations",
+            )
 
-    cov = tasks.add_parser("coverage", help="per domain of an OSWorld task set: tasks, "
-                           "supported here, and why not")
+    cov = tasks.add_parser(
+        "coverage", help="per domain of an OSWorld task set: tasks, supported here, and why not"
+    )
     cov.add_argument("path", help="OSWorld's evaluation_examples folder or a meta file")
     cov.add_argument("--meta", default=None, help="meta file in PATH (default test_all.json)")
-    cov.add_argument("--provider", default="local",
-                     help="classify for this provider (local: this machine's sandbox)")
-    cov.add_argument("--profile", choices=("openbox", "ubuntu"), default=None,
-                     help="local desktop profile (default: $OSWORLD_GYM_PROFILE, else ubuntu); "
-                     "gsettings/dconf tasks run on ubuntu only")
+    cov.add_argument(
+        "--provider",
+        default="local",
+        help="classify for this provider (local: this machine's sandbox)",
+    )
+    cov.add_argument(
+        "--profile",
+        choices=("openbox", "ubuntu"),
+        default=None,
+        help="local desktop profile (default: $OSWORLD_GYM_PROFILE, else ubuntu); "
+        "gsettings/dconf tasks run on ubuntu only",
+    )
     cov.add_argument("--json", action="store_true", help="every unsupported task with reasons")
     cov.add_argument("--markdown", action="store_true", help="a README table")
-    cov.add_argument("--write-meta", metavar="FILE",
-                     help="also write a meta file of the supported tasks (for --meta)")
+    cov.add_argument(
+        "--write-meta",
+        metavar="FILE",
+        help="also write a meta file of the supported tasks (for --meta)",
+    )
     cov.set_defaults(func=cmd_tasks_coverage)
 
     from osworld_gym.image.cli import add_image_commands
 
     add_image_commands(sub)
 
-    doctor = sub.add_parser("doctor", help="check the programs the local desktop and its tasks "
-                            "need, and the default apps of the file types tasks open")
-    doctor.add_argument("--root", default=None,
-                        help="check another root file system (a chroot) instead of this machine")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the programs the local desktop and its tasks "
+        "need, and the default apps of the file types tasks open",
+    )
+    doctor.add_argument(
+        "--root",
+        default=None,
+        help="check another root file system (a chroot) instead of this machine",
+    )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=cmd_doctor)
     return p
@@ -203,8 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         return args.func(args)
     except OSWorldGymError as e:

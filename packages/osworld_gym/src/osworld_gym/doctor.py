@@ -45,16 +45,29 @@ SKELETON = Path(__file__).resolve().parent / "guest" / "skel"
 #: Programs the local desktop runs whatever the task: X server, window manager, session bus,
 #: window and file-type tools of the guest, the sandbox, and apps the guest tests drive.
 DESKTOP_PROGRAMS: tuple[str, ...] = (
-    "bwrap", "Xvfb", "openbox", "dbus-daemon", "wmctrl", "setpriv", "xdg-open", "xdg-mime",
-    "file", "mimetype", "xterm", "ffmpeg",
+    "bwrap",
+    "Xvfb",
+    "openbox",
+    "dbus-daemon",
+    "wmctrl",
+    "setpriv",
+    "xdg-open",
+    "xdg-mime",
+    "file",
+    "mimetype",
+    "xterm",
+    "ffmpeg",
 )
 
 #: What the ``ubuntu`` desktop profile runs on top of the desktop's own programs.
 PROFILE_PROGRAMS: tuple[str, ...] = tuple(UBUNTU_PROGRAMS)
 
 #: Our shims (``guest/shims``) stand in for programs Debian does not ship; each needs another.
-SHIMS: dict[str, str] = {"google-chrome": "chromium", "google-chrome-stable": "chromium",
-                         "sudo": "bash"}
+SHIMS: dict[str, str] = {
+    "google-chrome": "chromium",
+    "google-chrome-stable": "chromium",
+    "sudo": "bash",
+}
 
 
 @dataclass
@@ -85,8 +98,10 @@ class Report:
         if failed:
             lines.append(f"\n{len(failed)} of {len(self.checks)} checks failed.")
             if pkgs := self.missing_packages:
-                lines.append(f"Install with: sudo apt-get install -y {' '.join(pkgs)}"
-                             "   (or run scripts/install.sh)")
+                lines.append(
+                    f"Install with: sudo apt-get install -y {' '.join(pkgs)}"
+                    "   (or run scripts/install.sh)"
+                )
         else:
             lines.append(f"\nall {len(self.checks)} checks passed")
         return "\n".join(lines)
@@ -100,8 +115,13 @@ def program_requirement(program: str) -> str:
 class _Probe:
     """Runs a command on this machine or, with ``root``, inside that root file system."""
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, path: str = DESKTOP_PATH,
-                 timeout: float = 30.0):
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        path: str = DESKTOP_PATH,
+        timeout: float = 30.0,
+    ):
         self.root = Path(root) if root is not None else None
         self.path = path
         self.timeout = timeout
@@ -110,8 +130,13 @@ class _Probe:
         full = ["chroot", str(self.root), *argv] if self.root is not None else list(argv)
         base = {"PATH": self.path, "LC_ALL": "C.UTF-8"}
         try:
-            out = subprocess.run(full, env={**base, **(env or {})}, capture_output=True,
-                                 timeout=self.timeout, check=False)
+            out = subprocess.run(
+                full,
+                env={**base, **(env or {})},
+                capture_output=True,
+                timeout=self.timeout,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             return 127, str(e)
         return out.returncode, out.stdout.decode("utf-8", "replace").strip()
@@ -159,13 +184,24 @@ def check_programs(probe: _Probe, need: dict[str, set[str]]) -> list[Check]:
         users = sorted(need[program])
         who = users[0] if len(users) == 1 else f"{users[0]} and {len(users) - 1} more"
         if package is None:
-            checks.append(Check(program, False, f"no Debian package known for it (used by {who}); "
-                                "add it to osworld_gym.doctor.PACKAGES and scripts/install.sh"))
+            checks.append(
+                Check(
+                    program,
+                    False,
+                    f"no Debian package known for it (used by {who}); "
+                    "add it to osworld_gym.doctor.PACKAGES and scripts/install.sh",
+                )
+            )
             continue
         where = probe.which(program)
-        checks.append(Check(program, where is not None,
-                            where if where else f"MISSING (package {package}; used by {who})",
-                            package))
+        checks.append(
+            Check(
+                program,
+                where is not None,
+                where if where else f"MISSING (package {package}; used by {who})",
+                package,
+            )
+        )
     return checks
 
 
@@ -192,16 +228,31 @@ def check_default_apps(probe: _Probe, suffixes: Iterable[str]) -> list[Check]:
         config = Path(host_home) / ".config"
         config.mkdir()
         shutil.copy(SKELETON / ".config" / "mimeapps.list", config / "mimeapps.list")
-        env = {"HOME": inside, "XDG_CONFIG_HOME": f"{inside}/.config",
-               "XDG_DATA_DIRS": "/usr/local/share:/usr/share"}
+        env = {
+            "HOME": inside,
+            "XDG_CONFIG_HOME": f"{inside}/.config",
+            "XDG_DATA_DIRS": "/usr/local/share:/usr/share",
+        }
         for suffix in sorted(suffixes):
             what = f"open *{suffix}"
             (Path(host_home) / f"probe{suffix}").write_bytes(b"")
             rc, mime = probe.run(["xdg-mime", "query", "filetype", f"{inside}/probe{suffix}"], env)
-            if rc != 0 or not mime or mime.startswith("inode/") or mime == "application/octet-stream":
-                checks.append(Check(what, False, f"no MIME type from the file name (got "
-                                    f"{mime or 'nothing'}): the name-based lookup needs "
-                                    "shared-mime-info and mimetype", "libfile-mimeinfo-perl"))
+            if (
+                rc != 0
+                or not mime
+                or mime.startswith("inode/")
+                or mime == "application/octet-stream"
+            ):
+                checks.append(
+                    Check(
+                        what,
+                        False,
+                        f"no MIME type from the file name (got "
+                        f"{mime or 'nothing'}): the name-based lookup needs "
+                        "shared-mime-info and mimetype",
+                        "libfile-mimeinfo-perl",
+                    )
+                )
                 continue
             rc, desktop_id = probe.run(["xdg-mime", "query", "default", mime], env)
             if rc != 0 or not desktop_id:
@@ -209,9 +260,15 @@ def check_default_apps(probe: _Probe, suffixes: Iterable[str]) -> list[Check]:
                 continue
             program = _desktop_exec(probe, desktop_id.splitlines()[0])
             found = program is not None and probe.which(program) is not None
-            checks.append(Check(what, found, f"{mime} -> {desktop_id} ({program or 'no entry'})"
-                                + ("" if found else ": its program is not installed"),
-                                PACKAGES.get(program or "")))
+            checks.append(
+                Check(
+                    what,
+                    found,
+                    f"{mime} -> {desktop_id} ({program or 'no entry'})"
+                    + ("" if found else ": its program is not installed"),
+                    PACKAGES.get(program or ""),
+                )
+            )
     return checks
 
 
@@ -224,23 +281,31 @@ def check_task_python(probe: _Probe) -> Check:
     fix = f"MISSING: run scripts/install.sh (it makes {task_python.DEFAULT_VENV})"
     if python is None:
         return Check("python (task commands)", False, fix)
-    code = ("import importlib.util as u, sys; "
-            "m = [m for m in ('pyautogui', 'tkinter', 'PIL', 'numpy') if not u.find_spec(m)]; "
-            "print(' '.join(m)); sys.exit(1 if m else 0)")
+    code = (
+        "import importlib.util as u, sys; "
+        "m = [m for m in ('pyautogui', 'tkinter', 'PIL', 'numpy') if not u.find_spec(m)]; "
+        "print(' '.join(m)); sys.exit(1 if m else 0)"
+    )
     rc, out = probe.run([str(python), "-c", code])
-    return Check("python (task commands)", rc == 0, str(python) if rc == 0 else
-                 f"{python} lacks {out or 'modules'}: {fix}", "python3-tk" if "tkinter" in out
-                 else None)
+    return Check(
+        "python (task commands)",
+        rc == 0,
+        str(python) if rc == 0 else f"{python} lacks {out or 'modules'}: {fix}",
+        "python3-tk" if "tkinter" in out else None,
+    )
 
 
 def check_themes(probe: _Probe) -> list[Check]:
     """The ``ubuntu`` profile's themes are installed (directories under /usr/share)."""
-    return [Check(f"theme {d}", probe.host_path(f"/usr/share/{d}").is_dir(),
-                  f"/usr/share/{d}", package) for d, package in UBUNTU_THEMES.items()]
+    return [
+        Check(f"theme {d}", probe.host_path(f"/usr/share/{d}").is_dir(), f"/usr/share/{d}", package)
+        for d, package in UBUNTU_THEMES.items()
+    ]
 
 
-def diagnose(root: str | os.PathLike[str] | None = None,
-             tasks: Iterable[dict] | None = None) -> Report:
+def diagnose(
+    root: str | os.PathLike[str] | None = None, tasks: Iterable[dict] | None = None
+) -> Report:
     """Run every check on this machine (or the root file system at ``root``)."""
     probe = _Probe(root)
     task_list = list(tasks) if tasks is not None else builtin_task_json()

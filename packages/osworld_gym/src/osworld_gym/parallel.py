@@ -48,7 +48,8 @@ try:
     from pettingzoo import ParallelEnv
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
-        "osworld_gym.parallel needs PettingZoo: pip install 'osworld-gym[pettingzoo]'") from e
+        "osworld_gym.parallel needs PettingZoo: pip install 'osworld-gym[pettingzoo]'"
+    ) from e
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +84,12 @@ class OSWorldGroupEnv(ParallelEnv):
         # desktops start lazily at the first reset, each in its agent's own thread
         self._envs: dict[str, gym.Env] = {
             a: VectorSafe(gym.make("OSWorld-v0", disable_env_checker=True, **env_kwargs))
-            for a in self.possible_agents}
-        self._threads = {a: ThreadPoolExecutor(1, thread_name_prefix=f"osworld-{a}")
-                         for a in self.possible_agents}
+            for a in self.possible_agents
+        }
+        self._threads = {
+            a: ThreadPoolExecutor(1, thread_name_prefix=f"osworld-{a}")
+            for a in self.possible_agents
+        }
         first = self._envs[self.possible_agents[0]]
         self._observation_space = first.observation_space
         self._action_space = first.action_space
@@ -104,34 +108,48 @@ class OSWorldGroupEnv(ParallelEnv):
         self._check_agent(agent)
         return self._action_space
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         options = dict(options or {})
         task, variation = self._choose(seed, options)
         per_env = dict(options, task=task, variation=variation)
-        futures = {a: self._threads[a].submit(self._envs[a].reset, seed=seed, options=per_env)
-                   for a in self.possible_agents}
+        futures = {
+            a: self._threads[a].submit(self._envs[a].reset, seed=seed, options=per_env)
+            for a in self.possible_agents
+        }
         results = _gather(futures)
         self.agents = list(self.possible_agents)
-        return ({a: obs for a, (obs, _) in results.items()},
-                {a: info for a, (_, info) in results.items()})
+        return (
+            {a: obs for a, (obs, _) in results.items()},
+            {a: info for a, (_, info) in results.items()},
+        )
 
     def step(self, actions: dict[str, Any]):
         unknown = set(actions) - set(self.agents)
         if unknown:
-            raise ValueError(f"actions for agents that are not live: {sorted(unknown)}; "
-                             f"live agents: {self.agents}")
+            raise ValueError(
+                f"actions for agents that are not live: {sorted(unknown)}; "
+                f"live agents: {self.agents}"
+            )
         missing = set(self.agents) - set(actions)
         if missing:
-            raise ValueError(f"no action for live agents {sorted(missing)}: every live agent acts "
-                             "at every step")
+            raise ValueError(
+                f"no action for live agents {sorted(missing)}: every live agent acts at every step"
+            )
         futures = {a: self._threads[a].submit(self._envs[a].step, actions[a]) for a in self.agents}
         results = _gather(futures)
         obs, rewards, terms, truncs, infos = {}, {}, {}, {}, {}
         for a, (o, r, term, trunc, info) in results.items():
-            obs[a], rewards[a], terms[a], truncs[a], infos[a] = o, float(r), bool(term), bool(trunc), info
+            obs[a], rewards[a], terms[a], truncs[a], infos[a] = (
+                o,
+                float(r),
+                bool(term),
+                bool(trunc),
+                info,
+            )
         self.agents = [a for a in self.agents if not (terms[a] or truncs[a])]
         return obs, rewards, terms, truncs, infos
 
@@ -171,7 +189,11 @@ class OSWorldGroupEnv(ParallelEnv):
         if choice is None:
             if not tasks:
                 raise ValueError("this group has no task set; pass options={'task': ...}")
-            choice = tasks.for_seed(seed) if seed is not None else tasks[int(self._rng.integers(len(tasks)))]
+            choice = (
+                tasks.for_seed(seed)
+                if seed is not None
+                else tasks[int(self._rng.integers(len(tasks)))]
+            )
         variation = options.get("variation", seed)
         if variation is None and options.get("task") is None:
             variation = int(self._rng.integers(2**31))

@@ -63,7 +63,8 @@ try:
     from ray.exceptions import GetTimeoutError, RayActorError, RayError
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError(
-        "osworld_gym.ray_pool needs Ray: pip install 'osworld-gym[ray]'") from e
+        "osworld_gym.ray_pool needs Ray: pip install 'osworld-gym[ray]'"
+    ) from e
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,14 @@ def decode_png(data: bytes) -> np.ndarray:
 class EnvActor:
     """One OSWorld env in a Ray actor (use through :class:`RayVectorEnv`)."""
 
-    def __init__(self, env_kwargs: dict[str, Any], transport: str = "auto",
-                 driver_node: str | None = None, wrappers: tuple = (),
-                 hold_finished: bool = False):
+    def __init__(
+        self,
+        env_kwargs: dict[str, Any],
+        transport: str = "auto",
+        driver_node: str | None = None,
+        wrappers: tuple = (),
+        hold_finished: bool = False,
+    ):
         self.env = make_safe_env(hold_finished=hold_finished, wrappers=wrappers, **env_kwargs)
         if transport == "auto":
             here = ray.get_runtime_context().get_node_id()
@@ -103,8 +109,11 @@ class EnvActor:
 
     def ready(self) -> dict[str, Any]:
         """Where the actor runs and how it sends frames (answers once it is constructed)."""
-        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(),
-                "transport": self.transport}
+        return {
+            "pid": os.getpid(),
+            "node": ray.get_runtime_context().get_node_id(),
+            "transport": self.transport,
+        }
 
     def reset(self, seed: int | None, options: dict[str, Any] | None):
         obs, info = self.env.reset(seed=seed, options=options)
@@ -162,11 +171,21 @@ class RayVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.DISABLED}
 
-    def __init__(self, num_envs: int, *, resources: dict[str, float] | None = None,
-                 num_cpus: float = 1, scheduling_strategy: Any = "SPREAD",
-                 transport: str = "auto", step_timeout: float | None = None,
-                 reset_timeout: float | None = None, start_timeout: float = 300.0,
-                 wrappers: tuple | list = (), hold_finished: bool = False, **env_kwargs: Any):
+    def __init__(
+        self,
+        num_envs: int,
+        *,
+        resources: dict[str, float] | None = None,
+        num_cpus: float = 1,
+        scheduling_strategy: Any = "SPREAD",
+        transport: str = "auto",
+        step_timeout: float | None = None,
+        reset_timeout: float | None = None,
+        start_timeout: float = 300.0,
+        wrappers: tuple | list = (),
+        hold_finished: bool = False,
+        **env_kwargs: Any,
+    ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         if transport not in TRANSPORTS:
@@ -194,8 +213,11 @@ class RayVectorEnv(VectorEnv):
         self._hold_finished = hold_finished
         self._driver_node = ray.get_runtime_context().get_node_id()
         self._actor_cls = ray.remote(EnvActor).options(
-            num_cpus=num_cpus, resources=dict(resources or {}),
-            scheduling_strategy=scheduling_strategy, max_restarts=0)
+            num_cpus=num_cpus,
+            resources=dict(resources or {}),
+            scheduling_strategy=scheduling_strategy,
+            max_restarts=0,
+        )
         self.actors = [self._new_actor() for _ in range(num_envs)]
         self._wait_placed(start_timeout)
         self._last_obs: list[dict[str, Any] | None] = [None] * num_envs
@@ -204,18 +226,28 @@ class RayVectorEnv(VectorEnv):
 
     # -- Gymnasium API -----------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | list[int | None] | None = None,
-              options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         self._check_open()
         seeds = _seeds(seed, self.num_envs)
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         if mask is None:
             mask = np.ones(self.num_envs, np.bool_)
-        elif not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (self.num_envs,)):
-            raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)")
-        calls = {i: self.actors[i].reset.remote(seeds[i], options or None)
-                 for i in range(self.num_envs) if mask[i]}
+        elif not (
+            isinstance(mask, np.ndarray)
+            and mask.dtype == np.bool_
+            and mask.shape == (self.num_envs,)
+        ):
+            raise ValueError(
+                f"options['reset_mask'] must be a bool array of shape ({self.num_envs},)"
+            )
+        calls = {
+            i: self.actors[i].reset.remote(seeds[i], options or None)
+            for i in range(self.num_envs)
+            if mask[i]
+        }
         infos: dict[str, Any] = {}
         for i, (result, error) in self._collect(calls, self.reset_timeout, "reset").items():
             if error is None:
@@ -232,8 +264,11 @@ class RayVectorEnv(VectorEnv):
     def step(self, actions: Any):
         self._check_open()
         actions = list(iterate(self.action_space, actions))
-        calls = {i: self.actors[i].step.remote(actions[i])
-                 for i in range(self.num_envs) if i not in self._broken}
+        calls = {
+            i: self.actors[i].step.remote(actions[i])
+            for i in range(self.num_envs)
+            if i not in self._broken
+        }
         rewards = np.zeros(self.num_envs, np.float64)
         terminations = np.zeros(self.num_envs, np.bool_)
         truncations = np.zeros(self.num_envs, np.bool_)
@@ -289,8 +324,9 @@ class RayVectorEnv(VectorEnv):
     # -- internals ---------------------------------------------------------------------------------
 
     def _new_actor(self) -> Any:
-        return self._actor_cls.remote(self._env_kwargs, self.transport, self._driver_node,
-                                      self._wrappers, self._hold_finished)
+        return self._actor_cls.remote(
+            self._env_kwargs, self.transport, self._driver_node, self._wrappers, self._hold_finished
+        )
 
     def _wait_placed(self, timeout: float) -> None:
         refs = [a.ready.remote() for a in self.actors]
@@ -301,11 +337,13 @@ class RayVectorEnv(VectorEnv):
             raise TimeoutError(
                 f"only {len(ready)} of {len(refs)} env actors started within {timeout:.0f} s; the "
                 f"cluster has {ray.cluster_resources()}, and each actor needs the resources passed "
-                "as resources=/num_cpus= (give desktop nodes e.g. --resources='{\"osworld_desktop\": 8}')")
+                "as resources=/num_cpus= (give desktop nodes e.g. --resources='{\"osworld_desktop\": 8}')"
+            )
         self.placement = ray.get(refs)
 
-    def _collect(self, calls: dict[int, Any], timeout: float | None, what: str
-                 ) -> dict[int, tuple[Any, str | None]]:
+    def _collect(
+        self, calls: dict[int, Any], timeout: float | None, what: str
+    ) -> dict[int, tuple[Any, str | None]]:
         """``{i: (result, None)}`` or ``{i: (None, infra_error)}`` for every call."""
         refs = list(calls.values())
         if refs:
@@ -318,8 +356,11 @@ class RayVectorEnv(VectorEnv):
                 out[i] = (None, f"{what} timed out after {timeout:g} s; the env actor was replaced")
                 self._replace(i)
             except RayActorError as e:
-                out[i] = (None, f"the env actor died ({type(e).__name__}); it was replaced: "
-                                f"{str(e).splitlines()[0] if str(e) else ''}")
+                out[i] = (
+                    None,
+                    f"the env actor died ({type(e).__name__}); it was replaced: "
+                    f"{str(e).splitlines()[0] if str(e) else ''}",
+                )
                 self._replace(i)
             except RayError as e:  # the actor raised: a bug, not the desktop's fault
                 raise e

@@ -70,9 +70,16 @@ class RecordEpisode(gym.Wrapper):
         record_video: also save the guest's screen recording as ``recording.mp4``.
     """
 
-    def __init__(self, env: gym.Env, out_dir: str | Path, *, action_space: str = "pyautogui",
-                 observation_type: str = "screenshot", model: str = "model",
-                 record_video: bool = False):
+    def __init__(
+        self,
+        env: gym.Env,
+        out_dir: str | Path,
+        *,
+        action_space: str = "pyautogui",
+        observation_type: str = "screenshot",
+        model: str = "model",
+        record_video: bool = False,
+    ):
         super().__init__(env)
         self.root = Path(out_dir) / action_space / observation_type / model
         self.record_video = record_video
@@ -203,8 +210,13 @@ def _safe(value: Any, max_array: int) -> Any:
     return _DROP
 
 
-def summarize_results(result_dir: str | Path, *, action_space: str = "pyautogui",
-                      observation_type: str = "screenshot", model: str = "model") -> dict[str, Any]:
+def summarize_results(
+    result_dir: str | Path,
+    *,
+    action_space: str = "pyautogui",
+    observation_type: str = "screenshot",
+    model: str = "model",
+) -> dict[str, Any]:
     """Average scores as OSWorld's ``show_result.py`` does: over the task directories that have a
     ``result.txt`` (an unreadable one counts 0.0), per domain and overall.
 
@@ -226,8 +238,11 @@ def summarize_results(result_dir: str | Path, *, action_space: str = "pyautogui"
         if scores:
             domains[domain_dir.name] = {"score": sum(scores) / len(scores), "tasks": len(scores)}
             every += scores
-    return {"overall": sum(every) / len(every) if every else None, "tasks": len(every),
-            "domains": domains}
+    return {
+        "overall": sum(every) / len(every) if every else None,
+        "tasks": len(every),
+        "domains": domains,
+    }
 
 
 def _now() -> str:

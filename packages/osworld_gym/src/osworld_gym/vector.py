@@ -165,28 +165,42 @@ class VectorSafe(gym.Wrapper):
         if self._failed_reset is not None:
             info = dict(self._last_info, step=1, infra_error=self._failed_reset)
             self._failed_reset = None
-            return self._ended(blank_observation(self.observation_space), 0.0, False, True,
-                               self._batchable(info))
+            return self._ended(
+                blank_observation(self.observation_space), 0.0, False, True, self._batchable(info)
+            )
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._ended(obs, reward, terminated, truncated, self._batchable(info))
 
-    def _ended(self, obs: Any, reward: float, terminated: bool, truncated: bool,
-               info: dict[str, Any]):
+    def _ended(
+        self, obs: Any, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]
+    ):
         """The transition as this mode reports it (in hold-finished mode: the end in ``info``)."""
         if not self.hold_finished:
             return obs, reward, terminated, truncated, info
         over = bool(terminated or truncated)
         self._held, self._last_obs = over, obs
         self._last_info = info
-        info = dict(info, episode_end=over, terminated=bool(terminated),
-                    truncated=bool(truncated), held=False)
+        info = dict(
+            info,
+            episode_end=over,
+            terminated=bool(terminated),
+            truncated=bool(truncated),
+            held=False,
+        )
         return obs, reward, False, False, info
 
     def _held_step(self):
-        obs = self._last_obs if self._last_obs is not None else blank_observation(
-            self.observation_space)
-        info = {"task_id": self._last_info.get("task_id"), "step": self._last_info.get("step", 0),
-                "episode_end": True, "held": True}
+        obs = (
+            self._last_obs
+            if self._last_obs is not None
+            else blank_observation(self.observation_space)
+        )
+        info = {
+            "task_id": self._last_info.get("task_id"),
+            "step": self._last_info.get("step", 0),
+            "episode_end": True,
+            "held": True,
+        }
         return obs, 0.0, False, False, info
 
     def space_fingerprint(self) -> str:
@@ -195,11 +209,20 @@ class VectorSafe(gym.Wrapper):
         return f"{self.observation_space!r} | {self.action_space!r}"
 
     @staticmethod
-    def error_info(message: str, *, task_id: str | None = None, domain: str | None = None,
-                   step: int = 0) -> dict[str, Any]:
+    def error_info(
+        message: str, *, task_id: str | None = None, domain: str | None = None, step: int = 0
+    ) -> dict[str, Any]:
         """An ``info`` with every key an env step reports, for a sub-env that had no real step."""
-        return {"task_id": task_id, "domain": domain, "step": step, "action_error": None,
-                "infra_error": message, "special": None, "variation": -1, "timings": {}}
+        return {
+            "task_id": task_id,
+            "domain": domain,
+            "step": step,
+            "action_error": None,
+            "infra_error": message,
+            "special": None,
+            "variation": -1,
+            "timings": {},
+        }
 
     def _task_id(self, seed: int | None, options: dict[str, Any] | None) -> str | None:
         choice = (options or {}).get("task")
@@ -237,11 +260,23 @@ class OSWorldVectorEnv(AsyncVectorEnv):
 
     _live: weakref.WeakSet[OSWorldVectorEnv] = weakref.WeakSet()
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], *, step_timeout: float | None = None,
-                 reset_timeout: float | None = None, context: str | None = None,
-                 daemon: bool = False):
-        super().__init__(env_fns, shared_memory=False, copy=True, context=context, daemon=daemon,
-                         autoreset_mode=AutoresetMode.DISABLED)
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        *,
+        step_timeout: float | None = None,
+        reset_timeout: float | None = None,
+        context: str | None = None,
+        daemon: bool = False,
+    ):
+        super().__init__(
+            env_fns,
+            shared_memory=False,
+            copy=True,
+            context=context,
+            daemon=daemon,
+            autoreset_mode=AutoresetMode.DISABLED,
+        )
         self.step_timeout = step_timeout
         self.reset_timeout = reset_timeout
         self._ctx = multiprocessing.get_context(context)
@@ -256,12 +291,13 @@ class OSWorldVectorEnv(AsyncVectorEnv):
 
     # -- reset -------------------------------------------------------------------------------------
 
-    def reset_async(self, seed: int | list[int | None] | None = None,
-                    options: dict[str, Any] | None = None) -> None:
+    def reset_async(
+        self, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> None:
         mask = (options or {}).get("reset_mask")
         self._masked = [True] * self.num_envs if mask is None else [bool(m) for m in mask]
         for i in self._revive_dead_workers():  # a fresh worker takes the reset; if it is not
-            if not self._masked[i]:             # reset now, its episode ends at the next step
+            if not self._masked[i]:  # reset now, its episode ends at the next step
                 self._reset_failed[i] = VectorSafe.error_info(_DIED)
         super().reset_async(seed=seed, options=dict(options) if options is not None else None)
 
@@ -282,8 +318,9 @@ class OSWorldVectorEnv(AsyncVectorEnv):
                 obs_i = self._last_obs[i] if self._last_obs[i] is not None else self._blank()
             self._last_obs[i] = obs_i
             infos = self._add_info(infos, info, i)
-        self.observations = concatenate(self.single_observation_space, self._last_obs,
-                                        self.observations)
+        self.observations = concatenate(
+            self.single_observation_space, self._last_obs, self.observations
+        )
         return self._copy_obs(), infos
 
     # -- step --------------------------------------------------------------------------------------
@@ -293,14 +330,16 @@ class OSWorldVectorEnv(AsyncVectorEnv):
         if self._state != AsyncState.DEFAULT:
             raise gym.error.AlreadyPendingCallError(
                 f"step_async called while waiting for a pending call to {self._state.value}",
-                self._state.value)
+                self._state.value,
+            )
         # a sub-env whose reset timed out has a fresh worker that was never reset: it is not
         # stepped, and step_wait answers for it (truncated, with the reset's infra_error)
         self._pending_failed, self._reset_failed = self._reset_failed, {}
         for i in self._revive_dead_workers():
             self._pending_failed[i] = VectorSafe.error_info(_DIED)
-        for i, (pipe, action) in enumerate(zip(self.parent_pipes, iterate(self.action_space, actions),
-                                               strict=True)):
+        for i, (pipe, action) in enumerate(
+            zip(self.parent_pipes, iterate(self.action_space, actions), strict=True)
+        ):
             if i not in self._pending_failed:
                 try:
                     pipe.send(("step", action))
@@ -310,8 +349,9 @@ class OSWorldVectorEnv(AsyncVectorEnv):
 
     def step_wait(self, timeout: float | None = None):
         timeout = self.step_timeout if timeout is None else timeout
-        replies = self._collect(AsyncState.WAITING_STEP, "step", timeout,
-                                skip=set(self._pending_failed))
+        replies = self._collect(
+            AsyncState.WAITING_STEP, "step", timeout, skip=set(self._pending_failed)
+        )
         rewards = np.zeros(self.num_envs, np.float64)
         terminations = np.zeros(self.num_envs, np.bool_)
         truncations = np.zeros(self.num_envs, np.bool_)
@@ -328,8 +368,9 @@ class OSWorldVectorEnv(AsyncVectorEnv):
             self._last_obs[i] = obs_i
             infos = self._add_info(infos, info, i)
         self._pending_failed = {}
-        self.observations = concatenate(self.single_observation_space, self._last_obs,
-                                        self.observations)
+        self.observations = concatenate(
+            self.single_observation_space, self._last_obs, self.observations
+        )
         return self._copy_obs(), rewards, terminations, truncations, infos
 
     def set_attr(self, name: str, values: Any) -> None:
@@ -352,15 +393,20 @@ class OSWorldVectorEnv(AsyncVectorEnv):
         self._raise_if_errors([ok for _, ok in replies])
         for i, (got, _) in enumerate(replies):
             if got != want:
-                raise RuntimeError(f"sub-env {i} has spaces {got}, unlike sub-env 0's {want}; "
-                                   "every sub-env must be built the same way")
+                raise RuntimeError(
+                    f"sub-env {i} has spaces {got}, unlike sub-env 0's {want}; "
+                    "every sub-env must be built the same way"
+                )
 
-    def _collect(self, state: AsyncState, what: str, timeout: float | None,
-                 skip: set[int] = frozenset()) -> list[tuple[Any, bool | None]]:
+    def _collect(
+        self, state: AsyncState, what: str, timeout: float | None, skip: set[int] = frozenset()
+    ) -> list[tuple[Any, bool | None]]:
         """Each worker's ``(result, success)``; ``(message, None)`` for one that overran."""
         self._assert_is_running()
         if self._state != state:
-            raise gym.error.NoAsyncCallError(f"call {what}_wait only after {what}_async", state.value)
+            raise gym.error.NoAsyncCallError(
+                f"call {what}_wait only after {what}_async", state.value
+            )
         deadline = None if timeout is None else time.monotonic() + timeout
         replies: list[tuple[Any, bool | None]] = []
         for i, pipe in enumerate(self.parent_pipes):
@@ -374,8 +420,10 @@ class OSWorldVectorEnv(AsyncVectorEnv):
                     replies.append(pipe.recv())
                     continue
                 except (EOFError, OSError) as e:  # the worker process died (OOM killer, crash)
-                    msg = (f"the sub-env's worker died during {what} ({type(e).__name__}); "
-                           "it was replaced")
+                    msg = (
+                        f"the sub-env's worker died during {what} ({type(e).__name__}); "
+                        "it was replaced"
+                    )
             log.warning("sub-env %d: %s", i, msg)
             self._replace_worker(i)
             replies.append((msg, None))
@@ -404,9 +452,19 @@ class OSWorldVectorEnv(AsyncVectorEnv):
             pipe.close()
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
-            target=self.worker or _async_worker, name=f"Worker<{type(self).__name__}>-{i}",
-            args=(i, CloudpickleWrapper(self.env_fns[i]), child, parent, None, self.error_queue,
-                  self.autoreset_mode, None))
+            target=self.worker or _async_worker,
+            name=f"Worker<{type(self).__name__}>-{i}",
+            args=(
+                i,
+                CloudpickleWrapper(self.env_fns[i]),
+                child,
+                parent,
+                None,
+                self.error_queue,
+                self.autoreset_mode,
+                None,
+            ),
+        )
         proc.daemon = self.daemon
         proc.start()
         child.close()
@@ -432,9 +490,12 @@ def _close_all() -> None:  # non-daemonic workers would otherwise keep the inter
             log.exception("closing %r at exit failed", envs)
 
 
-def make_safe_env(*, hold_finished: bool = False,
-                  wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
-                  **env_kwargs: Any) -> VectorSafe:
+def make_safe_env(
+    *,
+    hold_finished: bool = False,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    **env_kwargs: Any,
+) -> VectorSafe:
     """One ``OSWorld-v0`` env with ``wrappers`` (innermost first) inside :class:`VectorSafe`: a
     sub-env of :func:`make_vec` (module level, so a ``spawn`` worker can unpickle it, e.g. as
     ``functools.partial(make_safe_env, provider="local", ...)``)."""
@@ -446,10 +507,17 @@ def make_safe_env(*, hold_finished: bool = False,
     return VectorSafe(env, hold_finished=hold_finished)
 
 
-def make_vec(num_envs: int, *, step_timeout: float | None = None,
-             reset_timeout: float | None = None, context: str | None = None,
-             daemon: bool = False, wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
-             hold_finished: bool = False, **env_kwargs: Any) -> OSWorldVectorEnv:
+def make_vec(
+    num_envs: int,
+    *,
+    step_timeout: float | None = None,
+    reset_timeout: float | None = None,
+    context: str | None = None,
+    daemon: bool = False,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    hold_finished: bool = False,
+    **env_kwargs: Any,
+) -> OSWorldVectorEnv:
     """``num_envs`` OSWorld envs in worker processes, set up for desktops (module docstring).
 
     Args:
@@ -467,7 +535,13 @@ def make_vec(num_envs: int, *, step_timeout: float | None = None,
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be at least 1, got {num_envs}")
-    make_one = functools.partial(make_safe_env, hold_finished=hold_finished,
-                                 wrappers=tuple(wrappers), **env_kwargs)
-    return OSWorldVectorEnv([make_one] * num_envs, step_timeout=step_timeout,
-                            reset_timeout=reset_timeout, context=context, daemon=daemon)
+    make_one = functools.partial(
+        make_safe_env, hold_finished=hold_finished, wrappers=tuple(wrappers), **env_kwargs
+    )
+    return OSWorldVectorEnv(
+        [make_one] * num_envs,
+        step_timeout=step_timeout,
+        reset_timeout=reset_timeout,
+        context=context,
+        daemon=daemon,
+    )

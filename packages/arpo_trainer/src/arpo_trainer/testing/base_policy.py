@@ -228,7 +228,9 @@ def behaviour_clone(
         logits = out.logits[:, -n - 1 : -1, :]
         mask = batch["tool_mask"].float()
         nll = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.size(-1)), batch["completion_ids"].reshape(-1), reduction="none"
+            logits.reshape(-1, logits.size(-1)),
+            batch["completion_ids"].reshape(-1),
+            reduction="none",
         ).view_as(mask)
         loss = (nll * mask).sum() / mask.sum()
         opt.zero_grad()

@@ -40,7 +40,17 @@ from osworld_gym.episodes.loop import EpisodeResult, run_episode
 from osworld_gym.episodes.pool import JobQueue, make_osworld_env, run_pool
 
 __all__ = [
-    "Agent", "EpisodeResult", "FailAgent", "JobQueue", "NoopAgent", "OracleAgent",
-    "ReplayOracleAgent", "ScriptAgent", "done_text", "make_osworld_env", "oracle_script",
-    "run_episode", "run_pool",
+    "Agent",
+    "EpisodeResult",
+    "FailAgent",
+    "JobQueue",
+    "NoopAgent",
+    "OracleAgent",
+    "ReplayOracleAgent",
+    "ScriptAgent",
+    "done_text",
+    "make_osworld_env",
+    "oracle_script",
+    "run_episode",
+    "run_pool",
 ]

@@ -43,8 +43,13 @@ class CheckResult:
 
 def _episode(env: Any, task: Task, variation: int | None, actions: list[str]) -> tuple[float, int]:
     """Play ``actions`` as one episode; anything but a score raises (with what went wrong)."""
-    res = run_episode(env, ScriptAgent(actions), task, stop_on_action_error=True,
-                      reset_options={"task": task.id, "variation": variation})
+    res = run_episode(
+        env,
+        ScriptAgent(actions),
+        task,
+        stop_on_action_error=True,
+        reset_options={"task": task.id, "variation": variation},
+    )
     if res.exception is not None:  # reset failed, or the script ran out before the episode ended
         raise res.exception
     if res.agent_error:
@@ -123,13 +128,20 @@ def check_tasks(
 
     def crashed(job: tuple[int, Task, int | None], exc: Exception, _: Any) -> None:
         i, task, variation = job
-        results[i] = res = CheckResult(task.id, task.domain, variation,
-                                       error=f"{type(exc).__name__}: {exc}")
+        results[i] = res = CheckResult(
+            task.id, task.domain, variation, error=f"{type(exc).__name__}: {exc}"
+        )
         if on_result:
             on_result(res)
 
-    run = run_pool([(i, t, v) for i, (t, v) in enumerate(order)], play, make_env=build,
-                   on_crash=crashed, num_envs=num_envs, name="check")
+    run = run_pool(
+        [(i, t, v) for i, (t, v) in enumerate(order)],
+        play,
+        make_env=build,
+        on_crash=crashed,
+        num_envs=num_envs,
+        name="check",
+    )
     for i, task, variation in run.left:
         exc = run.env_errors[0] if run.env_errors else "no desktop"
         results[i] = CheckResult(task.id, task.domain, variation, error=f"desktop failed: {exc}")
@@ -141,12 +153,16 @@ def format_table(results: list[CheckResult]) -> str:
     header = f"{'task':<40} {'var':>4} {'oracle':>6} {'noop':>5} {'steps':>5} {'oracle_s':>8} {'noop_s':>6}  status"
     lines = [header, "-" * len(header)]
     for r in results:
+
         def fmt(x: float | None) -> str:
             return "-" if x is None else f"{x:g}"
+
         status = "ok" if r.ok else f"FAIL {r.error or ''}".strip()
         var = "-" if r.variation is None else str(r.variation)
-        lines.append(f"{r.task_id:<40} {var:>4} {fmt(r.oracle_score):>6} {fmt(r.noop_score):>5} "
-                     f"{r.steps:>5} {r.oracle_s:>8.1f} {r.noop_s:>6.1f}  {status}")
+        lines.append(
+            f"{r.task_id:<40} {var:>4} {fmt(r.oracle_score):>6} {fmt(r.noop_score):>5} "
+            f"{r.steps:>5} {r.oracle_s:>8.1f} {r.noop_s:>6.1f}  {status}"
+        )
     passed = sum(r.ok for r in results)
     lines.append(f"tasks: {passed} ok, {len(results) - passed} failing")
     return "\n".join(lines)

@@ -146,8 +146,10 @@ def run_pool(
                 _close(env, index)
 
     count = max(1, min(num_envs, len(todo))) if len(todo) else 0
-    threads = [threading.Thread(target=worker, args=(i,), name=f"{name}-{i}", daemon=True)
-               for i in range(count)]
+    threads = [
+        threading.Thread(target=worker, args=(i,), name=f"{name}-{i}", daemon=True)
+        for i in range(count)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -136,15 +136,24 @@ def _score_metric(
     except GuestError as exc:
         if exc.status == _UNTRUSTED_LISTENER:  # the agent's process on a task app's port
             logger.info("%s: result source forged: %s", label, exc)
-            return 0.0, {**info, "score": 0.0, "result": None,
-                         "note": f"result source not the task's app: {exc}"}
+            return 0.0, {
+                **info,
+                "score": 0.0,
+                "result": None,
+                "note": f"result source not the task's app: {exc}",
+            }
         if exc.status != _COMMAND_TIMED_OUT:
-            raise EvaluatorError(f"{label}: result getter {spec.result['type']!r} raised "
-                                 f"GuestError: {exc}") from exc
+            raise EvaluatorError(
+                f"{label}: result getter {spec.result['type']!r} raised GuestError: {exc}"
+            ) from exc
         # the guest answered: its command hung on what the agent left (``cat`` of a fifo)
         logger.info("%s: result command timed out: %s", label, exc)
-        return 0.0, {**info, "score": 0.0, "result": None,
-                     "note": f"result command timed out on the desktop the agent left: {exc}"}
+        return 0.0, {
+            **info,
+            "score": 0.0,
+            "result": None,
+            "note": f"result command timed out on the desktop the agent left: {exc}",
+        }
     except Exception as exc:
         raise EvaluatorError(
             f"{label}: result getter {spec.result['type']!r} raised {type(exc).__name__}: {exc}"
@@ -165,12 +174,18 @@ def _score_metric(
             # (a fifo, a frozen forger: 504). Scored 0, never excluded as an infra error.
             if exc.status == _UNTRUSTED_LISTENER:
                 logger.info("%s: expected source forged: %s", label, exc)
-                return 0.0, {**info, "score": 0.0,
-                             "note": f"expected source not the task's app: {exc}"}
+                return 0.0, {
+                    **info,
+                    "score": 0.0,
+                    "note": f"expected source not the task's app: {exc}",
+                }
             if exc.status == _COMMAND_TIMED_OUT:
                 logger.info("%s: expected command timed out: %s", label, exc)
-                return 0.0, {**info, "score": 0.0, "note": "expected command timed out on the "
-                                                           f"desktop the agent left: {exc}"}
+                return 0.0, {
+                    **info,
+                    "score": 0.0,
+                    "note": f"expected command timed out on the desktop the agent left: {exc}",
+                }
             raise EvaluatorError(
                 f"{label}: expected getter {spec.expected['type']!r} raised GuestError: {exc}"
             ) from exc

@@ -11,5 +11,13 @@ True
 from osworld_gym.image.build import BuildOptions, BuildResult, ImageBuildError, build_image
 from osworld_gym.image.recipe import APPS, BASE_TAG, default_tag, render_dockerfile
 
-__all__ = ["APPS", "BASE_TAG", "BuildOptions", "BuildResult", "ImageBuildError", "build_image",
-           "default_tag", "render_dockerfile"]
+__all__ = [
+    "APPS",
+    "BASE_TAG",
+    "BuildOptions",
+    "BuildResult",
+    "ImageBuildError",
+    "build_image",
+    "default_tag",
+    "render_dockerfile",
+]

@@ -110,8 +110,9 @@ def docker_client(timeout: float = 120.0) -> Any:
     try:
         import docker
     except ImportError:
-        raise MissingDependencyError("the docker provider needs the docker SDK: "
-                                     "pip install 'osworld-gym[docker]'") from None
+        raise MissingDependencyError(
+            "the docker provider needs the docker SDK: pip install 'osworld-gym[docker]'"
+        ) from None
     try:
         client = docker.from_env(timeout=int(timeout))
         client.ping()
@@ -120,15 +121,17 @@ def docker_client(timeout: float = 120.0) -> Any:
             f"cannot reach the Docker daemon ({e}). Install it (Debian: apt-get install "
             "docker.io), "
             "start it (systemctl start docker, or run dockerd as root) and make sure this user "
-            "may use /var/run/docker.sock (the docker group), or set DOCKER_HOST") from None
+            "may use /var/run/docker.sock (the docker group), or set DOCKER_HOST"
+        ) from None
     return client
 
 
 def _run(cmd: list[str], what: str, timeout: float, **kw: Any) -> subprocess.CompletedProcess:
     log.info("%s: %s", what, " ".join(cmd))
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              check=False, **kw)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, check=False, **kw
+        )
     except FileNotFoundError:
         raise MissingDependencyError(f"{what} needs {cmd[0]!r}, which is not installed") from None
     except subprocess.TimeoutExpired:
@@ -146,26 +149,36 @@ def debootstrap_tarball(opts: BuildOptions, progress: Progress = log.info) -> tu
     if tarball.exists():
         return tarball, 0.0
     if os.geteuid() != 0:
-        raise ImageBuildError("debootstrap needs root: run `sudo osworld-gym image build` once "
-                              "(the base is cached), or pass --base debian:bookworm-slim")
+        raise ImageBuildError(
+            "debootstrap needs root: run `sudo osworld-gym image build` once "
+            "(the base is cached), or pass --base debian:bookworm-slim"
+        )
     if shutil.which("debootstrap") is None:
-        raise MissingDependencyError("building the base image needs debootstrap "
-                                     "(apt-get install debootstrap), or pass --base IMAGE")
+        raise MissingDependencyError(
+            "building the base image needs debootstrap "
+            "(apt-get install debootstrap), or pass --base IMAGE"
+        )
     t0 = time.monotonic()
     opts.cache_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="debootstrap-", dir=opts.cache_dir))
     try:
         root = work / "root"
         progress(f"debootstrap --variant=minbase {opts.suite} from {opts.mirror}")
-        _run(["debootstrap", "--variant=minbase", opts.suite, str(root), opts.mirror],
-             "debootstrap", timeout=1800)
+        _run(
+            ["debootstrap", "--variant=minbase", opts.suite, str(root), opts.mirror],
+            "debootstrap",
+            timeout=1800,
+        )
         for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for entry in (root / cache).glob("*"):
                 if entry.is_file():
                     entry.unlink()
         partial = work / "rootfs.tar"
-        _run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], "tar",
-             timeout=600)
+        _run(
+            ["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."],
+            "tar",
+            timeout=600,
+        )
         partial.replace(tarball)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -174,8 +187,9 @@ def debootstrap_tarball(opts: BuildOptions, progress: Progress = log.info) -> tu
     return tarball, seconds
 
 
-def ensure_base_image(client: Any, opts: BuildOptions, progress: Progress = log.info
-                      ) -> tuple[str, dict[str, float]]:
+def ensure_base_image(
+    client: Any, opts: BuildOptions, progress: Progress = log.info
+) -> tuple[str, dict[str, float]]:
     """The base image to build FROM, importing our debootstrap rootfs if needed."""
     import docker
 
@@ -202,7 +216,8 @@ def source_tree() -> Path | None:
     here = Path(__file__).resolve()
     for parent in here.parents:
         if (parent / "packages" / "osworld_gym" / "pyproject.toml").is_file() and (
-                parent / "pyproject.toml").is_file():
+            parent / "pyproject.toml"
+        ).is_file():
             return parent
     return None
 
@@ -211,13 +226,20 @@ def build_wheel(out_dir: Path) -> Path:
     """Build osworld-gym's wheel from the source tree into ``out_dir``."""
     root = source_tree()
     if root is None:
-        raise ImageBuildError("osworld-gym is not running from its source tree: pass --wheel "
-                              "PATH with an osworld-gym wheel")
+        raise ImageBuildError(
+            "osworld-gym is not running from its source tree: pass --wheel "
+            "PATH with an osworld-gym wheel"
+        )
     if shutil.which("uv") is None:
-        raise MissingDependencyError("building osworld-gym's wheel needs uv (pip install uv), or "
-                                     "pass --wheel PATH")
-    _run(["uv", "build", "--package", "osworld-gym", "--wheel", "--out-dir", str(out_dir)],
-         "uv build", timeout=600, cwd=root)
+        raise MissingDependencyError(
+            "building osworld-gym's wheel needs uv (pip install uv), or pass --wheel PATH"
+        )
+    _run(
+        ["uv", "build", "--package", "osworld-gym", "--wheel", "--out-dir", str(out_dir)],
+        "uv build",
+        timeout=600,
+        cwd=root,
+    )
     wheels = sorted(out_dir.glob("osworld_gym-*.whl"))
     if not wheels:
         raise ImageBuildError(f"uv build produced no osworld_gym wheel in {out_dir}")
@@ -248,8 +270,9 @@ def _pip() -> list[str]:
     raise MissingDependencyError("downloading the image's Python wheels needs pip or uv")
 
 
-def download_dependencies(requirements: list[str], opts: BuildOptions, machine: str
-                          ) -> tuple[Path, float]:
+def download_dependencies(
+    requirements: list[str], opts: BuildOptions, machine: str
+) -> tuple[Path, float]:
     """Dependency wheels for the image's Python and CPU, with a ``requirements.txt``; cached
     per (requirements, Python, CPU)."""
     text = "\n".join(requirements) + "\n"
@@ -262,11 +285,32 @@ def download_dependencies(requirements: list[str], opts: BuildOptions, machine: 
     dest.mkdir(parents=True)
     (dest / "requirements.txt").write_text(text)
     pv = opts.python_version
-    cmd = [*_pip(), "download", "--dest", str(dest), "--only-binary=:all:", "--find-links",
-           str(dest), "--python-version", pv, "--implementation", "cp",
-           "--abi", f"cp{pv.replace('.', '')}", "-r", str(dest / "requirements.txt")]
-    for tag in ("manylinux_2_36", "manylinux_2_34", "manylinux_2_28", "manylinux_2_17",
-                "manylinux2014", "manylinux_2_5", "linux"):
+    cmd = [
+        *_pip(),
+        "download",
+        "--dest",
+        str(dest),
+        "--only-binary=:all:",
+        "--find-links",
+        str(dest),
+        "--python-version",
+        pv,
+        "--implementation",
+        "cp",
+        "--abi",
+        f"cp{pv.replace('.', '')}",
+        "-r",
+        str(dest / "requirements.txt"),
+    ]
+    for tag in (
+        "manylinux_2_36",
+        "manylinux_2_34",
+        "manylinux_2_28",
+        "manylinux_2_17",
+        "manylinux2014",
+        "manylinux_2_5",
+        "linux",
+    ):
         cmd += ["--platform", f"{tag}_{machine}"]
     built: set[str] = set()
     while True:
@@ -281,14 +325,23 @@ def download_dependencies(requirements: list[str], opts: BuildOptions, machine: 
                 raise
             name = missing.group(1)
             built.add(name)
-            spec = next((r for r in requirements
-                         if re.match(rf"{re.escape(name)}\b", r, re.I)), name)
-            _run([*_pip(), "wheel", "--no-deps", "--wheel-dir", str(dest), spec],
-                 f"pip wheel {name}", timeout=600)
-            if not any(w.name.endswith("-none-any.whl") for w in dest.glob("*.whl")
-                       if w.name.lower().startswith(name.lower().replace("-", "_"))):
-                raise ImageBuildError(f"{name} has no wheel for the image's platform and its "
-                                      "source builds a platform-specific one") from e
+            spec = next(
+                (r for r in requirements if re.match(rf"{re.escape(name)}\b", r, re.I)), name
+            )
+            _run(
+                [*_pip(), "wheel", "--no-deps", "--wheel-dir", str(dest), spec],
+                f"pip wheel {name}",
+                timeout=600,
+            )
+            if not any(
+                w.name.endswith("-none-any.whl")
+                for w in dest.glob("*.whl")
+                if w.name.lower().startswith(name.lower().replace("-", "_"))
+            ):
+                raise ImageBuildError(
+                    f"{name} has no wheel for the image's platform and its "
+                    "source builds a platform-specific one"
+                ) from e
     (dest / ".complete").touch()
     return dest, time.monotonic() - t0
 
@@ -301,8 +354,9 @@ def _digest(parts: list[bytes]) -> str:
     return h.hexdigest()
 
 
-def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
-                client: Any = None) -> BuildResult:
+def build_image(
+    opts: BuildOptions | None = None, progress: Progress = log.info, client: Any = None
+) -> BuildResult:
     """Build (or reuse) the desktop image described by ``opts``.
 
     Raises:
@@ -341,8 +395,9 @@ def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
         task_deps, seconds = download_dependencies(task_python.requirements(), opts, machine)
         if seconds:
             timings["task_python"] = seconds
-        shutil.copytree(task_deps, ctx / "wheels" / "task",
-                        ignore=shutil.ignore_patterns(".complete"))
+        shutil.copytree(
+            task_deps, ctx / "wheels" / "task", ignore=shutil.ignore_patterns(".complete")
+        )
         dockerfile = render_dockerfile(opts.apps)
         (ctx / "Dockerfile").write_text(dockerfile)
         (ctx / "entrypoint.sh").write_text(entrypoint_script())
@@ -351,16 +406,25 @@ def build_image(opts: BuildOptions | None = None, progress: Progress = log.info,
             base_id = client.images.get(base).id
         except docker.errors.ImageNotFound:
             base_id = base  # pulled by the build
-        digest = _digest([dockerfile.encode(), entrypoint_script().encode(),
-                          wheel.read_bytes(), base_id.encode(),
-                          "\n".join(sorted(p.name for p in deps.glob("*.whl"))).encode(),
-                          "\n".join(sorted(p.name for p in task_deps.glob("*.whl"))).encode()])
+        digest = _digest(
+            [
+                dockerfile.encode(),
+                entrypoint_script().encode(),
+                wheel.read_bytes(),
+                base_id.encode(),
+                "\n".join(sorted(p.name for p in deps.glob("*.whl"))).encode(),
+                "\n".join(sorted(p.name for p in task_deps.glob("*.whl"))).encode(),
+            ]
+        )
         try:
             existing = client.images.get(tag)
         except docker.errors.ImageNotFound:
             existing = None
-        if existing is not None and not opts.no_cache and \
-                existing.labels.get(LABEL_INPUTS) == digest:
+        if (
+            existing is not None
+            and not opts.no_cache
+            and existing.labels.get(LABEL_INPUTS) == digest
+        ):
             timings["total"] = time.monotonic() - t_start
             progress(f"{tag} is up to date ({existing.short_id})")
             return BuildResult(tag, existing.id, True, timings)
@@ -389,18 +453,28 @@ def _remove_replaced(client: Any, image: Any) -> None:
         log.info("kept the replaced image %s: %s", image.short_id, e)
 
 
-def _docker_build(client: Any, ctx: Path, tag: str, base: str, digest: str, opts: BuildOptions,
-                  progress: Progress) -> str:
+def _docker_build(
+    client: Any, ctx: Path, tag: str, base: str, digest: str, opts: BuildOptions, progress: Progress
+) -> str:
     buildargs = {"BASE": base, **{k: os.environ[k] for k in PROXY_VARS if os.environ.get(k)}}
     tail: list[str] = []
     image_id = None
-    stream = client.api.build(path=str(ctx), tag=tag, buildargs=buildargs, rm=True, forcerm=True,
-                              nocache=opts.no_cache, decode=True, network_mode=opts.network_mode,
-                              labels={LABEL_INPUTS: digest})
+    stream = client.api.build(
+        path=str(ctx),
+        tag=tag,
+        buildargs=buildargs,
+        rm=True,
+        forcerm=True,
+        nocache=opts.no_cache,
+        decode=True,
+        network_mode=opts.network_mode,
+        labels={LABEL_INPUTS: digest},
+    )
     for chunk in stream:
         if "error" in chunk:
-            raise ImageBuildError(f"docker build of {tag} failed: {chunk['error'].strip()}\n"
-                                  + "".join(tail[-40:]))
+            raise ImageBuildError(
+                f"docker build of {tag} failed: {chunk['error'].strip()}\n" + "".join(tail[-40:])
+            )
         line = chunk.get("stream") or ""
         if line:
             tail.append(line)

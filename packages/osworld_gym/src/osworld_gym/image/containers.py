@@ -63,8 +63,13 @@ def _start_time(pid: int) -> str:
 def owner_labels(kind: str = "desktop") -> dict[str, str]:
     """Labels that tie a new container to this process."""
     pid = os.getpid()
-    return {LABEL_MANAGED: "true", LABEL_OWNER_HOST: socket.gethostname(),
-            LABEL_OWNER_PID: str(pid), LABEL_OWNER_START: _start_time(pid), LABEL_KIND: kind}
+    return {
+        LABEL_MANAGED: "true",
+        LABEL_OWNER_HOST: socket.gethostname(),
+        LABEL_OWNER_PID: str(pid),
+        LABEL_OWNER_START: _start_time(pid),
+        LABEL_KIND: kind,
+    }
 
 
 def owner_alive(labels: dict[str, str]) -> bool | None:
@@ -121,9 +126,13 @@ def _stale_run_dirs(roots: list[Path], include_live: bool) -> list[Path]:
     return out
 
 
-def cleanup_stale(client: Any, *, include_live: bool = False,
-                  include_other_hosts: bool = False,
-                  run_roots: list[Path] | None = None) -> list[str]:
+def cleanup_stale(
+    client: Any,
+    *,
+    include_live: bool = False,
+    include_other_hosts: bool = False,
+    run_roots: list[Path] | None = None,
+) -> list[str]:
     """Remove our containers whose owner is dead, their run directories, and run directories
     of dead owners whose container is already gone.
 
@@ -159,8 +168,12 @@ def cleanup_stale(client: Any, *, include_live: bool = False,
                 continue
         remove_run_dir(labels.get(LABEL_RUN_DIR))
         removed.append(c.short_id)
-        log.info("removed container %s of %s pid %s", c.short_id,
-                 labels.get(LABEL_OWNER_HOST), labels.get(LABEL_OWNER_PID))
+        log.info(
+            "removed container %s of %s pid %s",
+            c.short_id,
+            labels.get(LABEL_OWNER_HOST),
+            labels.get(LABEL_OWNER_PID),
+        )
     for d in candidates:
         remove_run_dir(str(d))
     return removed

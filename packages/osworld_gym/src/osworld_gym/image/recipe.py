@@ -48,25 +48,56 @@ LABEL_INPUTS = "osworld-gym.inputs"
 #: The desktop itself, whatever the apps (Debian bookworm package names).
 SYSTEM_PACKAGES: tuple[str, ...] = (
     # X server, window manager, session bus, window and input tools the guest calls
-    "xvfb", "openbox", "dbus", "dbus-daemon", "wmctrl", "x11-utils", "xdotool", "xdg-utils",
+    "xvfb",
+    "openbox",
+    "dbus",
+    "dbus-daemon",
+    "wmctrl",
+    "x11-utils",
+    "xdotool",
+    "xdg-utils",
     # a file's MIME type from its name (an empty notes.txt is otherwise "inode/x-empty", which
     # no app opens)
-    "shared-mime-info", "libfile-mimeinfo-perl",
+    "shared-mime-info",
+    "libfile-mimeinfo-perl",
     # the guest's Python (a venv with pip from ensurepip), and tasks' `python3 -c ...`;
     # tkinter for the task python's pyautogui (guest/task_python.py)
-    "python3", "python3-venv", "python3-tk",
+    "python3",
+    "python3-venv",
+    "python3-tk",
     # what tasks expect of a desktop: real sudo, process tools, certificates, curl, and `file`,
     # through which xdg-open finds a file's MIME type (and so the app that opens it)
-    "sudo", "procps", "psmisc", "ca-certificates", "curl", "file",
+    "sudo",
+    "procps",
+    "psmisc",
+    "ca-certificates",
+    "curl",
+    "file",
     # command-line tools the os and terminal tasks use
-    "git", "unzip", "zip", "bc", "openssh-client", "xz-utils", "bzip2", "sqlite3", "jq",
+    "git",
+    "unzip",
+    "zip",
+    "bc",
+    "openssh-client",
+    "xz-utils",
+    "bzip2",
+    "sqlite3",
+    "jq",
     # fonts: the same as the local desktop's, so that pages and dialogs lay out the same way
     # (oracles click at pixel positions)
-    "fonts-dejavu-core", "fonts-dejavu-extra", "fonts-liberation2", "fonts-droid-fallback",
+    "fonts-dejavu-core",
+    "fonts-dejavu-extra",
+    "fonts-liberation2",
+    "fonts-droid-fallback",
     "fonts-noto-mono",
     # the "ubuntu" desktop profile (``--wm ubuntu``, the default): panels, themes, GNOME
     # Terminal and Nautilus, GSettings over dconf
-    "tint2", "yaru-theme-gtk", "yaru-theme-icon", "gnome-terminal", "nautilus", "dconf-cli",
+    "tint2",
+    "yaru-theme-gtk",
+    "yaru-theme-icon",
+    "gnome-terminal",
+    "nautilus",
+    "dconf-cli",
     "libglib2.0-bin",
 )
 
@@ -74,11 +105,25 @@ SYSTEM_PACKAGES: tuple[str, ...] = (
 #: media tasks too (and the accessibility tree and screen recording).
 APPS: dict[str, tuple[str, ...]] = {
     "minimal": ("xterm", "mousepad"),
-    "full": ("xterm", "mousepad", "libreoffice-common", "libreoffice-calc", "libreoffice-writer",
-             "libreoffice-impress",
-             "chromium", "vlc", "ffmpeg", "socat", "xclip", "at-spi2-core", "python3-pyatspi",
-             # whole OSWorld domains (GIMP, Thunderbird) and Ubuntu's PDF viewer
-             "gimp", "thunderbird", "evince"),
+    "full": (
+        "xterm",
+        "mousepad",
+        "libreoffice-common",
+        "libreoffice-calc",
+        "libreoffice-writer",
+        "libreoffice-impress",
+        "chromium",
+        "vlc",
+        "ffmpeg",
+        "socat",
+        "xclip",
+        "at-spi2-core",
+        "python3-pyatspi",
+        # whole OSWorld domains (GIMP, Thunderbird) and Ubuntu's PDF viewer
+        "gimp",
+        "thunderbird",
+        "evince",
+    ),
 }
 
 
@@ -98,10 +143,11 @@ def entrypoint_script() -> str:
 
 
 def _apt(packages: tuple[str, ...]) -> str:
-    return ("RUN apt-get update \\\n"
-            " && apt-get install -y --no-install-recommends \\\n      "
-            + " ".join(packages) + " \\\n"
-            " && rm -rf /var/lib/apt/lists/*")
+    return (
+        "RUN apt-get update \\\n"
+        " && apt-get install -y --no-install-recommends \\\n      " + " ".join(packages) + " \\\n"
+        " && rm -rf /var/lib/apt/lists/*"
+    )
 
 
 def render_dockerfile(apps: str) -> str:

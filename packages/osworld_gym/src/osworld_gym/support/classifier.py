@@ -101,19 +101,31 @@ def capabilities(provider: str | Capabilities, profile: str | None = None) -> Ca
 # -- what a task uses --------------------------------------------------------------------------
 
 _DOMAIN_APPS = {
-    "chrome": "chromium", "gimp": "gimp", "thunderbird": "thunderbird", "vlc": "vlc",
-    "libreoffice_calc": "libreoffice_calc", "libreoffice_writer": "libreoffice_writer",
+    "chrome": "chromium",
+    "gimp": "gimp",
+    "thunderbird": "thunderbird",
+    "vlc": "vlc",
+    "libreoffice_calc": "libreoffice_calc",
+    "libreoffice_writer": "libreoffice_writer",
     "libreoffice_impress": "libreoffice_impress",
 }
 _PROGRAM_APPS = {
-    "google-chrome": "chromium", "google-chrome-stable": "chromium", "chromium": "chromium",
-    "chromium-browser": "chromium", "gimp": "gimp", "vlc": "vlc", "cvlc": "vlc",
+    "google-chrome": "chromium",
+    "google-chrome-stable": "chromium",
+    "chromium": "chromium",
+    "chromium-browser": "chromium",
+    "gimp": "gimp",
+    "vlc": "vlc",
+    "cvlc": "vlc",
     "thunderbird": "thunderbird",
 }
 #: Programs :func:`_apps` reports as apps (one reason, not two).
 _APP_PROGRAMS = frozenset({*_PROGRAM_APPS, "libreoffice", "soffice"})
-_LO_FLAGS = {"--calc": "libreoffice_calc", "--writer": "libreoffice_writer",
-             "--impress": "libreoffice_impress"}
+_LO_FLAGS = {
+    "--calc": "libreoffice_calc",
+    "--writer": "libreoffice_writer",
+    "--impress": "libreoffice_impress",
+}
 _SUFFIX_APPS = {
     **dict.fromkeys((".xlsx", ".xls", ".ods", ".csv"), "libreoffice_calc"),
     **dict.fromkeys((".docx", ".doc", ".odt", ".rtf"), "libreoffice_writer"),
@@ -121,21 +133,49 @@ _SUFFIX_APPS = {
     **dict.fromkeys((".mp4", ".mp3", ".avi", ".mkv", ".webm", ".wav", ".flac"), "vlc"),
     ".xcf": "gimp",
 }
-_GETTER_APPS = {"vlc_config": "vlc", "vlc_playing_info": "vlc", "active_tab_info": "chromium",
-                "open_tabs_info": "chromium", "active_url_from_accessTree": "chromium",
-                "enable_do_not_track": "chromium", "default_search_engine": "chromium",
-                "profile_name": "chromium", "bookmarks": "chromium"}
+_GETTER_APPS = {
+    "vlc_config": "vlc",
+    "vlc_playing_info": "vlc",
+    "active_tab_info": "chromium",
+    "open_tabs_info": "chromium",
+    "active_url_from_accessTree": "chromium",
+    "enable_do_not_track": "chromium",
+    "default_search_engine": "chromium",
+    "profile_name": "chromium",
+    "bookmarks": "chromium",
+}
 _STEP_COMMANDS = {"launch", "execute", "command", "execute_with_verification"}
 _URL = re.compile(r"https?://[^\s'\"<>]+")
 #: Programs whose URL arguments are fetched from the network.
-_WEB_PROGRAMS = frozenset({"google-chrome", "google-chrome-stable", "chromium", "chromium-browser",
-                           "firefox", "xdg-open", "wget", "curl"})
-_WEB_COMMAND = re.compile(r"(?:^|[;&|(]\s*|\bsudo\s+)(?:\S*/)?(?:" + "|".join(
-    re.escape(p) for p in sorted(_WEB_PROGRAMS)) + r")\s")
+_WEB_PROGRAMS = frozenset(
+    {
+        "google-chrome",
+        "google-chrome-stable",
+        "chromium",
+        "chromium-browser",
+        "firefox",
+        "xdg-open",
+        "wget",
+        "curl",
+    }
+)
+_WEB_COMMAND = re.compile(
+    r"(?:^|[;&|(]\s*|\bsudo\s+)(?:\S*/)?(?:"
+    + "|".join(re.escape(p) for p in sorted(_WEB_PROGRAMS))
+    + r")\s"
+)
 #: Reserved names (RFC 2606/6761) that are never live websites.
 _RESERVED_SUFFIXES = (".example", ".test", ".invalid", ".localhost", ".local")
-_RESERVED_HOSTS = frozenset({"example.com", "example.org", "example.net",
-                             "www.example.com", "www.example.org", "www.example.net"})
+_RESERVED_HOSTS = frozenset(
+    {
+        "example.com",
+        "example.org",
+        "example.net",
+        "www.example.com",
+        "www.example.org",
+        "www.example.net",
+    }
+)
 _CODE = re.compile(r"(?:^|[;&|(]\s*|\bsudo\s+)(?:\S*/)?code(?:\s|$)")
 _GNOME = re.compile(r"\b(?:gsettings|dconf)\b")
 
@@ -158,8 +198,11 @@ def _entries(value: Any) -> Iterator[dict[str, Any]]:
 def _uses(raw: dict[str, Any]) -> _Uses:
     uses = _Uses()
     evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
-    uses.steps = [s for s in (raw.get("config") or []) + (evaluator.get("postconfig") or [])
-                  if isinstance(s, dict)]
+    uses.steps = [
+        s
+        for s in (raw.get("config") or []) + (evaluator.get("postconfig") or [])
+        if isinstance(s, dict)
+    ]
     for step in uses.steps:
         params = step.get("parameters") or {}
         if step.get("type") in _STEP_COMMANDS and "command" in params:
@@ -248,9 +291,9 @@ def _vscode(task: Task, uses: _Uses) -> list[str]:
 def _gnome(uses: _Uses, gsettings: bool) -> list[str]:
     # the vm_wallpaper getter reads GSettings' picture-uri, as OSWorld's /wallpaper does;
     # OSWorld's change_wallpaper setup step is not implemented here
-    if any(s.get("type") == "change_wallpaper" for s in uses.steps) or (not gsettings and any(
-        g.get("type") == "vm_wallpaper" for g in uses.getters
-    )):
+    if any(s.get("type") == "change_wallpaper" for s in uses.steps) or (
+        not gsettings and any(g.get("type") == "vm_wallpaper" for g in uses.getters)
+    ):
         return ["needs GNOME (wallpaper)"]
     for _, text, _ in uses.commands if not gsettings else ():
         if m := _GNOME.search(text):
@@ -279,8 +322,11 @@ def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
             wanted.add(_PROGRAM_APPS[program])
         elif program in ("libreoffice", "soffice"):
             modules = [_LO_FLAGS[a] for a in argv[1:] if a in _LO_FLAGS]
-            modules += [_SUFFIX_APPS[Path(a).suffix.lower()] for a in argv[1:]
-                        if Path(a).suffix.lower() in _SUFFIX_APPS]
+            modules += [
+                _SUFFIX_APPS[Path(a).suffix.lower()]
+                for a in argv[1:]
+                if Path(a).suffix.lower() in _SUFFIX_APPS
+            ]
             wanted.update(modules or ["libreoffice"])
     for step in uses.steps:
         if step.get("type") == "open":
@@ -292,8 +338,10 @@ def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
     if not missing:
         return []
     packages = sorted({PACKAGES.get(APP_KEYS[k][0], APP_KEYS[k][0]) for k in missing})
-    return [f"needs apps not installed: {', '.join(missing)} "
-            f"(apt-get install {' '.join(packages)}, or run scripts/install.sh)"]
+    return [
+        f"needs apps not installed: {', '.join(missing)} "
+        f"(apt-get install {' '.join(packages)}, or run scripts/install.sh)"
+    ]
 
 
 def _implementation(uses: _Uses) -> list[str]:
@@ -333,9 +381,14 @@ def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local"
         reasons += _google(uses)
     if not caps.network:
         reasons += _live_urls(raw, uses)
-        reasons += [r for r in network_steps(raw, parsed.instruction)
-                    if not (r.startswith("needs a live website") and any(
-                        x.startswith("needs a live website") for x in reasons))]
+        reasons += [
+            r
+            for r in network_steps(raw, parsed.instruction)
+            if not (
+                r.startswith("needs a live website")
+                and any(x.startswith("needs a live website") for x in reasons)
+            )
+        ]
     if not caps.vscode:
         reasons += _vscode(parsed, uses)
     if not caps.gnome:

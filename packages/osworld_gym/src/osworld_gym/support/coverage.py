@@ -53,8 +53,11 @@ class Coverage:
 
     def totals(self, domain: str | None = None) -> tuple[int, int]:
         """(tasks, supported) of one domain or of all."""
-        rows = self.domains.get(domain, []) if domain else [
-            r for rs in self.domains.values() for r in rs]
+        rows = (
+            self.domains.get(domain, [])
+            if domain
+            else [r for rs in self.domains.values() for r in rs]
+        )
         return len(rows), sum(1 for _, s in rows if s.supported)
 
     def supported_ids(self) -> dict[str, list[str]]:
@@ -63,8 +66,11 @@ class Coverage:
 
     def blockers(self, domain: str | None = None, *, every: bool = False) -> dict[str, list[str]]:
         """Kind of the first reason (or of ``every`` reason) -> its details, one per task."""
-        rows = self.domains.get(domain, []) if domain else [
-            r for rs in self.domains.values() for r in rs]
+        rows = (
+            self.domains.get(domain, [])
+            if domain
+            else [r for rs in self.domains.values() for r in rs]
+        )
         out: dict[str, list[str]] = {}
         for _, s in rows:
             for reason in (s.reasons if every else (s.reason,)) if not s.supported else ():
@@ -79,8 +85,12 @@ class Coverage:
             n, ok = self.totals(d)
             lines.append(f"{d:<22}{n:>6}{ok:>11}")
         n, ok = self.totals()
-        lines += ["-" * 39, f"{'total':<22}{n:>6}{ok:>11}", "",
-                  "why not (first blocker of each task; count, then the commonest details):"]
+        lines += [
+            "-" * 39,
+            f"{'total':<22}{n:>6}{ok:>11}",
+            "",
+            "why not (first blocker of each task; count, then the commonest details):",
+        ]
         for d in sorted(self.domains):
             kinds = self.blockers(d)
             if not kinds:
@@ -88,15 +98,18 @@ class Coverage:
             lines.append(f"  {d}")
             for kind, items in kinds.items():
                 common = Counter(i for i in items if i).most_common(details)
-                shown = "; ".join(f"{text[:90]}" + (f" x{c}" if c > 1 else "")
-                                  for text, c in common)
+                shown = "; ".join(
+                    f"{text[:90]}" + (f" x{c}" if c > 1 else "") for text, c in common
+                )
                 lines.append(f"    {len(items):>3}  {kind}" + (f": {shown}" if shown else ""))
         return "\n".join(lines)
 
     def markdown(self) -> str:
         """A README table: domain, tasks, supported here, main blockers."""
-        lines = ["| domain | tasks | supported here | main blockers (tasks) |",
-                 "|---|---:|---:|---|"]
+        lines = [
+            "| domain | tasks | supported here | main blockers (tasks) |",
+            "|---|---:|---:|---|",
+        ]
         for d in sorted(self.domains):
             n, ok = self.totals(d)
             kinds = ", ".join(f"{k} ({len(v)})" for k, v in list(self.blockers(d).items())[:3])
@@ -106,15 +119,22 @@ class Coverage:
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        return {"total": dict(zip(("tasks", "supported"), self.totals(), strict=True)),
-                "domains": {d: {"tasks": self.totals(d)[0], "supported": self.totals(d)[1],
-                                "unsupported": {i: list(s.reasons) for i, s in rows
-                                                if not s.supported}}
-                            for d, rows in sorted(self.domains.items())}}
+        return {
+            "total": dict(zip(("tasks", "supported"), self.totals(), strict=True)),
+            "domains": {
+                d: {
+                    "tasks": self.totals(d)[0],
+                    "supported": self.totals(d)[1],
+                    "unsupported": {i: list(s.reasons) for i, s in rows if not s.supported},
+                }
+                for d, rows in sorted(self.domains.items())
+            },
+        }
 
 
-def official_tasks(path: str | os.PathLike[str], meta: str | None = None
-                   ) -> list[tuple[str, dict[str, Any]]]:
+def official_tasks(
+    path: str | os.PathLike[str], meta: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """``[(domain, task JSON)]`` of an OSWorld ``evaluation_examples`` folder (its meta file,
     default ``test_all.json``, else every ``examples/*/*.json``) or of a meta file.
 
@@ -132,8 +152,10 @@ def official_tasks(path: str | os.PathLike[str], meta: str | None = None
                 raise TaskError(f"meta file {meta_file} not found")
             return [(f.parent.name, _read(f)) for f in sorted(examples.glob("*/*.json"))]
     else:
-        raise TaskError(f"{path} is not an OSWorld evaluation_examples folder (no examples/ in "
-                        "it) nor a meta file such as test_all.json")
+        raise TaskError(
+            f"{path} is not an OSWorld evaluation_examples folder (no examples/ in "
+            "it) nor a meta file such as test_all.json"
+        )
     listing = _read(meta_file)
     if not isinstance(listing, dict):
         raise TaskError(f"{meta_file} is not a meta file of the form {{domain: [task ids]}}")
@@ -154,8 +176,13 @@ def _read(file: Path) -> Any:
         raise TaskError(f"cannot read task file {file}: {exc}") from exc
 
 
-def coverage(path: str | os.PathLike[str], *, provider: str = "local",
-             meta: str | None = None, profile: str | None = None) -> Coverage:
+def coverage(
+    path: str | os.PathLike[str],
+    *,
+    provider: str = "local",
+    meta: str | None = None,
+    profile: str | None = None,
+) -> Coverage:
     """Classify every task of the OSWorld task set at ``path`` for ``provider`` (for
     ``local``: with desktop ``profile``, default as the local provider's)."""
     caps = classifier.capabilities(provider, profile)

@@ -84,8 +84,11 @@ def load_tasks(
                 key = str(item.get("id", origin)) if isinstance(item, dict) else str(origin)
                 support = classify(item, caps) if isinstance(item, dict) else None
                 # the classifier's reason is the shorter, actionable one ("unknown metric: x")
-                unsupported[key] = (str(support.reason) if support is not None
-                                    and not support.supported else f"invalid task: {exc}")
+                unsupported[key] = (
+                    str(support.reason)
+                    if support is not None and not support.supported
+                    else f"invalid task: {exc}"
+                )
                 continue
         if wanted is not None and task.domain not in wanted:
             continue
@@ -97,17 +100,22 @@ def load_tasks(
             continue
         tasks.append(task)
     if unsupported:
-        logger.warning("left out %d of %d tasks this desktop cannot run (TaskSet.unsupported "
-                       "says why; `osworld-gym tasks coverage` groups them)", len(unsupported),
-                       len(unsupported) + len(tasks))
+        logger.warning(
+            "left out %d of %d tasks this desktop cannot run (TaskSet.unsupported "
+            "says why; `osworld-gym tasks coverage` groups them)",
+            len(unsupported),
+            len(unsupported) + len(tasks),
+        )
         for task_id, reason in unsupported.items():
             logger.info("left out task %s: %s", task_id, reason)
     if not tasks:
         what = f" in domain(s) {sorted(wanted)}" if wanted else ""
         why = "".join(f"\n  {k}: {v}" for k, v in list(unsupported.items())[:10])
-        raise TaskError(f"no tasks loaded from {describe(spec)}{what}"
-                        + (f"; none can run here:{why}" if why else "")
-                        + (f"\nfirst invalid task: {first_error}" if first_error else ""))
+        raise TaskError(
+            f"no tasks loaded from {describe(spec)}{what}"
+            + (f"; none can run here:{why}" if why else "")
+            + (f"\nfirst invalid task: {first_error}" if first_error else "")
+        )
     logger.info("loaded %d tasks from %s", len(tasks), describe(spec))
     return TaskSet(tasks, unsupported)
 

@@ -59,11 +59,16 @@ _OWN_REASON = frozenset({"code", "gsettings", "dconf"})
 def _install_text(raw: dict[str, Any]) -> list[tuple[str, str]]:
     evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
     out = []
-    for where, steps in (("a setup step", raw.get("config")),
-                         ("a postconfig step", evaluator.get("postconfig"))):
+    for where, steps in (
+        ("a setup step", raw.get("config")),
+        ("a postconfig step", evaluator.get("postconfig")),
+    ):
         for step in steps if isinstance(steps, list) else []:
             if isinstance(step, dict) and step.get("type") in (
-                "execute", "command", "launch", "execute_with_verification"
+                "execute",
+                "command",
+                "launch",
+                "execute_with_verification",
             ):
                 out.append((where, json.dumps((step.get("parameters") or {}).get("command"))))
     for key in ("result", "expected"):
@@ -103,14 +108,16 @@ def network_steps(raw: dict[str, Any], instruction: str) -> list[str]:
     return []
 
 
-def missing_programs(raw: dict[str, Any], path: str | None,
-                     skip: frozenset[str] = frozenset()) -> list[str]:
+def missing_programs(
+    raw: dict[str, Any], path: str | None, skip: frozenset[str] = frozenset()
+) -> list[str]:
     """At most one reason naming every program ``raw`` runs that ``path`` lacks (``None``:
     not checked), with the packages that ship them where :mod:`.packages` knows."""
     if path is None:
         return []
-    missing = sorted(p for p in task_programs(raw) - _OWN_REASON - skip
-                     if shutil.which(p, path=path) is None)
+    missing = sorted(
+        p for p in task_programs(raw) - _OWN_REASON - skip if shutil.which(p, path=path) is None
+    )
     if not missing:
         return []
     if {"python", "python3"} & set(missing):
@@ -134,5 +141,7 @@ def systemd_programs(raw: dict[str, Any]) -> list[str]:
     found = sorted(task_programs(raw) & SYSTEMD_PROGRAMS)
     if not found:
         return []
-    return [f"needs systemd ({', '.join(found)} asks systemd over the system bus; this desktop "
-            "has no systemd)"]
+    return [
+        f"needs systemd ({', '.join(found)} asks systemd over the system bus; this desktop "
+        "has no systemd)"
+    ]

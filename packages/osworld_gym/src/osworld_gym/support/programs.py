@@ -33,13 +33,65 @@ from typing import Any
 #: Shell keywords that stand before a command's name (``then ls``, ``! grep``).
 KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "time", "!", "{"})
 #: Words that start no program: builtins and the keywords that end or open a compound command.
-BUILTINS = frozenset({
-    "fi", "for", "in", "done", "case", "esac", "function", "select", "}", "[", "[[", "]]", "]",
-    "cd", "echo", "printf", "export", "read", "test", "set", "unset", "local", "return", "exit",
-    "true", "false", "alias", "source", ".", "eval", "exec", "command", "type", "shift", "trap",
-    "wait", "declare", "typeset", "let", "pushd", "popd", "umask", "ulimit", "builtin", "hash",
-    "readonly", "getopts", "break", "continue", ":", "shopt", "history", "jobs", "fg", "bg",
-})
+BUILTINS = frozenset(
+    {
+        "fi",
+        "for",
+        "in",
+        "done",
+        "case",
+        "esac",
+        "function",
+        "select",
+        "}",
+        "[",
+        "[[",
+        "]]",
+        "]",
+        "cd",
+        "echo",
+        "printf",
+        "export",
+        "read",
+        "test",
+        "set",
+        "unset",
+        "local",
+        "return",
+        "exit",
+        "true",
+        "false",
+        "alias",
+        "source",
+        ".",
+        "eval",
+        "exec",
+        "command",
+        "type",
+        "shift",
+        "trap",
+        "wait",
+        "declare",
+        "typeset",
+        "let",
+        "pushd",
+        "popd",
+        "umask",
+        "ulimit",
+        "builtin",
+        "hash",
+        "readonly",
+        "getopts",
+        "break",
+        "continue",
+        ":",
+        "shopt",
+        "history",
+        "jobs",
+        "fg",
+        "bg",
+    }
+)
 #: Shells whose ``-c`` argument is itself shell text.
 SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 #: Steps whose ``command`` parameter runs a program.
@@ -108,7 +160,7 @@ def _segments(text: str) -> Iterator[str]:
             quote = ch
             buf.append(ch)
         elif ch == "\\" and i + 1 < len(text):
-            buf.append(text[i:i + 2])
+            buf.append(text[i : i + 2])
             i += 1
         elif m := _SEPARATORS.match(text, i):
             out.append("".join(buf))
@@ -150,8 +202,11 @@ def command_programs(argv: list[str] | str) -> set[str]:
     if name in SHELLS and "-c" in rest[:-1]:
         found |= shell_programs(rest[rest.index("-c") + 1])
     elif name in ("sudo", "env", "nohup", "timeout", "xargs", "nice", "setsid"):
-        while rest and (rest[0].startswith("-") or _ASSIGNMENT.match(rest[0])
-                        or (name == "timeout" and rest[0][:1].isdigit())):
+        while rest and (
+            rest[0].startswith("-")
+            or _ASSIGNMENT.match(rest[0])
+            or (name == "timeout" and rest[0][:1].isdigit())
+        ):
             rest = rest[1:]
         found |= command_programs(rest)
     return found

@@ -42,9 +42,10 @@ GENERATORS: dict[str, str] = {
     "vlcrc": "osworld_gym.tasks.builtin.web_media_assets:vlcrc_asset",
 }
 
-_WORDS = ("apple banana cherry delta echo falcon garnet harbor indigo juniper kepler lumen "
-          "maple nectar orbit pixel quartz raven sierra tango umber velvet willow xenon yarrow zephyr"
-          ).split()
+_WORDS = (
+    "apple banana cherry delta echo falcon garnet harbor indigo juniper kepler lumen "
+    "maple nectar orbit pixel quartz raven sierra tango umber velvet willow xenon yarrow zephyr"
+).split()
 
 
 def register_generator(name: str, target: str | Generator) -> None:
@@ -64,7 +65,9 @@ def generate(url: str) -> bytes:
     name = parsed.netloc or parsed.path.lstrip("/")
     target = GENERATORS.get(name)
     if target is None:
-        raise SetupError(f"unknown asset generator {name!r} in {url!r}; known: {sorted(GENERATORS)}")
+        raise SetupError(
+            f"unknown asset generator {name!r} in {url!r}; known: {sorted(GENERATORS)}"
+        )
     if isinstance(target, str):
         module, func = target.split(":")
         target = getattr(importlib.import_module(module), func)
@@ -87,5 +90,6 @@ def lines_asset(params: dict[str, str]) -> bytes:
     """``n`` lines of ``prefix`` plus seeded words: ``prefix 1: word word``."""
     n, rng = int(params["n"]), random.Random(params.get("seed", "0"))
     prefix = params.get("prefix", "line")
-    return "".join(f"{prefix} {i}: {rng.choice(_WORDS)} {rng.choice(_WORDS)}\n"
-                   for i in range(1, n + 1)).encode()
+    return "".join(
+        f"{prefix} {i}: {rng.choice(_WORDS)} {rng.choice(_WORDS)}\n" for i in range(1, n + 1)
+    ).encode()

@@ -115,11 +115,18 @@ def close_tabs(port: int, urls: list[str]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     args = json.loads(argv[1]) if len(argv) > 1 else {}
-    port = connect([int(p) for p in args.get("ports", [1337, 9222])],
-                   float(args.get("connect_s", 75)))
+    port = connect(
+        [int(p) for p in args.get("ports", [1337, 9222])], float(args.get("connect_s", 75))
+    )
     if port is None:
-        print(json.dumps({"error": "Chrome's DevTools did not answer on ports "
-                          f"{args.get('ports', [1337, 9222])}: is Chrome running?"}))
+        print(
+            json.dumps(
+                {
+                    "error": "Chrome's DevTools did not answer on ports "
+                    f"{args.get('ports', [1337, 9222])}: is Chrome running?"
+                }
+            )
+        )
         return 0
     try:
         if args.get("action") == "open":

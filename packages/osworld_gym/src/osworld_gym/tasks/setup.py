@@ -170,8 +170,10 @@ def _flag(value: Any) -> Any:
 
 
 def _normalized(params: dict[str, Any]) -> dict[str, Any]:
-    return {k: _flag(v) if k in ("shell", "strict", "by_class", "check") else v
-            for k, v in params.items()}
+    return {
+        k: _flag(v) if k in ("shell", "strict", "by_class", "check") else v
+        for k, v in params.items()
+    }
 
 
 def _is_command(value: Any) -> bool:
@@ -202,15 +204,21 @@ def _check_values(kind: str, p: dict[str, Any]) -> str | None:
     if "verification" in p and not isinstance(p["verification"], dict):
         return "'verification' must be an object"
     for name in ("urls_to_open", "urls_to_close"):
-        if name in p and not (isinstance(p[name], list) and p[name]
-                              and all(isinstance(u, str) and u for u in p[name])):
+        if name in p and not (
+            isinstance(p[name], list) and p[name] and all(isinstance(u, str) and u for u in p[name])
+        ):
             return f"{name!r} must be a non-empty list of URLs"
-    if "history" in p and not (isinstance(p["history"], list) and all(
-            isinstance(h, dict) and isinstance(h.get("url"), str)
+    if "history" in p and not (
+        isinstance(p["history"], list)
+        and all(
+            isinstance(h, dict)
+            and isinstance(h.get("url"), str)
             and isinstance(h.get("title"), str)
             and isinstance(h.get("visit_time_from_now_in_seconds"), int | float)
-            for h in p["history"])):
-        return ("'history' must be a list of {url, title, visit_time_from_now_in_seconds}")
+            for h in p["history"]
+        )
+    ):
+        return "'history' must be a list of {url, title, visit_time_from_now_in_seconds}"
     if kind in ("download", "upload_file"):
         keys = ("url", "path") if kind == "download" else ("local_path", "path")
         files = p["files"]
@@ -327,8 +335,14 @@ class SetupRunner:
                 self._handlers[kind](**params)
             except GuestError as exc:
                 if phase == "postconfig" and exc.status in _DESKTOP_STATE_REFUSALS:
-                    logger.warning("task %s: postconfig step %d (%s) refused on the desktop the "
-                                   "agent left, skipped: %s", self.task_id, i, kind, exc)
+                    logger.warning(
+                        "task %s: postconfig step %d (%s) refused on the desktop the "
+                        "agent left, skipped: %s",
+                        self.task_id,
+                        i,
+                        kind,
+                        exc,
+                    )
                     self.skipped.append(f"postconfig step {i} ({kind}): {exc}")
                     continue
                 raise SetupError(
@@ -444,8 +458,11 @@ class SetupRunner:
                 except GuestError as exc:
                     # in config the window is one a step just opened (Ctrl+Alt+T's terminal):
                     # give it time to map, as on OSWorld's faster VM it already has
-                    if (exc.status != 404 or getattr(self, "_phase", "config") != "config"
-                            or waited >= _WINDOW_APPEAR_S):
+                    if (
+                        exc.status != 404
+                        or getattr(self, "_phase", "config") != "config"
+                        or waited >= _WINDOW_APPEAR_S
+                    ):
                         raise
                 self._sleep(_POLL_INTERVAL_S)
                 waited += _POLL_INTERVAL_S
@@ -468,15 +485,22 @@ class SetupRunner:
         except GuestError as exc:
             if getattr(self, "_phase", "config") != "postconfig" or exc.status != 404:
                 raise
-            logger.info("task %s: postconfig: no window %r (%s); scoring goes on, as in OSWorld",
-                        self.task_id, window_name, exc)
+            logger.info(
+                "task %s: postconfig: no window %r (%s); scoring goes on, as in OSWorld",
+                self.task_id,
+                window_name,
+                exc,
+            )
 
     def _download(self, files: list[dict[str, str]]) -> None:
         for f in files:
             target = guest_destination(f["path"], "download path", self.home)
             cached = download_cache_path(self.cache_dir, self.task_id, f["url"], f["path"])
             fetch(
-                f["url"], cached, timeout=self.download_timeout_s, attempts=self.download_attempts,
+                f["url"],
+                cached,
+                timeout=self.download_timeout_s,
+                attempts=self.download_attempts,
                 access=self.host_access,
             )
             self.client.upload(target, cached)  # streamed from disk

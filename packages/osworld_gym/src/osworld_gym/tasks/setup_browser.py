@@ -46,6 +46,7 @@ class SetupRunner(Protocol):
     @property
     def task_cache_dir(self) -> Path: ...
 
+
 #: The script the tab steps run inside the desktop (standard library only).
 _CHROME_TABS = Path(__file__).with_name("chrome_tabs.py")
 #: DevTools ports tried in order: our google-chrome shim's, then OSWorld's socat forward.
@@ -62,11 +63,14 @@ def _run_tabs(runner: SetupRunner, args: dict[str, Any]) -> dict[str, Any]:
     source = _CHROME_TABS.read_text(encoding="utf-8")
     args = {"ports": list(PORTS), **args}
     timeout = float(args.get("connect_s", 75)) + 15 * (len(args.get("urls", [])) + 1)
-    result = runner.client.execute(["python3", "-c", source, json.dumps(args)], shell=False,
-                                   timeout=timeout, setup=True)
+    result = runner.client.execute(
+        ["python3", "-c", source, json.dumps(args)], shell=False, timeout=timeout, setup=True
+    )
     if result.get("status", "success") != "success" or result.get("returncode", 0) != 0:
-        raise SetupError(f"the desktop could not run the tab helper: "
-                         f"{result.get('message') or result.get('error') or result}")
+        raise SetupError(
+            f"the desktop could not run the tab helper: "
+            f"{result.get('message') or result.get('error') or result}"
+        )
     try:
         out = json.loads(result.get("output") or "")
     except json.JSONDecodeError as exc:
@@ -101,12 +105,16 @@ def add_history(db: Path, history: list[dict[str, Any]], now: datetime | None = 
     try:
         for item in history:
             stamp = chrome_time(now - timedelta(seconds=item["visit_time_from_now_in_seconds"]))
-            cur = con.execute("INSERT INTO urls (url, title, visit_count, typed_count, "
-                              "last_visit_time, hidden) VALUES (?, ?, 1, 0, ?, 0)",
-                              (item["url"], item["title"], stamp))
-            con.execute("INSERT INTO visits (url, visit_time, from_visit, transition, "
-                        "segment_id, visit_duration) VALUES (?, ?, 0, ?, 0, 0)",
-                        (cur.lastrowid, stamp, _TRANSITION))
+            cur = con.execute(
+                "INSERT INTO urls (url, title, visit_count, typed_count, "
+                "last_visit_time, hidden) VALUES (?, ?, 1, 0, ?, 0)",
+                (item["url"], item["title"], stamp),
+            )
+            con.execute(
+                "INSERT INTO visits (url, visit_time, from_visit, transition, "
+                "segment_id, visit_duration) VALUES (?, ?, 0, ?, 0, 0)",
+                (cur.lastrowid, stamp, _TRANSITION),
+            )
         con.commit()
     except (sqlite3.Error, KeyError) as exc:
         raise SetupError(f"cannot add the browse history to {db}: {exc}") from exc
@@ -117,8 +125,10 @@ def add_history(db: Path, history: list[dict[str, Any]], now: datetime | None = 
 def update_browse_history(runner: SetupRunner, history: list[dict[str, Any]]) -> None:
     cached = runner.task_cache_dir / HISTORY_CACHE_NAME
     if not cached.is_file():
-        raise SetupError(f"update_browse_history needs Chrome's base History database from "
-                         f"OSWorld's file cache: place {HISTORY_CACHE_NAME} at {cached}")
+        raise SetupError(
+            f"update_browse_history needs Chrome's base History database from "
+            f"OSWorld's file cache: place {HISTORY_CACHE_NAME} at {cached}"
+        )
     with tempfile.TemporaryDirectory(prefix="osworld-history-") as tmp:
         db = Path(tmp) / "History"
         shutil.copyfile(cached, db)  # the cached base stays as it was, for the next episode

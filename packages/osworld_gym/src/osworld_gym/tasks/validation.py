@@ -85,7 +85,8 @@ def check_task_id(task_id: str) -> None:
     if not SAFE_ID.fullmatch(task_id):
         raise TaskValidationError(
             f"task id {task_id!r} is not safe: use letters, digits, '.', '_' and '-' "
-            "(at most 128, starting with a letter or digit)")
+            "(at most 128, starting with a letter or digit)"
+        )
 
 
 def host_name(name: Any, what: str) -> str:
@@ -98,10 +99,18 @@ def host_name(name: Any, what: str) -> str:
     ...
     osworld_gym.errors.TaskValidationError: dest '../x' must be a relative path inside its directory (no '..', not absolute)
     """
-    if not isinstance(name, str) or not name or "\x00" in name or "\\" in name or \
-            name.startswith("/") or ".." in name.split("/") or posixpath.normpath(name) == ".":
+    if (
+        not isinstance(name, str)
+        or not name
+        or "\x00" in name
+        or "\\" in name
+        or name.startswith("/")
+        or ".." in name.split("/")
+        or posixpath.normpath(name) == "."
+    ):
         raise TaskValidationError(
-            f"{what} {name!r} must be a relative path inside its directory (no '..', not absolute)")
+            f"{what} {name!r} must be a relative path inside its directory (no '..', not absolute)"
+        )
     return name
 
 
@@ -123,8 +132,9 @@ def guest_destination(path: Any, what: str, home: str = GUEST_HOME) -> str:
     full = guest_path(path, home)
     roots = (home, *GUEST_ROOTS[1:])
     if not any(full == r or full.startswith(r + "/") for r in roots):
-        raise TaskValidationError(f"{what} {path!r} is {full}, outside the desktop user's home "
-                                  "and /tmp")
+        raise TaskValidationError(
+            f"{what} {path!r} is {full}, outside the desktop user's home and /tmp"
+        )
     return full
 
 
@@ -158,8 +168,10 @@ def check_finite(obj: Any, where: str, depth: int = 0) -> None:
 
 
 def _steps(task: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    for phase, steps in (("config", task.config), ("postconfig",
-                                                     task.evaluator.get("postconfig") or [])):
+    for phase, steps in (
+        ("config", task.config),
+        ("postconfig", task.evaluator.get("postconfig") or []),
+    ):
         if isinstance(steps, list):
             for i, step in enumerate(steps):
                 if isinstance(step, dict) and isinstance(step.get("parameters"), dict):
@@ -205,8 +217,11 @@ def validate_task(task: Any) -> None:
         if "dest" in cfg:
             for d in _listify(cfg["dest"]):
                 host_name(d, f"{at}: dest")
-        if kind == "cache_file" and isinstance(cfg.get("path"), str) and \
-                urlparse(cfg["path"]).scheme not in ("http", "https", "file"):
+        if (
+            kind == "cache_file"
+            and isinstance(cfg.get("path"), str)
+            and urlparse(cfg["path"]).scheme not in ("http", "https", "file")
+        ):
             host_name(cfg["path"], f"{at}: path")
 
 
@@ -215,13 +230,16 @@ def check_instruction(instruction: str, who: str) -> None:
     characters (refused, not silently truncated, which would change the task) and encodable
     (no lone surrogates)."""
     if len(instruction) > MAX_INSTRUCTION_CHARS:
-        raise TaskValidationError(f"{who}: the instruction is {len(instruction)} characters; "
-                                  f"the observation space admits {MAX_INSTRUCTION_CHARS}")
+        raise TaskValidationError(
+            f"{who}: the instruction is {len(instruction)} characters; "
+            f"the observation space admits {MAX_INSTRUCTION_CHARS}"
+        )
     try:
         instruction.encode("utf-8")
     except UnicodeEncodeError:
-        raise TaskValidationError(f"{who}: the instruction contains a lone surrogate "
-                                  "(a broken \\ud83d-style escape)") from None
+        raise TaskValidationError(
+            f"{who}: the instruction contains a lone surrogate (a broken \\ud83d-style escape)"
+        ) from None
 
 
 def _check_url_static(url: Any, what: str) -> None:
@@ -229,13 +247,15 @@ def _check_url_static(url: Any, what: str) -> None:
         raise TaskValidationError(f"{what} must be a URL string")
     parsed = urlparse(url)
     if parsed.scheme not in DOWNLOAD_SCHEMES:
-        raise TaskValidationError(f"{what} {url!r}: only {', '.join(DOWNLOAD_SCHEMES)} URLs "
-                                  "may be downloaded")
+        raise TaskValidationError(
+            f"{what} {url!r}: only {', '.join(DOWNLOAD_SCHEMES)} URLs may be downloaded"
+        )
     if parsed.scheme == "file" and ".." in unquote(parsed.path).split("/"):
         raise TaskValidationError(f"{what} {url!r} contains '..'")
 
 
 # ---- what of the host a task may reach (checked with the env's HostAccess) -------------------
+
 
 def check_host_access(task: Any, access: HostAccess) -> None:
     """Refuse, before the episode, ``file://`` and ``upload_file`` sources outside the allowed
@@ -258,11 +278,15 @@ def check_host_access(task: Any, access: HostAccess) -> None:
                     check_local_file(unquote(parsed.path), access, f"{at}.url")
                 elif parsed.scheme in ("http", "https") and not access.allow_private_urls:
                     host = parsed.hostname or ""
-                    if host.lower() in ("localhost", "localhost.localdomain") or \
-                            host.lower().endswith(".localhost") or _literal_not_global(host):
+                    if (
+                        host.lower() in ("localhost", "localhost.localdomain")
+                        or host.lower().endswith(".localhost")
+                        or _literal_not_global(host)
+                    ):
                         raise TaskValidationError(
                             f"{at}.url {f['url']!r} points at a private or loopback address; "
-                            "pass HostAccess(allow_private_urls=True) to allow it")
+                            "pass HostAccess(allow_private_urls=True) to allow it"
+                        )
 
 
 def check_local_file(path: Any, access: HostAccess, what: str) -> Path:
@@ -275,8 +299,10 @@ def check_local_file(path: Any, access: HostAccess, what: str) -> Path:
         if real == r or real.startswith(r.rstrip("/") + "/"):
             return Path(real)
     roots = ", ".join(str(r) for r in access.file_roots) or "none"
-    raise TaskValidationError(f"{what} {path!r} is outside the host directories tasks may read "
-                              f"from ({roots}); add its directory to HostAccess.file_roots")
+    raise TaskValidationError(
+        f"{what} {path!r} is outside the host directories tasks may read "
+        f"from ({roots}); add its directory to HostAccess.file_roots"
+    )
 
 
 def _literal_not_global(host: str) -> bool:
@@ -307,4 +333,5 @@ def check_resolved_host(host: str, port: int | None, access: HostAccess, timeout
         if not ipaddress.ip_address(addr.split("%")[0]).is_global:
             raise TaskValidationError(
                 f"download host {host!r} resolves to {addr}, a private or loopback address; "
-                "pass HostAccess(allow_private_urls=True) to allow it")
+                "pass HostAccess(allow_private_urls=True) to allow it"
+            )

@@ -47,23 +47,44 @@ def draw(task_id: str, variables: dict[str, Any], seed: int | None) -> dict[str,
             out[name] = spec["default"]
         elif "choice" in spec:
             values = spec["choice"]
-            _need(isinstance(values, list) and values, task_id, name, "'choice' must be a non-empty list")
+            _need(
+                isinstance(values, list) and values,
+                task_id,
+                name,
+                "'choice' must be a non-empty list",
+            )
             out[name] = values[0] if seed is None else rng.choice(values)
         elif "randint" in spec:
             bounds = spec["randint"]
-            _need(isinstance(bounds, list) and len(bounds) == 2 and all(isinstance(b, int) for b in bounds)
-                  and bounds[0] <= bounds[1], task_id, name, "'randint' must be [lo, hi] integers")
+            _need(
+                isinstance(bounds, list)
+                and len(bounds) == 2
+                and all(isinstance(b, int) for b in bounds)
+                and bounds[0] <= bounds[1],
+                task_id,
+                name,
+                "'randint' must be [lo, hi] integers",
+            )
             out[name] = bounds[0] if seed is None else rng.randint(*bounds)
         elif "sample" in spec:
             pool_k = spec["sample"]
-            _need(isinstance(pool_k, list) and len(pool_k) == 2 and isinstance(pool_k[0], list)
-                  and isinstance(pool_k[1], int) and 0 < pool_k[1] <= len(pool_k[0]),
-                  task_id, name, "'sample' must be [[values...], k] with 0 < k <= len(values)")
+            _need(
+                isinstance(pool_k, list)
+                and len(pool_k) == 2
+                and isinstance(pool_k[0], list)
+                and isinstance(pool_k[1], int)
+                and 0 < pool_k[1] <= len(pool_k[0]),
+                task_id,
+                name,
+                "'sample' must be [[values...], k] with 0 < k <= len(values)",
+            )
             pool, k = pool_k
             picked = pool[:k] if seed is None else rng.sample(pool, k)
             out[name] = str(spec.get("sep", ", ")).join(map(str, picked))
         else:
-            raise TaskError(f"task {task_id!r}: variable {name!r} needs 'choice', 'randint' or 'sample'")
+            raise TaskError(
+                f"task {task_id!r}: variable {name!r} needs 'choice', 'randint' or 'sample'"
+            )
     return out
 
 
@@ -88,8 +109,10 @@ def instantiate_dict(d: dict[str, Any], seed: int | None) -> dict[str, Any]:
         return d
     task_id = str(d.get("id"))
     values = draw(task_id, variables, seed)
-    out = {k: (v if k == "variables" else substitute_vars(copy.deepcopy(v), values, task_id))
-           for k, v in d.items()}
+    out = {
+        k: (v if k == "variables" else substitute_vars(copy.deepcopy(v), values, task_id))
+        for k, v in d.items()
+    }
     out["variation"] = {"seed": seed, "values": values}
     return out
 

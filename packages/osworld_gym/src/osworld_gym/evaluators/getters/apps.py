@@ -26,11 +26,48 @@ GIMP_CONFIG = "~/.config/GIMP/2.10"
 
 #: ``video/<subtype>`` MIME types OSWorld asks ``xdg-mime`` about.
 VIDEO_TYPES = (
-    "3gp", "3gpp", "3gpp2", "avi", "divx", "dv", "fli", "flv", "mp2t", "mp4", "mp4v-es", "mpeg",
-    "mpeg-system", "msvideo", "ogg", "quicktime", "vnd.divx", "vnd.mpegurl", "vnd.rn-realvideo",
-    "webm", "x-anim", "x-avi", "x-flc", "x-fli", "x-flv", "x-m4v", "x-matroska", "x-mpeg",
-    "x-mpeg-system", "x-mpeg2", "x-ms-asf", "x-ms-asf-plugin", "x-ms-asx", "x-ms-wm", "x-ms-wmv",
-    "x-ms-wmx", "x-ms-wvx", "x-msvideo", "x-nsv", "x-ogm", "x-ogm+ogg", "x-theora",
+    "3gp",
+    "3gpp",
+    "3gpp2",
+    "avi",
+    "divx",
+    "dv",
+    "fli",
+    "flv",
+    "mp2t",
+    "mp4",
+    "mp4v-es",
+    "mpeg",
+    "mpeg-system",
+    "msvideo",
+    "ogg",
+    "quicktime",
+    "vnd.divx",
+    "vnd.mpegurl",
+    "vnd.rn-realvideo",
+    "webm",
+    "x-anim",
+    "x-avi",
+    "x-flc",
+    "x-fli",
+    "x-flv",
+    "x-m4v",
+    "x-matroska",
+    "x-mpeg",
+    "x-mpeg-system",
+    "x-mpeg2",
+    "x-ms-asf",
+    "x-ms-asf-plugin",
+    "x-ms-asx",
+    "x-ms-wm",
+    "x-ms-wmv",
+    "x-ms-wmx",
+    "x-ms-wvx",
+    "x-msvideo",
+    "x-nsv",
+    "x-ogm",
+    "x-ogm+ogg",
+    "x-theora",
     "x-theora+ogg",
 )
 
@@ -55,7 +92,9 @@ def get_default_video_player(ctx: EvalContext, config: dict[str, Any]) -> str:
     """
     apps = []
     for sub in VIDEO_TYPES:
-        out = get_vm_command_line(ctx, {"command": ["xdg-mime", "query", "default", f"video/{sub}"]})
+        out = get_vm_command_line(
+            ctx, {"command": ["xdg-mime", "query", "default", f"video/{sub}"]}
+        )
         if out:
             apps.append(out)
     return Counter(apps).most_common(1)[0][0] if apps else "unknown"

@@ -117,7 +117,7 @@ def address_bar_url(url: str, goto_prefix: str = "https://") -> str:
     shown = url
     for scheme in ("https://", "http://"):
         if url.startswith(scheme):
-            shown = url[len(scheme):].removeprefix("www.")
+            shown = url[len(scheme) :].removeprefix("www.")
             break
     return f"{goto_prefix}{shown}"
 

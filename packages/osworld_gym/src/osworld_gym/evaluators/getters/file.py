@@ -93,8 +93,9 @@ def get_cloud_file(ctx: EvalContext, config: dict[str, Any]) -> str | list[str]:
     urls, dests, gives = _pairs(config)
     out: list[str | None] = []
     for i, (url, dest) in enumerate(zip(urls, dests, strict=True)):
-        local = fetch(url, safe_child(ctx.cache_dir, dest, "cloud_file dest"),
-                      timeout=ctx.download_timeout_s)
+        local = fetch(
+            url, safe_child(ctx.cache_dir, dest, "cloud_file dest"), timeout=ctx.download_timeout_s
+        )
         if i in gives:
             out.append(str(local))
     return _single_or_list(out)  # type: ignore[return-value]

@@ -71,14 +71,16 @@ def get_vm_window_size(ctx: EvalContext, config: dict[str, Any]) -> dict[str, in
     open (the metric then scores 0)."""
     import json
 
-    result = ctx.client.execute(["python", "-c", _WINDOW_SIZE_SCRIPT,
-                                 str(config["app_class_name"])], timeout=30.0)
+    result = ctx.client.execute(
+        ["python", "-c", _WINDOW_SIZE_SCRIPT, str(config["app_class_name"])], timeout=30.0
+    )
     output = (result.get("output") or "").strip()
     try:
         size = json.loads(output.splitlines()[-1]) if output else None
     except ValueError as exc:
-        raise EvaluatorError(f"window size probe printed {output[-200:]!r}: "
-                             f"{result.get('error')!r}") from exc
+        raise EvaluatorError(
+            f"window size probe printed {output[-200:]!r}: {result.get('error')!r}"
+        ) from exc
     if result.get("returncode", 0) != 0 or not (size is None or isinstance(size, dict)):
         raise EvaluatorError(f"window size probe failed: {result.get('error')!r}")
     return size
@@ -106,8 +108,10 @@ def get_vm_wallpaper(ctx: EvalContext, config: dict[str, Any]) -> str | None:
 
     result = ctx.client.execute(["gsettings", "get", *WALLPAPER_KEY], timeout=30.0)
     if result.get("returncode", 0) != 0:
-        raise EvaluatorError(f"gsettings get {' '.join(WALLPAPER_KEY)} failed: "
-                             f"{(result.get('error') or result.get('output') or '')[-300:]!r}")
+        raise EvaluatorError(
+            f"gsettings get {' '.join(WALLPAPER_KEY)} failed: "
+            f"{(result.get('error') or result.get('output') or '')[-300:]!r}"
+        )
     path = (result.get("output") or "").strip().replace("file://", "").replace("'", "")
     path = posixpath.normpath(path) if path.startswith("/") else ""
     if not any(path.startswith(top.rstrip("/") + "/") for top in (ctx.home, "/tmp")):

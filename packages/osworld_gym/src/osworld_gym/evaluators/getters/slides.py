@@ -36,7 +36,7 @@ def _deck(ctx: EvalContext, config: dict[str, Any]) -> str | None:
 
 def _media(ctx: EvalContext, config: dict[str, Any], deck: str, target: str) -> str | None:
     if target.startswith("file://"):
-        return get_vm_file(ctx, {"path": target[len("file://"):], "dest": config["dest"]})
+        return get_vm_file(ctx, {"path": target[len("file://") :], "dest": config["dest"]})
     member = posixpath.normpath(posixpath.join("ppt/slides", target))
     out = ctx.work_dir / config["dest"]
     out.parent.mkdir(parents=True, exist_ok=True)

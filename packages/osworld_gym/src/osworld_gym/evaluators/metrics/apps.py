@@ -119,7 +119,12 @@ def check_config_status(result: str | None, rule: dict[str, Any]) -> float:
             continue
         if isinstance(key, str) and items[0] == key and items[-1] == value:
             return 1.0
-        if (isinstance(key, list) and len(key) == 2 and len(items) >= 2
-                and items[:2] == key and items[-1] == value):
+        if (
+            isinstance(key, list)
+            and len(key) == 2
+            and len(items) >= 2
+            and items[:2] == key
+            and items[-1] == value
+        ):
             return 1.0
     return 0.0

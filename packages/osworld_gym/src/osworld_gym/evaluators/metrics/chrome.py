@@ -102,7 +102,9 @@ def is_expected_active_tab_approximate(result: Any, rules: dict[str, Any]) -> fl
     1.0
     """
     if rules.get("type", "url") != "url":
-        raise ValueError(f"is_expected_active_tab_approximate: unknown rule type {rules.get('type')!r}")
+        raise ValueError(
+            f"is_expected_active_tab_approximate: unknown rule type {rules.get('type')!r}"
+        )
     url = _url_of(result)
     if not url:
         return 0.0

@@ -13,7 +13,6 @@ from osworld_gym.evaluators.metrics.options import check_options, honours
 logger = logging.getLogger(__name__)
 
 
-
 def docx_paragraphs(path: str) -> list[str]:
     """The text of each body paragraph of a ``.docx`` (tables, headers, footers excluded)."""
     from docx import Document
@@ -70,7 +69,11 @@ def _squash(paragraphs: list[str], ignore_case: bool) -> str:
 
 
 @honours(
-    "ignore_blanks", "ignore_case", "ignore_order", "content_only", "fuzzy_match",
+    "ignore_blanks",
+    "ignore_case",
+    "ignore_order",
+    "content_only",
+    "fuzzy_match",
     "delete_empty_lines",
 )
 def compare_docx_files(result: str | None, expected: str | None, **options: Any) -> float:

@@ -57,15 +57,23 @@ def check_tabstops(result: str | None, expected: str | None, **options: Any) -> 
         index = options.get("index", 0)
         for p in p1s:
             pieces = p.text.split("\t")
-            if index >= len(pieces) or len([w for w in re.split(r"\s", pieces[index]) if w.strip()]) != number:
+            if (
+                index >= len(pieces)
+                or len([w for w in re.split(r"\s", pieces[index]) if w.strip()]) != number
+            ):
                 return 0.0
     section = gold.sections[0]
     width = section.page_width - section.left_margin - section.right_margin
 
     def kept(p: Any) -> list[Any]:
-        return [t for t in p.paragraph_format.tab_stops
-                if not (t.alignment == WD_TAB_ALIGNMENT.CLEAR
-                        or (t.alignment == WD_TAB_ALIGNMENT.LEFT and t.position == 0))]
+        return [
+            t
+            for t in p.paragraph_format.tab_stops
+            if not (
+                t.alignment == WD_TAB_ALIGNMENT.CLEAR
+                or (t.alignment == WD_TAB_ALIGNMENT.LEFT and t.position == 0)
+            )
+        ]
 
     minus = 0.0
     for a, b in zip(p1s, p2s, strict=True):
@@ -112,7 +120,9 @@ def check_highlighted_words(result: str | None, expected: str | None) -> float:
         for style in doc.automaticstyles.childNodes
         if any(p.getAttribute("backgroundcolor") == "#ffff00" for p in style.childNodes)
     }
-    return float(not any(s.getAttribute("stylename") in yellow for s in doc.getElementsByType(Span)))
+    return float(
+        not any(s.getAttribute("stylename") in yellow for s in doc.getElementsByType(Span))
+    )
 
 
 def evaluate_strike_through_last_paragraph(result: str | None, expected: str | None) -> float:
@@ -132,19 +142,27 @@ def check_italic_font_size_14(result: str | None, expected: str | None) -> float
     doc = _open(result)
     if doc is None:
         return 0.0
-    return float(all(
-        r.font.size is not None and r.font.size.pt == 14
-        for p in doc.paragraphs for r in p.runs if r.italic
-    ))
+    return float(
+        all(
+            r.font.size is not None and r.font.size.pt == 14
+            for p in doc.paragraphs
+            for r in p.runs
+            if r.italic
+        )
+    )
 
 
 @honours("ignore_blanks")
-def compare_docx_files_and_ignore_new_lines(result: str | None, expected: str | None,
-                                            **options: Any) -> float:
+def compare_docx_files_and_ignore_new_lines(
+    result: str | None, expected: str | None, **options: Any
+) -> float:
     """``.docx`` texts without their empty paragraphs: whitespace-collapsed equal (default), or
     paragraph by paragraph with ``ignore_blanks`` false. Other file types score 0."""
-    check_options("compare_docx_files_and_ignore_new_lines", options,
-                  compare_docx_files_and_ignore_new_lines.honoured_options)
+    check_options(
+        "compare_docx_files_and_ignore_new_lines",
+        options,
+        compare_docx_files_and_ignore_new_lines.honoured_options,
+    )
     if not result or not expected or not (result.endswith(".docx") and expected.endswith(".docx")):
         return 0.0
     mine, gold = _open(result), _open(expected, gold=True)
@@ -202,8 +220,8 @@ def compare_references(result: str | None, expected: str | None, **options: Any)
         return 1.0
     if marker not in a or marker not in b:
         return 0.0
-    r1 = [p for p in a[a.index(marker) + 1:] if p.strip()]
-    r2 = [p for p in b[b.index(marker) + 1:] if p.strip()]
+    r1 = [p for p in a[a.index(marker) + 1 :] if p.strip()]
+    r2 = [p for p in b[b.index(marker) + 1 :] if p.strip()]
     if len(r1) != len(r2):
         return 0.0
     if not r1:
@@ -225,16 +243,20 @@ def fuzzy_place_math(result: str | None, rules: dict[str, Any]) -> float:
 
 
 @honours("threshold")
-def evaluate_colored_words_in_tables(result: str | None, expected: str | None,
-                                     **options: Any) -> float:
+def evaluate_colored_words_in_tables(
+    result: str | None, expected: str | None, **options: Any
+) -> float:
     """1 if the texts match and, in every table, each run whose word starts with a vowel is red
     and every other non-empty run is blue: within CIEDE2000 ``threshold`` (default 3.5) of
     pure red/blue, colours converted as scikit-image does (:mod:`.colour`). A run without an
     explicit RGB colour scores 0 (OSWorld raises on it)."""
     from osworld_gym.evaluators.metrics.colour import delta_e_2000, rgb_to_lab
 
-    check_options("evaluate_colored_words_in_tables", options,
-                  evaluate_colored_words_in_tables.honoured_options)
+    check_options(
+        "evaluate_colored_words_in_tables",
+        options,
+        evaluate_colored_words_in_tables.honoured_options,
+    )
     if not result or not expected or not compare_docx_files(result, expected):
         return 0.0
     doc = _open(result)

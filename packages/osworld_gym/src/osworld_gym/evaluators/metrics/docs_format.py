@@ -69,10 +69,12 @@ def compare_line_spacing(result: str | None, expected: str | None) -> float:
         return 0.0
     if len(mine.paragraphs) != len(gold.paragraphs):
         return 0.0
-    return float(all(
-        p1.paragraph_format.line_spacing == p2.paragraph_format.line_spacing
-        for p1, p2 in zip(mine.paragraphs, gold.paragraphs, strict=True)
-    ))
+    return float(
+        all(
+            p1.paragraph_format.line_spacing == p2.paragraph_format.line_spacing
+            for p1, p2 in zip(mine.paragraphs, gold.paragraphs, strict=True)
+        )
+    )
 
 
 def compare_font_names(result: str | None, rules: dict[str, Any]) -> float:

@@ -44,13 +44,31 @@ DECODE_TIMEOUT_S = 300
 
 # --- audio -----------------------------------------------------------------------------------
 
+
 def load_audio(path: str) -> np.ndarray | None:
     """Mono float32 samples at :data:`SAMPLE_RATE`, or ``None`` if ffmpeg cannot decode any."""
     try:
         proc = subprocess.run(
-            ["ffmpeg", "-v", "error", "-nostdin", "-i", path, "-vn", "-ac", "1",
-             "-ar", str(SAMPLE_RATE), "-f", "f32le", "-"],
-            capture_output=True, timeout=DECODE_TIMEOUT_S, check=False)
+            [
+                "ffmpeg",
+                "-v",
+                "error",
+                "-nostdin",
+                "-i",
+                path,
+                "-vn",
+                "-ac",
+                "1",
+                "-ar",
+                str(SAMPLE_RATE),
+                "-f",
+                "f32le",
+                "-",
+            ],
+            capture_output=True,
+            timeout=DECODE_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         logger.info("cannot decode %s: %s", path, exc)
         return None
@@ -165,8 +183,13 @@ def compare_audios(result: str | None, expected: str | None) -> float:
         return 0.0
     y1, y2 = load_audio(result), load_audio(expected)
     if y1 is None or y2 is None:
-        logger.info("compare_audios: undecodable audio (%s: %s, %s: %s)", result,
-                    y1 is not None, expected, y2 is not None)
+        logger.info(
+            "compare_audios: undecodable audio (%s: %s, %s: %s)",
+            result,
+            y1 is not None,
+            expected,
+            y2 is not None,
+        )
         return 0.0
     m1, m2 = _normalise_rows(mfcc(y1)), _normalise_rows(mfcc(y2))
     distance, length = dtw_cosine(m1.T, m2.T)
@@ -175,6 +198,7 @@ def compare_audios(result: str | None, expected: str | None) -> float:
 
 
 # --- perceptual hash -------------------------------------------------------------------------
+
 
 def phash(image: Any) -> np.ndarray:
     """imagehash's ``phash`` of a PIL image: 64 booleans."""
@@ -195,12 +219,26 @@ def hash_distance(h1: np.ndarray, h2: np.ndarray) -> int:
 
 # --- video -----------------------------------------------------------------------------------
 
+
 def _video_size(path: str) -> tuple[int, int] | None:
     try:
         proc = subprocess.run(
-            ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-             "stream=width,height", "-of", "json", path],
-            capture_output=True, timeout=60, check=False)
+            [
+                "ffprobe",
+                "-v",
+                "error",
+                "-select_streams",
+                "v:0",
+                "-show_entries",
+                "stream=width,height",
+                "-of",
+                "json",
+                path,
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
         stream = json.loads(proc.stdout or b"{}").get("streams", [])[0]
         return int(stream["width"]), int(stream["height"])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
@@ -217,20 +255,43 @@ def video_frames(path: str, limit: int) -> list[Any]:
         return []
     try:
         proc = subprocess.run(
-            ["ffmpeg", "-v", "error", "-nostdin", "-i", path, "-map", "0:v:0", "-vsync",
-             "passthrough", "-frames:v", str(limit), "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
-            capture_output=True, timeout=DECODE_TIMEOUT_S, check=False)
+            [
+                "ffmpeg",
+                "-v",
+                "error",
+                "-nostdin",
+                "-i",
+                path,
+                "-map",
+                "0:v:0",
+                "-vsync",
+                "passthrough",
+                "-frames:v",
+                str(limit),
+                "-f",
+                "rawvideo",
+                "-pix_fmt",
+                "rgb24",
+                "-",
+            ],
+            capture_output=True,
+            timeout=DECODE_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     width, height = size
     step = width * height * 3
     data = proc.stdout
-    return [Image.frombytes("RGB", (width, height), data[o:o + step])
-            for o in range(0, len(data) - step + 1, step)]
+    return [
+        Image.frombytes("RGB", (width, height), data[o : o + step])
+        for o in range(0, len(data) - step + 1, step)
+    ]
 
 
-def compare_videos(result: str | None, expected: str | None, max_frames_to_check: int = 100,
-                   threshold: int = 5) -> float:
+def compare_videos(
+    result: str | None, expected: str | None, max_frames_to_check: int = 100, threshold: int = 5
+) -> float:
     """1 if the first ``max_frames_to_check`` frames match: frame pairs are compared in order,
     more than ``threshold`` pairs whose phashes differ by more than ``threshold`` bits score 0,
     and so does one video ending before the other within the checked frames (OSWorld's rule)."""
@@ -250,6 +311,7 @@ def compare_videos(result: str | None, expected: str | None, max_frames_to_check
 
 
 # --- PDF images ------------------------------------------------------------------------------
+
 
 def pdf_images(path: str) -> list[Any]:
     """The images embedded in a PDF's pages, in page order, as PIL images."""
@@ -279,6 +341,7 @@ def compare_pdf_images(result: str | None, expected: str | None, **_: Any) -> fl
         return 0.0
     if not images1:
         return 1.0
-    close = sum(hash_distance(phash(a), phash(b)) <= 5 for a, b in zip(images1, images2,
-                                                                          strict=True))
+    close = sum(
+        hash_distance(phash(a), phash(b)) <= 5 for a, b in zip(images1, images2, strict=True)
+    )
     return close / len(images1)

@@ -29,9 +29,16 @@ logger = logging.getLogger(__name__)
 #: Namespaces of OSWorld's (and our guest's) accessibility-tree XML on Linux.
 A11Y_NS = {
     k: f"https://accessibility.ubuntu.example.org/ns/{v}"
-    for k, v in {"st": "state", "attr": "attributes", "cp": "component", "doc": "document",
-                 "docattr": "document/attributes", "txt": "text", "val": "value",
-                 "act": "action"}.items()
+    for k, v in {
+        "st": "state",
+        "attr": "attributes",
+        "cp": "component",
+        "doc": "document",
+        "docattr": "document/attributes",
+        "txt": "text",
+        "val": "value",
+        "act": "action",
+    }.items()
 }
 
 
@@ -55,8 +62,9 @@ def is_expected_bookmarks(result: dict[str, Any] | None, rule: dict[str, Any]) -
     if kind == "bookmark_bar_websites_urls":
         return float({b["url"] for b in bar if b["type"] == "url"} == set(rule["urls"]))
     if kind == "liked_authors_websites_urls":
-        folder = next((b for b in bar if b["type"] == "folder" and b["name"] == "Liked Authors"),
-                      None)
+        folder = next(
+            (b for b in bar if b["type"] == "folder" and b["name"] == "Liked Authors"), None
+        )
         if folder is None:
             return 0.0
         urls = {b["url"] for b in folder["children"] if b["type"] == "url"}
@@ -79,8 +87,9 @@ def is_expected_installed_extensions(result: list[str] | None, expected: dict[st
     return float({canonical(n) for n in expected["expected"]} <= {canonical(n) for n in result})
 
 
-def check_accessibility_tree(result: str | None, rules: list[dict[str, Any]],
-                             osname: str = "ubuntu") -> float:
+def check_accessibility_tree(
+    result: str | None, rules: list[dict[str, Any]], osname: str = "ubuntu"
+) -> float:
     """The product over ``rules`` of how well the tree matches each: an ``xpath`` (or CSS
     ``selectors`` joined by ``", "``) must select at least one node (else 0); with ``text``,
     the best of the nodes' text against it, exactly (``exact``, required by OSWorld's code
@@ -89,7 +98,9 @@ def check_accessibility_tree(result: str | None, rules: list[dict[str, Any]],
     from lxml.cssselect import CSSSelector
 
     if osname != "ubuntu":
-        raise ValueError(f"check_accessibility_tree: only the ubuntu tree is supported, not {osname!r}")
+        raise ValueError(
+            f"check_accessibility_tree: only the ubuntu tree is supported, not {osname!r}"
+        )
     if not result:
         return 0.0
     try:
@@ -111,7 +122,8 @@ def check_accessibility_tree(result: str | None, rules: list[dict[str, Any]],
             exact = r["exact"]
             scores = [
                 float(n.text == r["text"]) if exact else fuzzy_ratio(r["text"], n.text or "")
-                for n in nodes if n.text is not None or exact
+                for n in nodes
+                if n.text is not None or exact
             ]
             total *= max(scores, default=0.0)
     return float(total)
@@ -147,7 +159,9 @@ def check_line_number(result: str | None, rule: dict[str, Any]) -> float:
     if not result or not Path(result).is_file():
         return 0.0
     text = Path(result).read_text(encoding="utf-8", errors="replace")
-    return float(sum(1 for line in text.splitlines() if _TIME.search(line)) == int(rule["expected"]))
+    return float(
+        sum(1 for line in text.splitlines() if _TIME.search(line)) == int(rule["expected"])
+    )
 
 
 def check_pdf_pages(result: str | None, rules: dict[str, Any]) -> float:
@@ -215,9 +229,15 @@ def compare_archive(result: str | None, expected: str, **options: Any) -> float:
     options = dict(options)
     sub = options.pop("file_path", "")
     kind = options.pop("file_type", "text")
-    names = {"text": "compare_text_file", "pdf": "compare_pdfs", "docx": "compare_docx_files",
-             "ppt": "compare_pptx_files", "image": "compare_images", "csv": "compare_csv",
-             "table": "compare_table"}
+    names = {
+        "text": "compare_text_file",
+        "pdf": "compare_pdfs",
+        "docx": "compare_docx_files",
+        "ppt": "compare_pptx_files",
+        "image": "compare_images",
+        "csv": "compare_csv",
+        "table": "compare_table",
+    }
     if kind in ("audio", "video"):
         raise NotImplementedError(f"compare_archive: file_type {kind!r} is not implemented")
     if kind not in names:
@@ -233,14 +253,18 @@ def compare_archive(result: str | None, expected: str, **options: Any) -> float:
         shutil.unpack_archive(expected, gold)
         if not (pred / sub).is_dir():
             return 0.0
-        files1, files2 = sorted(p.name for p in (pred / sub).iterdir()), sorted(
-            p.name for p in (gold / sub).iterdir())
+        files1, files2 = (
+            sorted(p.name for p in (pred / sub).iterdir()),
+            sorted(p.name for p in (gold / sub).iterdir()),
+        )
         if files1 != files2:
             return 0.0
         if not files1:
             return 0.0  # OSWorld divides by zero here
-        total = sum(compare(str(pred / sub / a), str(gold / sub / b), **options)
-                    for a, b in zip(files1, files2, strict=True))
+        total = sum(
+            compare(str(pred / sub / a), str(gold / sub / b), **options)
+            for a, b in zip(files1, files2, strict=True)
+        )
         return total / len(files1)
 
 

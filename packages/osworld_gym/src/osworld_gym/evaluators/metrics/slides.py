@@ -190,10 +190,12 @@ def _compare_runs(r1: Any, r2: Any, on: dict[str, bool], where: str, table: bool
     _check(not on["examine_color_rgb"] or c1 is None or c2 is None or c1 == c2, where, "colour")
     _check(
         not on["examine_font_underline"] or _underline_equal(f1.underline, f2.underline),
-        where, "underline",
+        where,
+        "underline",
     )
-    s1, s2 = (f._rPr.get("strike", "noStrike") if f._rPr is not None else "noStrike"
-              for f in (f1, f2))
+    s1, s2 = (
+        f._rPr.get("strike", "noStrike") if f._rPr is not None else "noStrike" for f in (f1, f2)
+    )
     _check(not on["examine_strike_through"] or s1 == s2, where, "strike-through")
 
 
@@ -236,20 +238,27 @@ def _compare_text(a: Any, b: Any, on: dict[str, bool], where: str, bullets: Any)
                 _check(bullets(), at, "bullets")
 
 
-def _task_specific(a: Any, b: Any, on: dict[str, bool], tol: float, n: int, where: str,
-                   *, after: bool) -> None:
+def _task_specific(
+    a: Any, b: Any, on: dict[str, bool], tol: float, n: int, where: str, *, after: bool
+) -> None:
     """OSWorld's task-specific position checks for shape pair ``a``/``b`` on slide ``n``
     (1-based): those OSWorld runs before its general position check (``after=False``) or
     after it. Hard-coded values are OSWorld's."""
+
     def near_box() -> bool:
-        return all(_near(getattr(a, k), getattr(b, k), tol) for k in ("left", "top", "width", "height"))
+        return all(
+            _near(getattr(a, k), getattr(b, k), tol) for k in ("left", "top", "width", "height")
+        )
 
     texts = hasattr(a, "text") and hasattr(b, "text")
     if not after:
         if on["examine_title_bottom_position"]:
             if texts and a.text == b.text:
-                _check(not (a.text == "Product Comparison"
-                            and (a.top <= b.top or a.top < 3600000)), where, "title position")
+                _check(
+                    not (a.text == "Product Comparison" and (a.top <= b.top or a.top < 3600000)),
+                    where,
+                    "title position",
+                )
             else:
                 _check(near_box(), where, "position (title check)")
         if on["examine_table_bottom_position"]:
@@ -257,17 +266,27 @@ def _task_specific(a: Any, b: Any, on: dict[str, bool], tol: float, n: int, wher
                 _check(not (a.top <= b.top or a.top < 3600000), where, "table position")
             else:
                 _check(near_box(), where, "position (table check)")
-        if on["examine_right_position"] and n == 2 and not hasattr(a, "text") and not hasattr(b, "text"):
+        if (
+            on["examine_right_position"]
+            and n == 2
+            and not hasattr(a, "text")
+            and not hasattr(b, "text")
+        ):
             _check(not (a.left <= b.left or a.left < 4320000), where, "right position")
         if on["examine_top_position"] and n == 2 and a.shape_type == _PICTURE == b.shape_type:
             _check(not (a.top >= b.top or a.top > 1980000), where, "top position")
         if on["examine_shape_for_shift_size"] and not near_box():
-            _check(texts and a.text == b.text == "Elaborate on what you want to discuss.", where,
-                   "position (shift check)")
+            _check(
+                texts and a.text == b.text == "Elaborate on what you want to discuss.",
+                where,
+                "position (shift check)",
+            )
         return
     if on["examine_image_size"]:
         if a.shape_type == _PICTURE and b.shape_type == _PICTURE:
-            _check(_near(a.width, b.width, tol) and _near(a.height, b.height, tol), where, "image size")
+            _check(
+                _near(a.width, b.width, tol) and _near(a.height, b.height, tol), where, "image size"
+            )
         else:
             _check(near_box(), where, "position (image check)")
     if on["examine_modify_height"]:
@@ -283,8 +302,11 @@ def _compare_slide(s1: Any, s2: Any, on: dict[str, bool], tol: float, n: int) ->
     from pptx.enum.shapes import MSO_SHAPE_TYPE
 
     where = f"slide {n}"
-    _check(not on["examine_background_color"] or _background(s1) == _background(s2), where,
-           "background")
+    _check(
+        not on["examine_background_color"] or _background(s1) == _background(s2),
+        where,
+        "background",
+    )
     _check(not on["examine_note"] or _notes(s1) == _notes(s2), where, "notes")
     shapes1, shapes2 = list(s1.shapes), list(s2.shapes)
     _check(len(shapes1) == len(shapes2), where, "shape count")
@@ -297,9 +319,13 @@ def _compare_slide(s1: Any, s2: Any, on: dict[str, bool], tol: float, n: int) ->
 
     for i, (a, b) in enumerate(zip(shapes1, shapes2, strict=True)):
         at = f"{where} shape {i}"
-        empty = not (getattr(a, "text", "") or "").strip() and not (getattr(b, "text", "") or "").strip()
-        same_box = all(_near(getattr(a, k), getattr(b, k), tol)
-                       for k in ("left", "top", "width", "height"))
+        empty = (
+            not (getattr(a, "text", "") or "").strip()
+            and not (getattr(b, "text", "") or "").strip()
+        )
+        same_box = all(
+            _near(getattr(a, k), getattr(b, k), tol) for k in ("left", "top", "width", "height")
+        )
         _task_specific(a, b, on, tol, n, at, after=False)
         _check(not on["examine_shape"] or empty or same_box, at, "position or size")
         _task_specific(a, b, on, tol, n, at, after=True)
@@ -321,8 +347,14 @@ def _compare_slide(s1: Any, s2: Any, on: dict[str, bool], tol: float, n: int) ->
                 _check(_alignment(p1) == _alignment(p2), at, "alignment")
 
 
-@honours(*EXAMINE, *TASK_SPECIFIC, "approximately_tolerance", "enable_debug", "_note",
-         "examine_shape_lenient_height")
+@honours(
+    *EXAMINE,
+    *TASK_SPECIFIC,
+    "approximately_tolerance",
+    "enable_debug",
+    "_note",
+    "examine_shape_lenient_height",
+)
 def compare_pptx_files(result: str | None, expected: str | None, **options: Any) -> float:
     """1 if the two presentations agree on every enabled check (see the module docstring)."""
     check_options("compare_pptx_files", options, compare_pptx_files.honoured_options)
@@ -340,8 +372,11 @@ def compare_pptx_files(result: str | None, expected: str | None, **options: Any)
     on.update({flag: bool(options.get(flag, False)) for flag in TASK_SPECIFIC})
     tol = float(options.get("approximately_tolerance", 0.005))
     try:
-        _check(not on["examine_number_of_slides"] or len(mine.slides) == len(gold.slides),
-               "presentation", "slide count")
+        _check(
+            not on["examine_number_of_slides"] or len(mine.slides) == len(gold.slides),
+            "presentation",
+            "slide count",
+        )
         for n, (s1, s2) in enumerate(zip(mine.slides, gold.slides, strict=False), start=1):
             _compare_slide(s1, s2, on, tol, n)
     except _DifferenceFound as diff:

@@ -54,8 +54,9 @@ def check_presenter_console_disable(result: str | None) -> float:
     root = _registry(result)
     if root is None:
         return 0.0
-    value = _registry_value(root, "/org.openoffice.Office.Impress/Misc/Start",
-                            "EnablePresenterScreen")
+    value = _registry_value(
+        root, "/org.openoffice.Office.Impress/Misc/Start", "EnablePresenterScreen"
+    )
     return float(value is not None and value.lower() == "false")
 
 
@@ -65,8 +66,9 @@ def check_auto_saving_time(result: str | None, rules: dict[str, Any]) -> float:
     root = _registry(result)
     if root is None:
         return 0.0
-    value = _registry_value(root, "/org.openoffice.Office.Common/Save/Document",
-                            "AutoSaveTimeIntervall")
+    value = _registry_value(
+        root, "/org.openoffice.Office.Common/Save/Document", "AutoSaveTimeIntervall"
+    )
     try:
         return float(value is not None and int(value) == rules["minutes"])
     except ValueError:
@@ -210,6 +212,7 @@ def _master_number_colour(root: Any) -> str | None:
     ``sldNum`` placeholder's first solid RGB fill; else that of the first ``sldNum``/``ftr``/
     ``dt`` placeholder that has one; else the last non-black run colour; else the last
     non-black solid fill, or the last solid fill at all."""
+
     def fill_in(el: Any) -> str | None:
         for solid in el.iter(f"{_A}solidFill"):
             for clr in solid.iter(f"{_A}srgbClr"):
@@ -223,8 +226,12 @@ def _master_number_colour(root: Any) -> str | None:
     for ph in placeholders:
         if ph.get("type") in ("sldNum", "ftr", "dt") and (val := fill_in(ph)) is not None:
             return val
-    runs = [c for rpr in root.iter(f"{_A}rPr") for s in rpr.iter(f"{_A}solidFill")
-            for c in s.iter(f"{_A}srgbClr")]
+    runs = [
+        c
+        for rpr in root.iter(f"{_A}rPr")
+        for s in rpr.iter(f"{_A}solidFill")
+        for c in s.iter(f"{_A}srgbClr")
+    ]
     for clr in reversed(runs):
         if clr.get("val") and clr.get("val") != "000000":
             return clr.get("val")

@@ -270,7 +270,10 @@ def _sheet_data(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
 def _sheet_fuzzy(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
     from openpyxl.utils import get_column_letter
 
-    (b0, t0), (b1, t1) = sheet_title(rule["sheet_idx0"], r, e), sheet_title(rule["sheet_idx1"], r, e)
+    (b0, t0), (b1, t1) = (
+        sheet_title(rule["sheet_idx0"], r, e),
+        sheet_title(rule["sheet_idx1"], r, e),
+    )
     for sub in rule["rules"]:
         for row, col in sorted(range_cells(sub["range"])):
             coordinate = f"{get_column_letter(col)}{row}"

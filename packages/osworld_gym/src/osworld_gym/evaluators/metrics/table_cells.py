@@ -42,7 +42,9 @@ def _book(path: str, mtime_ns: int) -> tuple[list[str], dict[str, str]]:
     with zipfile.ZipFile(path) as z:
         try:
             sst = etree.fromstring(z.read("xl/sharedStrings.xml"))
-            shared = ["".join(t.text or "" for t in si.iter(f"{_NS}t")) for si in sst.iter(f"{_NS}si")]
+            shared = [
+                "".join(t.text or "" for t in si.iter(f"{_NS}t")) for si in sst.iter(f"{_NS}si")
+            ]
         except KeyError:
             shared = []
         wb = etree.fromstring(z.read("xl/workbook.xml"))

@@ -94,9 +94,7 @@ def style_map(ws: Any, names: list[str]) -> dict[str, list[Any]]:
             f"compare_table style: sheet {ws.title!r} has conditional formatting, which "
             "osworld-gym does not evaluate"
         )
-    return {
-        c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col
-    }
+    return {c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col}
 
 
 def styles(a: Any, b: Any, names: list[str]) -> bool:

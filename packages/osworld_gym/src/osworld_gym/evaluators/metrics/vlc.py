@@ -56,8 +56,12 @@ def check_qt_minimal_view(result: str | None, rule: dict[str, Any]) -> float:
 
 def check_one_instance_when_started_from_file(result: str | None, rule: dict[str, Any]) -> float:
     """One instance from the file manager (``one-instance-when-started-from-file``, default 1)."""
-    return _setting(result, "one-instance-when-started-from-file", "1",
-                    rule["expected_one_instance_when_started_from_file"])
+    return _setting(
+        result,
+        "one-instance-when-started-from-file",
+        "1",
+        rule["expected_one_instance_when_started_from_file"],
+    )
 
 
 def check_play_and_exit(result: str | None, rule: dict[str, Any]) -> float:

@@ -36,10 +36,32 @@ import zipfile
 FIXED_TIME = (2024, 1, 2, 3, 4, 6)
 _ISO_TIME = "2024-01-02T03:04:06Z"
 
-PRODUCTS = ("Apricot Jam", "Blue Cheese", "Cocoa Beans", "Dark Roast", "Earl Grey", "Fig Bars",
-            "Ginger Ale", "Honey Oats", "Iced Tea", "Jasmine Rice", "Kale Chips", "Lime Soda",
-            "Maple Syrup", "Nut Butter", "Olive Oil", "Pita Bread", "Quinoa Mix", "Rye Crackers",
-            "Sea Salt", "Trail Mix", "Udon Noodles", "Vanilla Pods", "Wild Berries", "Yam Fries")
+PRODUCTS = (
+    "Apricot Jam",
+    "Blue Cheese",
+    "Cocoa Beans",
+    "Dark Roast",
+    "Earl Grey",
+    "Fig Bars",
+    "Ginger Ale",
+    "Honey Oats",
+    "Iced Tea",
+    "Jasmine Rice",
+    "Kale Chips",
+    "Lime Soda",
+    "Maple Syrup",
+    "Nut Butter",
+    "Olive Oil",
+    "Pita Bread",
+    "Quinoa Mix",
+    "Rye Crackers",
+    "Sea Salt",
+    "Trail Mix",
+    "Udon Noodles",
+    "Vanilla Pods",
+    "Wild Berries",
+    "Yam Fries",
+)
 REGIONS = ("East", "North", "South", "West")
 QUARTERS = ("Q1", "Q2", "Q3")
 
@@ -56,13 +78,18 @@ def normalise_zip(data: bytes) -> bytes:
     (2024, 1, 2, 3, 4, 6)
     """
     out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as src, \
-            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+    with (
+        zipfile.ZipFile(io.BytesIO(data)) as src,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst,
+    ):
         for info in src.infolist():
             body = src.read(info.filename)
             if info.filename == "docProps/core.xml":
-                body = re.sub(rb"(<dcterms:(created|modified)[^>]*>)[^<]*",
-                              rb"\g<1>" + _ISO_TIME.encode(), body)
+                body = re.sub(
+                    rb"(<dcterms:(created|modified)[^>]*>)[^<]*",
+                    rb"\g<1>" + _ISO_TIME.encode(),
+                    body,
+                )
             entry = zipfile.ZipInfo(info.filename, FIXED_TIME)
             entry.compress_type = zipfile.ZIP_DEFLATED
             entry.external_attr = 0o644 << 16
@@ -159,8 +186,15 @@ def xlsx_asset(params: dict[str, str]) -> bytes:
     body = table[1:]
     if params.get("total"):
         cols = {column_index_from_string(c) - 1 for c in params["total"]}
-        table.append(["Total", *(sum(r[j] for r in table[1:]) if j in cols else None
-                                 for j in range(1, len(table[0])))])
+        table.append(
+            [
+                "Total",
+                *(
+                    sum(r[j] for r in table[1:]) if j in cols else None
+                    for j in range(1, len(table[0]))
+                ),
+            ]
+        )
 
     wb = openpyxl.Workbook()
     ws = wb.active
@@ -197,13 +231,42 @@ def xlsx_asset(params: dict[str, str]) -> bytes:
 
 # -- documents ---------------------------------------------------------------------------------
 
-_SUBJECTS = ("The team", "Our office", "The new plan", "Each branch", "The budget", "The project",
-             "Customer service", "The warehouse", "Our partner", "The board")
-_VERBS = ("improved", "reviewed", "completed", "extended", "reduced", "planned", "tested",
-          "changed", "supported", "measured")
-_OBJECTS = ("the delivery times", "its monthly goals", "the training program", "the cost model",
-            "two new routes", "the spring campaign", "the sales forecast", "the new website",
-            "the quality checks", "the yearly survey")
+_SUBJECTS = (
+    "The team",
+    "Our office",
+    "The new plan",
+    "Each branch",
+    "The budget",
+    "The project",
+    "Customer service",
+    "The warehouse",
+    "Our partner",
+    "The board",
+)
+_VERBS = (
+    "improved",
+    "reviewed",
+    "completed",
+    "extended",
+    "reduced",
+    "planned",
+    "tested",
+    "changed",
+    "supported",
+    "measured",
+)
+_OBJECTS = (
+    "the delivery times",
+    "its monthly goals",
+    "the training program",
+    "the cost model",
+    "two new routes",
+    "the spring campaign",
+    "the sales forecast",
+    "the new website",
+    "the quality checks",
+    "the yearly survey",
+)
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
 
 
@@ -224,10 +287,15 @@ def _document(kind: str, rng: random.Random, params: dict[str, str]) -> list[str
     if kind == "notes":
         return ["Meeting Notes", *(f"{day}: {_sentence(rng)} {_sentence(rng)}" for day in DAYS)]
     if kind == "letter":
-        return [f"Dear {params.get('name', 'Ms. Smith')},", "Thank you for your order of last week.",
-                " ".join(_sentence(rng) for _ in range(3)),
-                "Please call us if you have any questions.", "Kind regards,", "The Support Team",
-                "P.S. Our shop is closed on public holidays."]
+        return [
+            f"Dear {params.get('name', 'Ms. Smith')},",
+            "Thank you for your order of last week.",
+            " ".join(_sentence(rng) for _ in range(3)),
+            "Please call us if you have any questions.",
+            "Kind regards,",
+            "The Support Team",
+            "P.S. Our shop is closed on public holidays.",
+        ]
     if kind == "blank":
         return []
     raise ValueError(f"unknown document {kind!r} (report, notes, letter, blank)")
@@ -298,18 +366,51 @@ def docx_asset(params: dict[str, str]) -> bytes:
 # -- presentations -----------------------------------------------------------------------------
 
 DECKS = {
-    "garden": ("Planning a Garden", ["Finding a Site", "Soil and Compost", "Picking Plants",
-                                     "Watering", "Pests", "Harvest"],
-               ["sunny corner", "good drainage", "raised beds", "mulch layer", "drip lines",
-                "crop rotation", "companion plants", "seed trays", "morning light"]),
-    "travel": ("Trip to the Coast", ["Route", "Packing List", "Budget", "Places to Stay",
-                                     "Food", "Day Trips"],
-               ["early start", "rain jacket", "fuel costs", "camp site", "local market",
-                "boat tour", "sun cream", "train tickets", "beach walk"]),
-    "office": ("Office Move", ["Timeline", "New Floor Plan", "Equipment", "Parking",
-                               "Networking", "Moving Day"],
-               ["floor two", "desk booking", "new printers", "bike racks", "cable labels",
-                "meeting rooms", "packing crates", "key cards", "quiet zone"]),
+    "garden": (
+        "Planning a Garden",
+        ["Finding a Site", "Soil and Compost", "Picking Plants", "Watering", "Pests", "Harvest"],
+        [
+            "sunny corner",
+            "good drainage",
+            "raised beds",
+            "mulch layer",
+            "drip lines",
+            "crop rotation",
+            "companion plants",
+            "seed trays",
+            "morning light",
+        ],
+    ),
+    "travel": (
+        "Trip to the Coast",
+        ["Route", "Packing List", "Budget", "Places to Stay", "Food", "Day Trips"],
+        [
+            "early start",
+            "rain jacket",
+            "fuel costs",
+            "camp site",
+            "local market",
+            "boat tour",
+            "sun cream",
+            "train tickets",
+            "beach walk",
+        ],
+    ),
+    "office": (
+        "Office Move",
+        ["Timeline", "New Floor Plan", "Equipment", "Parking", "Networking", "Moving Day"],
+        [
+            "floor two",
+            "desk booking",
+            "new printers",
+            "bike racks",
+            "cable labels",
+            "meeting rooms",
+            "packing crates",
+            "key cards",
+            "quiet zone",
+        ],
+    ),
 }
 
 #: LibreOffice writes these explicitly when it saves a pptx; the generator does too, so an

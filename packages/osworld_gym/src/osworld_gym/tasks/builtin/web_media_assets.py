@@ -34,24 +34,35 @@ from typing import Any
 
 #: Announcements on the portal: slug -> (title, body).
 ARTICLES: dict[str, tuple[str, str]] = {
-    "office-move": ("Office move on Friday",
-                    "The support team moves to the third floor on Friday. Pack your desk by "
-                    "Thursday evening; boxes are in the kitchen."),
-    "coffee-machine": ("A new coffee machine",
-                       "The kitchen has a new coffee machine. It makes espresso, cappuccino and "
-                       "hot chocolate. Please rinse the milk jug after use."),
-    "security-training": ("Security training dates",
-                          "Everyone must attend one security training session this quarter. "
-                          "Sessions run on the 4th, 11th and 18th, 10:00 in room Birch."),
-    "summer-party": ("Summer party RSVP",
-                     "The summer party is on the roof terrace on the 27th at 17:00. Reply to "
-                     "Dana Whitfield by the 20th."),
-    "parking-rules": ("New parking rules",
-                      "From next month, spots A1 to A12 are reserved for car sharing. Visitor "
-                      "parking moves to level -2."),
-    "quarterly-results": ("Quarterly results are out",
-                          "Revenue grew 12 percent over the last quarter. The full report is on "
-                          "the downloads page."),
+    "office-move": (
+        "Office move on Friday",
+        "The support team moves to the third floor on Friday. Pack your desk by "
+        "Thursday evening; boxes are in the kitchen.",
+    ),
+    "coffee-machine": (
+        "A new coffee machine",
+        "The kitchen has a new coffee machine. It makes espresso, cappuccino and "
+        "hot chocolate. Please rinse the milk jug after use.",
+    ),
+    "security-training": (
+        "Security training dates",
+        "Everyone must attend one security training session this quarter. "
+        "Sessions run on the 4th, 11th and 18th, 10:00 in room Birch.",
+    ),
+    "summer-party": (
+        "Summer party RSVP",
+        "The summer party is on the roof terrace on the 27th at 17:00. Reply to "
+        "Dana Whitfield by the 20th.",
+    ),
+    "parking-rules": (
+        "New parking rules",
+        "From next month, spots A1 to A12 are reserved for car sharing. Visitor "
+        "parking moves to level -2.",
+    ),
+    "quarterly-results": (
+        "Quarterly results are out",
+        "Revenue grew 12 percent over the last quarter. The full report is on the downloads page.",
+    ),
 }
 
 #: Staff directory rows: (name, department, extension, email).
@@ -69,21 +80,27 @@ STAFF: tuple[tuple[str, str, str, str], ...] = (
 #: Departments offered by the contact form.
 DEPARTMENTS: tuple[str, ...] = ("Sales", "Support", "Engineering", "Finance")
 
-_STYLE = ("body{font-family:sans-serif;margin:2em;max-width:50em}"
-          "nav a{margin-right:1.2em}table{border-collapse:collapse}"
-          "td,th{border:1px solid #999;padding:.3em .8em}"
-          "label{display:block;margin-top:.8em}")
+_STYLE = (
+    "body{font-family:sans-serif;margin:2em;max-width:50em}"
+    "nav a{margin-right:1.2em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #999;padding:.3em .8em}"
+    "label{display:block;margin-top:.8em}"
+)
 
 Page = tuple[str, bytes, dict[str, str]]  # content type, body, extra headers
 
 
 def _html(title: str, body: str) -> bytes:
-    nav = ('<nav><a href="/index.html">Home</a><a href="/news/index.html">Announcements</a>'
-           '<a href="/staff.html">Staff directory</a><a href="/contact.html">Contact us</a>'
-           '<a href="/downloads.html">Downloads</a></nav>')
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title><style>{_STYLE}</style></head><body>{nav}<h1>{html.escape(title)}</h1>"
-            f"{body}</body></html>").encode()
+    nav = (
+        '<nav><a href="/index.html">Home</a><a href="/news/index.html">Announcements</a>'
+        '<a href="/staff.html">Staff directory</a><a href="/contact.html">Contact us</a>'
+        '<a href="/downloads.html">Downloads</a></nav>'
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+        f"</title><style>{_STYLE}</style></head><body>{nav}<h1>{html.escape(title)}</h1>"
+        f"{body}</body></html>"
+    ).encode()
 
 
 def portal_files(params: dict[str, str]) -> dict[str, bytes]:
@@ -94,19 +111,25 @@ def portal_files(params: dict[str, str]) -> dict[str, bytes]:
     quarter = params.get("quarter", "Q3")
     report = "region,quarter,revenue\n" + "".join(
         f"{region},{quarter},{revenue}\n"
-        for region, revenue in (("North", 1200), ("South", 950), ("East", 1430), ("West", 780)))
-    notes = ("Meeting notes\n- budget approved\n- hire two engineers\n"
-             "- next review in six weeks\n")
+        for region, revenue in (("North", 1200), ("South", 950), ("East", 1430), ("West", 780))
+    )
+    notes = "Meeting notes\n- budget approved\n- hire two engineers\n- next review in six weeks\n"
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, text in (("beach.txt", "sand and sea\n"), ("mountain.txt", "snow and rock\n"),
-                           ("city.txt", "lights and noise\n")):
+        for name, text in (
+            ("beach.txt", "sand and sea\n"),
+            ("mountain.txt", "snow and rock\n"),
+            ("city.txt", "lights and noise\n"),
+        ):
             info = zipfile.ZipInfo(f"photos/{name}", date_time=(2024, 6, 1, 12, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             zf.writestr(info, text)
-    return {"report.csv": report.encode(), "notes.txt": notes.encode(),
-            "photos.zip": buf.getvalue()}
+    return {
+        "report.csv": report.encode(),
+        "notes.txt": notes.encode(),
+        "photos.zip": buf.getvalue(),
+    }
 
 
 def portal_pages(params: dict[str, str]) -> dict[str, Page]:
@@ -120,49 +143,67 @@ def portal_pages(params: dict[str, str]) -> dict[str, Page]:
     def page(path: str, title: str, body: str) -> None:
         pages[path] = ("text/html; charset=utf-8", _html(title, body), {})
 
-    page("/index.html", "Maple Street Team Portal",
-         "<p>Welcome to the team portal.</p>"
-         '<form action="/search" method="get"><label for="q">Search the portal</label>'
-         '<input id="q" name="q" type="search" autofocus> '
-         '<button type="submit">Search</button></form>'
-         '<ul><li><a href="/news/index.html">Announcements</a></li>'
-         '<li><a href="/staff.html">Staff directory</a></li>'
-         '<li><a href="/contact.html">Contact us</a></li>'
-         '<li><a href="/downloads.html">Downloads</a></li>'
-         '<li><a href="/voucher.html">Canteen voucher</a></li></ul>')
+    page(
+        "/index.html",
+        "Maple Street Team Portal",
+        "<p>Welcome to the team portal.</p>"
+        '<form action="/search" method="get"><label for="q">Search the portal</label>'
+        '<input id="q" name="q" type="search" autofocus> '
+        '<button type="submit">Search</button></form>'
+        '<ul><li><a href="/news/index.html">Announcements</a></li>'
+        '<li><a href="/staff.html">Staff directory</a></li>'
+        '<li><a href="/contact.html">Contact us</a></li>'
+        '<li><a href="/downloads.html">Downloads</a></li>'
+        '<li><a href="/voucher.html">Canteen voucher</a></li></ul>',
+    )
     pages["/"] = pages["/index.html"]
-    items = "".join(f'<li><a href="/news/{slug}.html">{html.escape(title)}</a></li>'
-                    for slug, (title, _) in ARTICLES.items())
+    items = "".join(
+        f'<li><a href="/news/{slug}.html">{html.escape(title)}</a></li>'
+        for slug, (title, _) in ARTICLES.items()
+    )
     page("/news/index.html", "Announcements", f"<ul>{items}</ul>")
     for slug, (title, body) in ARTICLES.items():
         page(f"/news/{slug}.html", title, f"<p>{html.escape(body)}</p>")
-    rows = "".join(f"<tr><td>{n}</td><td>{d}</td><td>{x}</td><td>{e}</td></tr>"
-                   for n, d, x, e in STAFF)
-    page("/staff.html", "Staff directory",
-         f"<table><tr><th>Name</th><th>Department</th><th>Extension</th><th>Email</th></tr>"
-         f"{rows}</table>")
+    rows = "".join(
+        f"<tr><td>{n}</td><td>{d}</td><td>{x}</td><td>{e}</td></tr>" for n, d, x, e in STAFF
+    )
+    page(
+        "/staff.html",
+        "Staff directory",
+        f"<table><tr><th>Name</th><th>Department</th><th>Extension</th><th>Email</th></tr>"
+        f"{rows}</table>",
+    )
     options = "".join(f"<option>{d}</option>" for d in DEPARTMENTS)
-    page("/contact.html", "Contact us",
-         '<form action="/submit" method="post">'
-         '<label for="name">Full name</label><input id="name" name="name" type="text" autofocus>'
-         '<label for="email">Email</label><input id="email" name="email" type="text">'
-         f'<label for="department">Department</label><select id="department" name="department">'
-         f"{options}</select>"
-         '<label for="message">Message</label>'
-         '<textarea id="message" name="message" rows="4" cols="40"></textarea>'
-         '<label><input id="newsletter" name="newsletter" type="checkbox" value="yes"> '
-         "Send me the monthly newsletter</label>"
-         '<p><button type="submit">Send</button></p></form>')
+    page(
+        "/contact.html",
+        "Contact us",
+        '<form action="/submit" method="post">'
+        '<label for="name">Full name</label><input id="name" name="name" type="text" autofocus>'
+        '<label for="email">Email</label><input id="email" name="email" type="text">'
+        f'<label for="department">Department</label><select id="department" name="department">'
+        f"{options}</select>"
+        '<label for="message">Message</label>'
+        '<textarea id="message" name="message" rows="4" cols="40"></textarea>'
+        '<label><input id="newsletter" name="newsletter" type="checkbox" value="yes"> '
+        "Send me the monthly newsletter</label>"
+        '<p><button type="submit">Send</button></p></form>',
+    )
     links = "".join(f'<li><a href="/files/{name}">{name}</a></li>' for name in portal_files(params))
     page("/downloads.html", "Downloads", f"<ul>{links}</ul>")
     code = params.get("code", "MAPLE-0000")
-    page("/voucher.html", "Canteen voucher",
-         f'<p>Your canteen voucher code is: <strong id="code">{html.escape(code)}</strong></p>'
-         "<p>Show it at the till for a free lunch.</p>")
+    page(
+        "/voucher.html",
+        "Canteen voucher",
+        f'<p>Your canteen voucher code is: <strong id="code">{html.escape(code)}</strong></p>'
+        "<p>Show it at the till for a free lunch.</p>",
+    )
     for name, data in portal_files(params).items():
         kind = {"csv": "text/csv", "txt": "text/plain", "zip": "application/zip"}[name[-3:]]
-        pages[f"/files/{name}"] = (kind, data,
-                                   {"Content-Disposition": f'attachment; filename="{name}"'})
+        pages[f"/files/{name}"] = (
+            kind,
+            data,
+            {"Content-Disposition": f'attachment; filename="{name}"'},
+        )
     return pages
 
 
@@ -241,15 +282,25 @@ if __name__ == "__main__":
 def portal_server_asset(params: dict[str, str]) -> bytes:
     """The portal server script. Params: ``port`` (default 8000), ``log_dir`` (default
     ``~/.cache/portal``), and those of :func:`portal_pages`."""
-    pages = {path: [kind, base64.b64encode(body).decode(), headers]
-             for path, (kind, body, headers) in portal_pages(params).items()}
-    titles = {path: body.split(b"<title>", 1)[1].split(b"</title>", 1)[0].decode()
-              for path, (kind, body, _) in portal_pages(params).items()
-              if kind.startswith("text/html") and path.endswith(".html")}
+    pages = {
+        path: [kind, base64.b64encode(body).decode(), headers]
+        for path, (kind, body, headers) in portal_pages(params).items()
+    }
+    titles = {
+        path: body.split(b"<title>", 1)[1].split(b"</title>", 1)[0].decode()
+        for path, (kind, body, _) in portal_pages(params).items()
+        if kind.startswith("text/html") and path.endswith(".html")
+    }
     blob = base64.b64encode(json.dumps(pages, sort_keys=True).encode()).decode()
-    return (_SERVER % {"pages": blob, "titles": dict(sorted(titles.items())),
-                       "log_dir": params.get("log_dir", "~/.cache/portal"),
-                       "port": int(params.get("port", "8000"))}).encode()
+    return (
+        _SERVER
+        % {
+            "pages": blob,
+            "titles": dict(sorted(titles.items())),
+            "log_dir": params.get("log_dir", "~/.cache/portal"),
+            "port": int(params.get("port", "8000")),
+        }
+    ).encode()
 
 
 def portal_file_asset(params: dict[str, str]) -> bytes:
@@ -266,21 +317,37 @@ def wav_tone_asset(params: dict[str, str]) -> bytes:
         raise ValueError("need 0 < freq < rate/2, 0 < seconds <= 3600 and 0 <= volume <= 1")
     amplitude = int(32767 * volume)
     # An integer frequency repeats exactly every second: build one second, repeat it.
-    second = struct.pack(f"<{rate}h", *(round(amplitude * math.sin(2 * math.pi * freq * i / rate))
-                                        for i in range(rate)))
+    second = struct.pack(
+        f"<{rate}h",
+        *(round(amplitude * math.sin(2 * math.pi * freq * i / rate)) for i in range(rate)),
+    )
     data = second * seconds
-    header = struct.pack("<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + len(data), b"WAVE", b"fmt ", 16, 1, 1,
-                         rate, rate * 2, 2, 16, b"data", len(data))
+    header = struct.pack(
+        "<4sI4s4sIHHIIHH4sI",
+        b"RIFF",
+        36 + len(data),
+        b"WAVE",
+        b"fmt ",
+        16,
+        1,
+        1,
+        rate,
+        rate * 2,
+        2,
+        16,
+        b"data",
+        len(data),
+    )
     return header + data
 
 
 #: vlcrc options every built-in VLC task needs on the sandboxed desktop.
 VLC_BASE_OPTIONS: dict[str, str] = {
-    "qt-privacy-ask": "0",          # no "Privacy and Network Access Policy" dialog
+    "qt-privacy-ask": "0",  # no "Privacy and Network Access Policy" dialog
     "qt-updates-notif": "0",
     "metadata-network-access": "0",
-    "extraintf": "http",            # status at http://127.0.0.1:8080/requests/status.xml
-    "http-password": "password",    # OSWorld's VLC password
+    "extraintf": "http",  # status at http://127.0.0.1:8080/requests/status.xml
+    "http-password": "password",  # OSWorld's VLC password
 }
 
 
