@@ -2,7 +2,9 @@
 # Run as root: uv run python scripts/bench_judge_hold.py  (one desktop at a time, 640x480)
 """/execute latency with the freezer hold vs the SIGSTOP fallback, side by side in one run."""
 
-import statistics, time
+import statistics
+import time
+
 from osworld_gym.providers.local import LocalProvider
 
 

@@ -56,7 +56,6 @@ def sandbox_processes() -> list[tuple[int, str]]:
 def local_env() -> Iterator:
     """A real local desktop env (built-in tasks, pyautogui actions), shared by a test module."""
     import gymnasium as gym
-
     import osworld_gym  # noqa: F401 - registers OSWorld-v0
 
     env = gym.make("OSWorld-v0", provider="local", tasks="builtin")

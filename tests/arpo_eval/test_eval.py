@@ -13,11 +13,6 @@ import json
 import shutil
 
 import pytest
-from osworld_gym.errors import GuestError
-from osworld_gym.providers.fake import FakeProvider
-from osworld_gym.recording import summarize_results
-from osworld_gym.support import builtin_tasks
-
 from arpo_eval.agents import AgentSpec, FailAgent, NoopAgent
 from arpo_eval.cli import main
 from arpo_eval.compare import compare_runs, format_comparison
@@ -28,6 +23,10 @@ from arpo_eval.run import RunConfig, run
 from arpo_eval.runner import evaluate_agent
 from arpo_eval.tables import format_summary, summarize
 from arpo_eval.tasks import TaskSpecError, resolve_task_spec
+from osworld_gym.errors import GuestError
+from osworld_gym.providers.fake import FakeProvider
+from osworld_gym.recording import summarize_results
+from osworld_gym.support import builtin_tasks
 from repo_paths import ROOT
 
 FAKE = {"provider": "fake", "settle": None}
@@ -383,9 +382,8 @@ def test_the_readme_quick_start_without_a_desktop_runs(tmp_path, monkeypatch):
 
 
 def test_baseline_stats_feed_the_trainers_task_selection():
-    from arpo_trainer.selection import choose_tasks
-
     from arpo_eval.baseline import baseline_stats
+    from arpo_trainer.selection import choose_tasks
 
     tasks = resolve_task_spec("builtin:os")
     records = evaluate_agent(FailAgent, tasks, env_kwargs=FAKE, trials=2, progress=False)

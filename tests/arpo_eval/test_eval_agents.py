@@ -10,15 +10,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from osworld_gym.actions import make_action_set
-from osworld_gym.support import builtin_tasks
-from PIL import Image
-
 from arpo_eval.agents import AgentError
 from arpo_eval.cli import main
 from arpo_eval.layout import read_run, read_steps
 from arpo_eval.openai_agent import ChatClient, OpenAIChatAgent
 from arpo_eval.runner import evaluate_agent
+from osworld_gym.actions import make_action_set
+from osworld_gym.support import builtin_tasks
+from PIL import Image
 
 UITARS = make_action_set("uitars", screen_size=(1920, 1080))
 

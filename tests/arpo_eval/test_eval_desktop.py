@@ -8,17 +8,16 @@ oracle is proven on a desktop by ``test_builtin_oracles.py``.
 from __future__ import annotations
 
 import pytest
-from osworld_gym.support import builtin_tasks
-from osworld_gym.tasks import TaskSet
-from test_eval_agents import ChatServer
-from test_eval_report import rendered_dom, text
-
 from arpo_eval.agents import AgentSpec, ReplayOracleAgent
 from arpo_eval.cli import main
 from arpo_eval.layout import read_run, read_steps
 from arpo_eval.report import write_report
 from arpo_eval.run import RunConfig, run
 from arpo_eval.runner import evaluate_agent
+from osworld_gym.support import builtin_tasks
+from osworld_gym.tasks import TaskSet
+from test_eval_agents import ChatServer
+from test_eval_report import rendered_dom, text
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 

@@ -8,12 +8,11 @@ import shutil
 import subprocess
 
 import pytest
-from lxml import html as lxml_html
-
 from arpo_eval.agents import AgentSpec
 from arpo_eval.plots import curves, find_trainer_state, training_curves
 from arpo_eval.report import write_report
 from arpo_eval.run import RunConfig, run
+from lxml import html as lxml_html
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

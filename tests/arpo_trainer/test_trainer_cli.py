@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from arpo_trainer.cli import main
 from arpo_trainer.modeling import load_model, load_processor
 from repo_paths import ROOT

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from arpo_trainer.demos import oracle_script
 from arpo_trainer.modeling import ModelArguments
-from arpo_trainer.testing.base_policy import BC_COMMANDS, BC_KEYS, BC_INSTRUCTIONS
+from arpo_trainer.testing.base_policy import BC_COMMANDS, BC_INSTRUCTIONS, BC_KEYS
 from arpo_trainer.tiny import build_tokenizer, grammar_corpus
 from osworld_gym.actions import make_action_set
 from osworld_gym.support import builtin_tasks

@@ -11,10 +11,9 @@ import importlib
 import pkgutil
 
 import gymnasium as gym
+import osworld_gym
 import pytest
 from gymnasium.utils.env_checker import check_env
-
-import osworld_gym
 from osworld_gym.actions import ACTION_SETS
 from osworld_gym.testing import FAKE_TASK
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-
 from hostile_corpus import hostile_corpus
 from osworld_gym.settle import SettleConfig
 

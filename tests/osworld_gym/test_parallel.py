@@ -6,13 +6,12 @@ import doctest
 import time
 from pathlib import Path
 
-import pytest
-from pettingzoo.test import parallel_api_test
-
 import osworld_gym.parallel
+import pytest
 from osworld_gym.errors import GuestError
 from osworld_gym.parallel import OSWorldGroupEnv
 from osworld_gym.support import builtin_task, load_tasks
+from pettingzoo.test import parallel_api_test
 
 #: built-in tasks whose setup runs on the fake provider too (the suite grows; tests pin these)
 TASKS = load_tasks(

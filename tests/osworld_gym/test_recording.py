@@ -10,13 +10,12 @@ import signal
 
 import gymnasium as gym
 import numpy as np
-import pytest
-from PIL import Image
-
 import osworld_gym.recording
+import pytest
 from osworld_gym.recording import RecordEpisode, json_safe, summarize_results
 from osworld_gym.support import builtin_task, load_tasks
 from osworld_gym.vector import make_vec
+from PIL import Image
 
 TASKS = load_tasks([builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "os-infeasible-001")])
 

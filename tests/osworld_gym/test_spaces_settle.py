@@ -6,7 +6,6 @@ import itertools
 import time
 
 import numpy as np
-
 from osworld_gym.settle import SettleConfig, changed_fraction, wait_until_settled
 from osworld_gym.spaces import UnicodeText
 

@@ -21,8 +21,9 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from osworld_gym.support import builtin_task
 from osworld_gym.tasks import Task
 
-MKDIR, COPY, WRITE = (builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "os-write-file-001"))
 from osworld_gym.vector import OSWorldVectorEnv, VectorSafe, make_safe_env, make_vec
+
+MKDIR, COPY, WRITE = (builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "os-write-file-001"))
 
 #: real desktops, small screens, short waits: every env is told its task through next_task
 LOCAL = {

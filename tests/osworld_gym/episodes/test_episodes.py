@@ -19,9 +19,9 @@ from osworld_gym.episodes import (
     run_pool,
 )
 from osworld_gym.episodes.agents import replay_script
+from osworld_gym.episodes.check import check_tasks
 from osworld_gym.errors import InfraError
 from osworld_gym.support import builtin_task
-from osworld_gym.episodes.check import check_tasks
 from proc_tree import descendants
 
 TASK = builtin_task("os-mkdir-001")

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.evaluators.metrics.options import unhonoured_options
+from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.tasks.evaluator_spec import plan
 from repo_paths import ROOT as REPO_ROOT
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
-import shlex
 
 import pytest
-
 from redteam import player
 
 pytestmark = pytest.mark.desktop

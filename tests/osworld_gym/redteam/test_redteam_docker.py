@@ -22,7 +22,6 @@ import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
 from osworld_gym.image import BuildOptions, build_image, containers
 from osworld_gym.providers.docker import DockerProvider
-
 from redteam import fork_bomb, player
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")

@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 
 import gymnasium as gym
-import pytest
-
 import osworld_gym
+import pytest
 from osworld_gym.providers.local import LocalProvider
 from redteam import fork_bomb, player
 

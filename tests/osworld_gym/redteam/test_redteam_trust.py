@@ -11,7 +11,6 @@ import time
 
 import gymnasium as gym
 import pytest
-
 from osworld_gym.errors import GuestError
 from redteam import player
 

@@ -15,9 +15,8 @@ import time
 
 import gymnasium as gym
 import numpy as np
-import pytest
-
 import osworld_gym  # noqa: F401  (registers OSWorld-v0)
+import pytest
 from redteam import player
 
 pytestmark = pytest.mark.skipif(

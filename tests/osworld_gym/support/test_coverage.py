@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from osworld_examples import OFFICIAL, PRESENT, SKIP_REASON
 from osworld_gym.errors import TaskError
 from osworld_gym.support.coverage import coverage, official_tasks, reason_kind
-
-from osworld_examples import OFFICIAL, PRESENT, SKIP_REASON
 
 
 def write_layout(root: Path) -> Path:

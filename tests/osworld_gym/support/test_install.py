@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from osworld_gym import doctor
 from osworld_gym.image.recipe import APPS, SYSTEM_PACKAGES
 from osworld_gym.support.programs import task_programs

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from osworld_gym.errors import OSWorldGymError
-from osworld_gym.support.coverage import official_tasks
-from osworld_gym.support.classifier import capabilities, classify
-from osworld_gym.tasks.task import Task
-
 from osworld_examples import OFFICIAL, SKIP_REASON
+from osworld_gym.errors import OSWorldGymError
+from osworld_gym.support.classifier import capabilities, classify
+from osworld_gym.support.coverage import official_tasks
+from osworld_gym.tasks.task import Task
 from standins import ffmpeg_available, fill_cache, missing_standins
 
 DEFAULT_SAMPLE = 6
@@ -120,7 +119,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> Iterator:
     import gymnasium as gym
-
     import osworld_gym  # noqa: F401 - registers OSWorld-v0
 
     if not ffmpeg_available():

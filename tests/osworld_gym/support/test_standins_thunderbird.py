@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from osworld_gym.evaluators.metrics.files import check_csv
 from osworld_gym.evaluators.metrics.misc_checks import run_sqlite3
-
 from standins import FIREFOX_DECRYPT, TB_ACCOUNT, TB_PROFILE, _tb_profile
 
 #: dfac9ee8's rule: the account it asks to remove must not be listed.

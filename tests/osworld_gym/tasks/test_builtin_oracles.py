@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from osworld_gym.support import builtin_tasks
 from osworld_gym.episodes.check import check_tasks, format_table
+from osworld_gym.support import builtin_tasks
 
 # one fixture checks the whole suite: give the first test that uses it time for all of it
 pytestmark = [pytest.mark.desktop, pytest.mark.timeout(3600)]

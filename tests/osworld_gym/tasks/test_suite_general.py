@@ -22,7 +22,6 @@ import zipfile
 from collections import Counter
 
 import pytest
-
 from osworld_gym.support import builtin_tasks
 from osworld_gym.tasks.assets import generate
 from osworld_gym.tasks.builtin.web_media_assets import ARTICLES, STAFF

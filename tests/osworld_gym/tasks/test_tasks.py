@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import logging
-
 import json
+import logging
 import uuid
 from pathlib import Path
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from osworld_gym.tasks.validation import HostAccess
 from osworld_gym.errors import GuestError, SetupError, TaskError
 from osworld_gym.tasks import SetupRunner
+from osworld_gym.tasks.validation import HostAccess
 
 
 class RecordingGuest:

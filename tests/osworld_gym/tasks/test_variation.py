@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import gymnasium as gym
-import pytest
-
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
+import pytest
 from osworld_gym.errors import SetupError, TaskError
 from osworld_gym.tasks import Task
 from osworld_gym.tasks.assets import generate

@@ -108,8 +108,8 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
-    from osworld_gym.support import load_tasks
     from osworld_gym.episodes.check import check_tasks, format_table
+    from osworld_gym.support import load_tasks
 
     tasks = load_tasks(args.tasks, domains=args.domain)
     if args.ids:

@@ -48,17 +48,17 @@ from typing import TYPE_CHECKING, Any
 from osworld_gym.errors import GuestError, InfraError, SetupError, TaskError
 from osworld_gym.tasks.cache import DEFAULT_TIMEOUT_S, download_cache_path, fetch
 from osworld_gym.tasks.paths import GUEST_HOME, guest_path
-from osworld_gym.tasks.validation import (
-    HostAccess,
-    check_local_file,
-    guest_destination,
-    safe_child,
-)
 from osworld_gym.tasks.placeholders import placeholder_values, substitute
 from osworld_gym.tasks.setup_browser import (
     chrome_close_tabs,
     chrome_open_tabs,
     update_browse_history,
+)
+from osworld_gym.tasks.validation import (
+    HostAccess,
+    check_local_file,
+    guest_destination,
+    safe_child,
 )
 
 if TYPE_CHECKING:
