@@ -20,7 +20,6 @@ from arpo_trainer.desktops import DesktopPool
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from osworld_gym.support import builtin_task
 from osworld_gym.tasks import Task
-
 from osworld_gym.vector import OSWorldVectorEnv, VectorSafe, make_safe_env, make_vec
 
 MKDIR, COPY, WRITE = (builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "os-write-file-001"))
