@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from osworld_gym.actions.primitives import Click, MoveTo
+from osworld_gym.protocol.primitives import Click, MoveTo
 from osworld_gym.providers.local import LocalProvider
 
 BENCH_VENV = (

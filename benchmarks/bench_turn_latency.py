@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from osworld_gym.actions.primitives import Click, Hotkey, MoveTo, Press, Primitive, Scroll, TypeText
+from osworld_gym.protocol.primitives import Click, Hotkey, MoveTo, Press, Primitive, Scroll, TypeText
 from osworld_gym.client import GuestClient
 from osworld_gym.providers.local import LocalProvider
 from osworld_gym.settle import SettleConfig, compare_later, wait_until_settled

@@ -14,11 +14,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-#: Contracts that hold only once work on other branches lands (they then XPASS, which fails:
-#: take them out of here).
-PENDING = {
-    "guest-self-contained": "the guest still imports actions/ until osworld_gym.protocol lands",
-}
 
 
 def contract_ids() -> list[str]:
@@ -32,10 +27,7 @@ def lint(contract: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("contract", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=PENDING[c])) if c in PENDING
-    else c for c in contract_ids()
-])
+@pytest.mark.parametrize("contract", contract_ids())
 def test_import_contract_is_kept(contract):
     result = lint(contract)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]

@@ -31,7 +31,7 @@ from osworld_gym.actions import (
 )
 from osworld_gym.actions.base import random_primitive
 from osworld_gym.actions.computer13 import from_space_sample
-from osworld_gym.actions.primitives import (
+from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
     Hotkey,

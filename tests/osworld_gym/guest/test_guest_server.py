@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from osworld_gym.actions.primitives import (
+from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
     Hotkey,

@@ -13,7 +13,7 @@ import time
 
 import httpx
 import pytest
-from osworld_gym.actions.keys import X_KEYSYM
+from osworld_gym.protocol.keys import X_KEYSYM
 from osworld_gym.client import GuestClient
 from osworld_gym.errors import GuestError
 from osworld_gym.guest import homedir

@@ -27,7 +27,7 @@ from PIL import Image
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
 
-from osworld_gym.actions.primitives import Click, TypeText
+from osworld_gym.protocol.primitives import Click, TypeText
 from osworld_gym.client import OSWORLD_PYAUTOGUI_PREFIX, OSWorldCompatClient
 from osworld_gym.errors import MissingDependencyError
 from osworld_gym.image import APPS, containers, default_tag, render_dockerfile

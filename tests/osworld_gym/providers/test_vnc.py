@@ -22,7 +22,7 @@ import mss
 import numpy as np
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
-from osworld_gym.actions.primitives import Click, MouseDown, MouseUp, MoveTo, Press, TypeText
+from osworld_gym.protocol.primitives import Click, MouseDown, MouseUp, MoveTo, Press, TypeText
 from osworld_gym.errors import GuestError
 from Xlib import X
 from Xlib import display as xdisplay

@@ -28,17 +28,18 @@ from typing import Any, BinaryIO, Self
 import httpx
 import numpy as np
 
-from osworld_gym.actions.primitives import Primitive, Wait, to_dict
+from osworld_gym.protocol.primitives import Primitive, Wait, to_dict
 from osworld_gym.errors import GuestError, UnusableResultFile
+from osworld_gym.protocol import routes
+# Largest file get_file/download_file accept by default. Task result files are documents,
+# sheets and slides of a few MB; a larger one at a result path is the agent's doing
+# (``truncate -s 2G``) and is scored 0, never buffered.
+from osworld_gym.protocol.client import MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
 _RETRY_STATUSES = {502, 503}
 _BACKOFF_S = 0.2
-#: Largest file :meth:`GuestClient.get_file` / :meth:`~GuestClient.download_file` accept by
-#: default. Task result files are documents, sheets and slides of a few MB; a larger one at a
-#: result path is the agent's doing (``truncate -s 2G``) and is scored 0, never buffered.
-MAX_FILE_BYTES = 256 << 20
 
 
 class GuestClient:
@@ -117,7 +118,7 @@ class GuestClient:
 
     # ---- lifecycle --------------------------------------------------------------------------
     def health(self) -> dict:
-        h = self._json("GET", "/osworld_gym/health")
+        h = self._json("GET", routes.HEALTH)
         self._note_crashes(h.get("crashes"))
         return h
 
@@ -138,7 +139,7 @@ class GuestClient:
         delay, last = 0.02, "no answer yet"
         while True:
             try:
-                h = self._json("GET", "/osworld_gym/health", timeout=min(5.0, self.timeout))
+                h = self._json("GET", routes.HEALTH, timeout=min(5.0, self.timeout))
                 if h.get("x_alive"):
                     return
                 last = f"guest is up but its X server is not: {h}"
@@ -148,19 +149,19 @@ class GuestClient:
                     raise
             if time.monotonic() + delay > deadline:
                 raise GuestError(f"guest not ready after {timeout:g} s: {last}",
-                                 endpoint="/osworld_gym/health")
+                                 endpoint=routes.HEALTH)
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
     def reset_desktop(self, restore_home: bool = True) -> dict:
         """Kill all apps, restore the home directory; ``{"killed": N, "ms": ...}``."""
-        return self._json("POST", "/osworld_gym/reset", json={"restore_home": restore_home},
+        return self._json("POST", routes.RESET, json={"restore_home": restore_home},
                           timeout=max(self.timeout, 60.0))
 
     # ---- observation ------------------------------------------------------------------------
     def screenshot_png(self) -> bytes:
         """OSWorld's ``/screenshot``: PNG with the cursor drawn."""
-        return self._request("GET", "/screenshot").content
+        return self._request("GET", routes.SCREENSHOT).content
 
     def screenshot_array(self, cursor: bool = True) -> np.ndarray:
         """The screen as an ``(H, W, 3)`` uint8 array (raw transfer, no PNG)."""
@@ -185,8 +186,8 @@ class GuestClient:
                 raise
             self.settle_supported = False
             return None
-        header = resp.headers.get("X-Settle")
-        self.last_settle_why = resp.headers.get("X-Settle-Why", "")
+        header = resp.headers.get(routes.SETTLE_HEADER)
+        self.last_settle_why = resp.headers.get(routes.SETTLE_WHY_HEADER, "")
         if header is None:  # a guest that ignores the parameter: this frame was not waited for
             self.settle_supported = False
             return None
@@ -194,60 +195,60 @@ class GuestClient:
             facts = {str(k): float(v) for k, v in json.loads(header).items()}
         except (ValueError, TypeError, AttributeError):
             raise GuestError(f"unreadable X-Settle header {header[:100]!r}",
-                             endpoint="/osworld_gym/screenshot") from None
+                             endpoint=routes.RAW_SCREENSHOT) from None
         return arr, facts
 
     def _raw_screenshot(self, params: dict[str, str], timeout: float | None = None
                         ) -> tuple[np.ndarray, httpx.Response]:
         t0 = time.perf_counter()
-        resp = self._request("GET", "/osworld_gym/screenshot", params=params, timeout=timeout)
+        resp = self._request("GET", routes.RAW_SCREENSHOT, params=params, timeout=timeout)
         try:
-            w, h = int(resp.headers["X-Width"]), int(resp.headers["X-Height"])
+            w, h = int(resp.headers[routes.WIDTH_HEADER]), int(resp.headers[routes.HEIGHT_HEADER])
         except (KeyError, ValueError):
             raise GuestError("raw screenshot without X-Width/X-Height headers",
-                             endpoint="/osworld_gym/screenshot") from None
+                             endpoint=routes.RAW_SCREENSHOT) from None
         if len(resp.content) != w * h * 3:
             raise GuestError(f"raw screenshot is {len(resp.content)} bytes, expected {w}x{h}x3",
-                             endpoint="/osworld_gym/screenshot")
+                             endpoint=routes.RAW_SCREENSHOT)
         arr = np.frombuffer(resp.content, dtype=np.uint8).reshape(h, w, 3)
-        self._note_crashes(resp.headers.get("X-Crashes"))
-        self.last_timings = {"capture_ms": float(resp.headers.get("X-Capture-Ms", "nan")),
-                             "encode_ms": float(resp.headers.get("X-Encode-Ms", "nan")),
+        self._note_crashes(resp.headers.get(routes.CRASHES_HEADER))
+        self.last_timings = {"capture_ms": float(resp.headers.get(routes.CAPTURE_MS_HEADER, "nan")),
+                             "encode_ms": float(resp.headers.get(routes.ENCODE_MS_HEADER, "nan")),
                              "total_ms": (time.perf_counter() - t0) * 1000,
                              "bytes": float(len(resp.content))}
         return arr, resp
 
     def screen_size(self) -> tuple[int, int]:
-        d = self._json("POST", "/screen_size")
+        d = self._json("POST", routes.SCREEN_SIZE)
         return int(d["width"]), int(d["height"])
 
     def cursor_position(self) -> tuple[int, int]:
-        x, y = self._json("GET", "/cursor_position")
+        x, y = self._json("GET", routes.CURSOR_POSITION)
         return int(x), int(y)
 
     def platform(self) -> str:
-        return self._request("GET", "/platform").text
+        return self._request("GET", routes.PLATFORM).text
 
     def terminal(self) -> str | None:
-        return self._json("GET", "/terminal").get("output")
+        return self._json("GET", routes.TERMINAL).get("output")
 
     def accessibility(self) -> str | None:
         """OSWorld-style AT-SPI XML, or None where the guest cannot produce one (501)."""
-        resp = self._request("GET", "/accessibility", ok_501=True, timeout=max(self.timeout, 45))
+        resp = self._request("GET", routes.ACCESSIBILITY, ok_501=True, timeout=max(self.timeout, 45))
         return None if resp is None else resp.json().get("AT")
 
     # ---- commands and files -----------------------------------------------------------------
     def execute(self, command: str | Sequence[str], shell: bool = False, timeout: float = 120.0,
                 setup: bool = False) -> dict:
         """Run a command to completion: ``{"status", "output", "error", "returncode"}``."""
-        endpoint = "/setup/execute" if setup else "/execute"
+        endpoint = routes.SETUP_EXECUTE if setup else routes.EXECUTE
         body = {"command": command if isinstance(command, str) else list(command),
                 "shell": shell, "timeout": timeout}
         return self._json("POST", endpoint, json=body, timeout=timeout + 10)
 
     def launch(self, command: str | Sequence[str], shell: bool = False) -> None:
         body = {"command": command if isinstance(command, str) else list(command), "shell": shell}
-        self._request("POST", "/setup/launch", json=body)
+        self._request("POST", routes.SETUP_LAUNCH, json=body)
 
     def upload(self, path: str, data: bytes | Path) -> None:
         """Write ``data`` -- bytes, or a local file streamed from disk -- to ``path`` in the
@@ -255,27 +256,27 @@ class GuestClient:
         if isinstance(data, Path):
             with open(data, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                self._request("POST", "/setup/upload", data={"file_path": path},
+                self._request("POST", routes.SETUP_UPLOAD, data={"file_path": path},
                               files={"file_data": ("file", f, "application/octet-stream")},
                               timeout=max(self.timeout, 30 + size / 20e6))
             return
-        self._request("POST", "/setup/upload", data={"file_path": path},
+        self._request("POST", routes.SETUP_UPLOAD, data={"file_path": path},
                       files={"file_data": ("file", data, "application/octet-stream")},
                       timeout=max(self.timeout, 30 + len(data) / 20e6))
 
     def open_file(self, path: str, timeout: float = 60.0) -> None:
         """Open a file (xdg-open) or command and wait until its window appears."""
-        self._request("POST", "/setup/open_file", json={"path": path, "timeout": timeout},
+        self._request("POST", routes.SETUP_OPEN_FILE, json={"path": path, "timeout": timeout},
                       timeout=timeout + 15)
 
     def activate_window(self, window_name: str, strict: bool = False,
                         by_class: bool = False) -> None:
-        self._request("POST", "/setup/activate_window",
+        self._request("POST", routes.SETUP_ACTIVATE_WINDOW,
                       json={"window_name": window_name, "strict": strict, "by_class": by_class})
 
     def close_window(self, window_name: str, strict: bool = False,
                      by_class: bool = False) -> None:
-        self._request("POST", "/setup/close_window",
+        self._request("POST", routes.SETUP_CLOSE_WINDOW,
                       json={"window_name": window_name, "strict": strict, "by_class": by_class})
 
     def get_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
@@ -314,7 +315,7 @@ class GuestClient:
             raise
 
     def _fetch_file(self, path: str, out: BinaryIO, max_bytes: int) -> int | None:
-        endpoint = "/file"
+        endpoint = routes.FILE
         for attempt in range(1 + max(0, self.retries)):
             if attempt:
                 time.sleep(_BACKOFF_S * 2 ** (attempt - 1))
@@ -353,15 +354,15 @@ class GuestClient:
         raise last
 
     def list_directory(self, path: str) -> dict:
-        return self._json("POST", "/list_directory", json={"path": path})["directory_tree"]
+        return self._json("POST", routes.LIST_DIRECTORY, json={"path": path})["directory_tree"]
 
     # ---- recording --------------------------------------------------------------------------
     def start_recording(self) -> None:
-        self._request("POST", "/start_recording")
+        self._request("POST", routes.START_RECORDING)
 
     def end_recording(self) -> bytes:
         """Stop the recording and return the mp4."""
-        return self._request("POST", "/end_recording", timeout=max(self.timeout, 60)).content
+        return self._request("POST", routes.END_RECORDING, timeout=max(self.timeout, 60)).content
 
     # ---- input ------------------------------------------------------------------------------
     def run_actions(self, prims: Sequence[Primitive]) -> dict:
@@ -390,7 +391,7 @@ class GuestClient:
     def _send_actions(self, prims: Sequence[Primitive]) -> tuple[int, float]:
         """Perform ``prims`` (no :class:`Wait`) in one request, through XTest in the guest;
         ``(executed, exec_ms)``."""
-        r = self._json("POST", "/osworld_gym/actions",
+        r = self._json("POST", routes.ACTIONS,
                        json={"actions": [to_dict(p) for p in prims]},
                        timeout=max(self.timeout, 120))
         self._note_crashes(r.get("crashes"))
@@ -423,7 +424,7 @@ class OSWorldCompatClient(GuestClient):
     * is ready once ``GET /screenshot`` answers with an image (OSWorld's own readiness check);
     * takes observations from ``/screenshot`` (PNG with the cursor drawn) and decodes them;
     * executes primitives the way OSWorld's ``PythonController`` does: rendered as canonical
-      pyautogui code (:func:`~osworld_gym.actions.primitives.to_pyautogui_code`) and POSTed to
+      pyautogui code (:func:`~osworld_gym.protocol.primitives.to_pyautogui_code`) and POSTed to
       ``/execute`` as ``python -c "<prefix><code>"``, so the guest needs ``python`` with pyautogui;
       text containing ``<`` is typed with ``shift+,`` as OSWorld does (pyautogui#198);
     * cannot reset a desktop: :meth:`reset_desktop` raises, and providers restart the machine.
@@ -454,10 +455,10 @@ class OSWorldCompatClient(GuestClient):
     # ---- lifecycle --------------------------------------------------------------------------
     def health(self) -> dict:
         """``{"status": "ok", "x_alive": True}`` when ``/screenshot`` answers with an image."""
-        resp = self._request("GET", "/screenshot", timeout=min(10.0, self.timeout))
+        resp = self._request("GET", routes.SCREENSHOT, timeout=min(10.0, self.timeout))
         if not _is_image(resp.content):
             raise GuestError(f"/screenshot answered {resp.headers.get('content-type')!r}, "
-                             "not an image", endpoint="/screenshot")
+                             "not an image", endpoint=routes.SCREENSHOT)
         return {"status": "ok", "x_alive": True}
 
     def wait_ready(self, timeout: float) -> None:
@@ -474,14 +475,14 @@ class OSWorldCompatClient(GuestClient):
                     raise
             if time.monotonic() + delay > deadline:
                 raise GuestError(f"OSWorld guest at {self.base_url} not ready after {timeout:g} s: "
-                                 f"{last}", endpoint="/screenshot")
+                                 f"{last}", endpoint=routes.SCREENSHOT)
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 
     def reset_desktop(self, restore_home: bool = True) -> dict:
         raise GuestError("OSWorld's guest server cannot reset its desktop: restart or revert the "
                          "machine instead (the docker provider restarts the container)",
-                         status=501, endpoint="/osworld_gym/reset")
+                         status=501, endpoint=routes.RESET)
 
     # ---- observation ------------------------------------------------------------------------
     def settled_screenshot_array(self, max_s: float = 3.0, cursor: bool = True) -> None:
@@ -502,7 +503,7 @@ class OSWorldCompatClient(GuestClient):
                 arr = np.asarray(img.convert("RGB"))
         except OSError as e:
             raise GuestError(f"/screenshot is not a readable image: {e}",
-                             endpoint="/screenshot") from None
+                             endpoint=routes.SCREENSHOT) from None
         self.last_timings = {"capture_ms": (t1 - t0) * 1000,
                              "encode_ms": (time.perf_counter() - t1) * 1000,
                              "total_ms": (time.perf_counter() - t0) * 1000,
@@ -512,7 +513,7 @@ class OSWorldCompatClient(GuestClient):
     # ---- input ------------------------------------------------------------------------------
     def pyautogui_command(self, prims: Sequence[Primitive]) -> list[str]:
         """The ``/execute`` command that performs ``prims`` (no :class:`Wait` among them)."""
-        from osworld_gym.actions.primitives import to_pyautogui_code
+        from osworld_gym.protocol.primitives import to_pyautogui_code
 
         code = to_pyautogui_code(_type_less_than_with_shift(list(prims)))
         return [self.python, "-c", OSWORLD_PYAUTOGUI_PREFIX + code]
@@ -521,13 +522,13 @@ class OSWorldCompatClient(GuestClient):
         """Perform ``prims`` as pyautogui code through ``/execute``. GuestError if the code
         fails in the guest."""
         t0 = time.perf_counter()
-        r = self._json("POST", "/execute", json={"command": self.pyautogui_command(prims),
+        r = self._json("POST", routes.EXECUTE, json={"command": self.pyautogui_command(prims),
                                                   "shell": False},
                        timeout=max(self.timeout, 120))
         if r.get("returncode", 0) != 0 or r.get("status", "success") != "success":
             err = (r.get("error") or r.get("message") or "")[-800:]
             raise GuestError(f"pyautogui failed in the guest (returncode "
-                             f"{r.get('returncode')}): {err}", endpoint="/execute")
+                             f"{r.get('returncode')}): {err}", endpoint=routes.EXECUTE)
         return len(prims), (time.perf_counter() - t0) * 1000
 
 
@@ -539,11 +540,11 @@ def _type_less_than_with_shift(prims: list[Primitive]) -> list[Primitive]:
     """pyautogui types ``<`` as ``>`` on some X keymaps (pyautogui#198); OSWorld sends
     ``shift+,`` instead, and so do we.
 
-    >>> from osworld_gym.actions.primitives import TypeText
+    >>> from osworld_gym.protocol.primitives import TypeText
     >>> _type_less_than_with_shift([TypeText("a<b")])
     [TypeText(text='a'), Hotkey(keys=('shift', ',')), TypeText(text='b')]
     """
-    from osworld_gym.actions.primitives import Hotkey, Press, TypeText
+    from osworld_gym.protocol.primitives import Hotkey, Press, TypeText
 
     out: list[Primitive] = []
     for p in prims:

@@ -55,9 +55,9 @@ import numpy as np
 from gymnasium import spaces
 
 from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
-from osworld_gym.actions.primitives import Wait
+from osworld_gym.protocol.primitives import Wait
 from osworld_gym.actions.typecheck import action_type_error
-from osworld_gym.client import GuestClient
+from osworld_gym.protocol import DesktopClient
 from osworld_gym.errors import ActionError, EvaluatorError, InfraError, TaskError
 from osworld_gym.evaluators import EvalContext, evaluate
 from osworld_gym.evaluators.evaluate import EvalResult
@@ -211,7 +211,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                 timings["setup_ms"] = 1000 * (time.monotonic() - t1)
                 frame = self._observe_frame(client, timings, previous=None)
                 # crashes from here on are the episode's (setup may kill apps its own way)
-                self._crash_baseline = getattr(client, "crash_count", None)
+                self._crash_baseline = client.crash_count
                 break
             except InfraError as e:
                 self._needs_restart = True
@@ -329,7 +329,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             return self.provider.restart()
         return self.provider.start()
 
-    def _runner(self, client, task: Task) -> SetupRunner:
+    def _runner(self, client: DesktopClient, task: Task) -> SetupRunner:
         return SetupRunner(client, cache_dir=self.cache_dir, task_id=task.id,
                            client_password=self.provider.client_password, screen_size=self.screen_size,
                            work_dir=self._work_dir(task), host_access=self.host_access)
@@ -340,7 +340,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             self._work_root = Path(tempfile.mkdtemp(prefix="osworld-gym-episode-"))
         return self._work_root / task.id
 
-    def _execute(self, client, parsed: ParsedAction, timings: dict[str, float]) -> None:
+    def _execute(self, client: DesktopClient, parsed: ParsedAction, timings: dict[str, float]) -> None:
         t0 = time.monotonic()
         guest_ms = 0.0
         if parsed.primitives:  # every client sleeps Wait primitives itself, between its requests
@@ -350,7 +350,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         timings["exec_ms"] = 1000 * (time.monotonic() - t0)
         timings["guest_exec_ms"] = guest_ms
 
-    def _note_app_exits(self, client, *, refresh: bool = False) -> None:
+    def _note_app_exits(self, client: DesktopClient, *, refresh: bool = False) -> None:
         """Record task apps the guest saw die of a signal since the reset, in ``app_exits``.
 
         A task app runs on the player's side: the agent can ``kill -9`` it from a terminal and
@@ -361,7 +361,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         look before scoring. Guests that do not count crashes (OSWorld's own server) report none.
         """
         baseline = self._crash_baseline
-        if baseline is None or getattr(client, "crash_count", None) is None:
+        if baseline is None or client.crash_count is None:
             return
         if refresh:
             client.health()
@@ -372,13 +372,13 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                 self._app_exits.append("a task app died")
             self._crash_baseline = client.crash_count
 
-    def _observe_frame(self, client, timings: dict[str, float], previous: np.ndarray | None,
+    def _observe_frame(self, client: DesktopClient, timings: dict[str, float], previous: np.ndarray | None,
                        settle: bool = True) -> np.ndarray:
         t0 = time.monotonic()
         settled = None
         if self.settle is None or not settle:
             frame = client.screenshot_array()
-        elif (self.settle.signal and previous is not None and isinstance(client, GuestClient)
+        elif (self.settle.signal and previous is not None
               and (settled := client.settled_screenshot_array(self.settle.max_s)) is not None):
             frame, facts = settled  # the guest watched the X server and the apps go idle
             timings.update(facts, settle_signal=1.0)
@@ -386,7 +386,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             frame, facts = wait_until_settled(client.screenshot_array, self.settle, previous)
             timings.update(facts, settle_signal=0.0)
         timings["observe_ms"] = 1000 * (time.monotonic() - t0)
-        for k, v in getattr(client, "last_timings", {}).items():
+        for k, v in client.last_timings.items():
             timings[f"screenshot_{k}"] = float(v)
         w, h = self.screen_size
         if frame.shape != (h, w, 3):
@@ -394,7 +394,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                              f"was made for {w}x{h}; pass screen_size=({frame.shape[1]}, {frame.shape[0]})")
         return frame
 
-    def _score(self, client) -> tuple[float, str | None]:
+    def _score(self, client: DesktopClient) -> tuple[float, str | None]:
         """``(score, note)``: the evaluator's score and, for a 0, why (when it says)."""
         assert self._task is not None
         ctx = EvalContext(client=client, cache_dir=self.cache_dir / self._task.id, task_id=self._task.id,

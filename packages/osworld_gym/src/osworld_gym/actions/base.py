@@ -23,9 +23,9 @@ from typing import Any, ClassVar, Literal
 import gymnasium
 import numpy as np
 
-from osworld_gym.actions.keys import KEY_NAMES
-from osworld_gym.actions.primitives import (
-    BUTTONS,
+from osworld_gym.protocol.keys import KEY_NAMES
+from osworld_gym.protocol.primitives import (
+    BUTTON_NAMES,
     Click,
     DragTo,
     Hotkey,
@@ -214,7 +214,7 @@ def random_primitive(rng: np.random.Generator, screen_size: tuple[int, int]) -> 
                 else _SAMPLE_KEYS[int(rng.integers(len(_SAMPLE_KEYS)))])
 
     def button() -> str:
-        return "left" if rng.random() < 0.6 else BUTTONS[int(rng.integers(len(BUTTONS)))]
+        return "left" if rng.random() < 0.6 else BUTTON_NAMES[int(rng.integers(len(BUTTON_NAMES)))]
 
     kind = int(rng.integers(12))
     match kind:

@@ -48,9 +48,9 @@ from osworld_gym.actions.base import (
     finish,
     special_of,
 )
-from osworld_gym.actions.keys import KEY_NAMES, canonical_key
-from osworld_gym.actions.primitives import (
-    BUTTONS,
+from osworld_gym.protocol.keys import KEY_NAMES, canonical_key
+from osworld_gym.protocol.primitives import (
+    BUTTON_NAMES,
     MAX_HOTKEY_KEYS,
     MAX_SCROLL,
     MAX_TEXT_CHARS,
@@ -108,8 +108,8 @@ def _click(button: str | None, clicks: int | None) -> Build:
     def build(s: Computer13ActionSet, p: dict[str, Any]) -> list[Primitive]:
         x, y = s.xy(p) if "x" in p else (None, None)
         b = p.get("button", "left") if button is None else button
-        if b not in BUTTONS:
-            raise ActionError(f"button must be one of {BUTTONS}, got {b!r}")
+        if b not in BUTTON_NAMES:
+            raise ActionError(f"button must be one of {BUTTON_NAMES}, got {b!r}")
         n = p.get("num_clicks", 1) if clicks is None else clicks
         if isinstance(n, bool) or n not in (1, 2, 3) or not isinstance(n, int):
             raise ActionError(f"num_clicks must be 1, 2 or 3, got {n!r}")
@@ -246,7 +246,7 @@ def from_space_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
             raise ActionError(f"space sample lacks the field {f!r}")
         v = _plain(sample[f])
         if f == "button":
-            v = BUTTONS[v] if isinstance(v, int) and 0 <= v < len(BUTTONS) else v
+            v = BUTTON_NAMES[v] if isinstance(v, int) and 0 <= v < len(BUTTON_NAMES) else v
         elif f == "key":
             v = _KEY_LIST[v] if isinstance(v, int) and 0 <= v < len(_KEY_LIST) else v
         elif f == "keys" and isinstance(v, list):
@@ -403,7 +403,7 @@ class Computer13ActionSet(ActionSet):
             "action_type": spaces.Discrete(len(ACTION_TYPES)),
             "x": spaces.Discrete(w + 1),
             "y": spaces.Discrete(h + 1),
-            "button": spaces.Discrete(len(BUTTONS)),
+            "button": spaces.Discrete(len(BUTTON_NAMES)),
             "num_clicks": spaces.Discrete(3, start=1),
             "dx": spaces.Discrete(2 * MAX_SCROLL + 1, start=-MAX_SCROLL),
             "dy": spaces.Discrete(2 * MAX_SCROLL + 1, start=-MAX_SCROLL),

@@ -48,8 +48,8 @@ from osworld_gym.actions.base import (
     finish,
     special_of,
 )
-from osworld_gym.actions.keys import canonical_key
-from osworld_gym.actions.primitives import (
+from osworld_gym.protocol.keys import canonical_key
+from osworld_gym.protocol.primitives import (
     MAX_TEXT_CHARS,
     MAX_WAIT_S,
     Click,

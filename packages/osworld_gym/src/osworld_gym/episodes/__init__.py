@@ -14,7 +14,7 @@ Used by ``osworld-gym tasks check``, ``arpo-eval`` and the trainer (which adds i
 
 >>> import gymnasium as gym, osworld_gym
 >>> from osworld_gym.actions import make_action_set
->>> from osworld_gym.tasks import builtin_task
+>>> from osworld_gym.support import builtin_task
 >>> env = make_osworld_env(provider="fake", tasks=None, action_set="uitars", settle=None,
 ...                        screen_size=(640, 360))
 >>> agent = OracleAgent(make_action_set("uitars", screen_size=(640, 360)))

@@ -5,7 +5,7 @@ agent object plays one episode at a time. Model agents live with their models (t
 ``PolicyAgent``, arpo-eval's OpenAI agent); the ones here replay a task's oracle or end at once.
 
 >>> from osworld_gym.actions import make_action_set
->>> from osworld_gym.tasks import builtin_task
+>>> from osworld_gym.support import builtin_task
 >>> uitars = make_action_set("uitars", screen_size=(640, 360))
 >>> for text in oracle_script(builtin_task("os-mkdir-001"), uitars):
 ...     print(text)
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
-from osworld_gym.actions.primitives import Press, Primitive, TypeText, Wait
+from osworld_gym.protocol.primitives import Press, Primitive, TypeText, Wait
 from osworld_gym.errors import ActionError
 
 

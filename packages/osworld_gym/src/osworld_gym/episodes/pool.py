@@ -10,7 +10,7 @@ may put more jobs (e.g. a retry) on the queue while the pool runs. Failures stay
 - a job whose ``play`` raises is handed to ``on_crash`` and its desktop is closed and rebuilt
   (the exception says the env is in an unknown state).
 
->>> from osworld_gym.tasks import builtin_tasks
+>>> from osworld_gym.support import builtin_tasks
 >>> from osworld_gym.episodes import FailAgent, run_episode
 >>> scores = {}
 >>> def play(env, task, queue):

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import time
 
-from osworld_gym.actions.primitives import Wait, from_dict
+from osworld_gym.protocol.primitives import Wait, from_dict
 from osworld_gym.errors import ActionError
 from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.homedir import HomeError
 from osworld_gym.guest.screen import encode_png, encode_raw
 from osworld_gym.guest.server import HTTPError, Request, Response, Router, json_response
+from osworld_gym.protocol import routes
 
-PREFIX = "/osworld_gym"
 #: Most primitives accepted in one request.
 MAX_ACTIONS = 256
 #: Longest settle wait a screenshot request may ask for, in seconds.
@@ -64,10 +64,10 @@ def register(router: Router, app: GuestApp) -> None:
             body, ctype = encode_png(frame.image), "image/png"
         encode_ms = (time.perf_counter() - t0) * 1000
         w, h = frame.image.size
-        return Response(200, body, ctype, {"X-Width": str(w), "X-Height": str(h),
-                                           "X-Capture-Ms": f"{frame.capture_ms:.2f}",
-                                           "X-Encode-Ms": f"{encode_ms:.2f}",
-                                           "X-Crashes": str(app.registry.crash_count),
+        return Response(200, body, ctype, {routes.WIDTH_HEADER: str(w), routes.HEIGHT_HEADER: str(h),
+                                           routes.CAPTURE_MS_HEADER: f"{frame.capture_ms:.2f}",
+                                           routes.ENCODE_MS_HEADER: f"{encode_ms:.2f}",
+                                           routes.CRASHES_HEADER: str(app.registry.crash_count),
                                            **settled})
 
     def _settle(value: str) -> dict[str, str]:
@@ -87,8 +87,8 @@ def register(router: Router, app: GuestApp) -> None:
         facts = app.settle.wait(max_s)
         # what kept the wait going (the settle signal's trace, ASCII-safe for a header)
         why = app.settle.last_why.encode("ascii", "replace").decode()[:2000]
-        return {"X-Settle": json.dumps({k: round(v, 2) for k, v in facts.items()}),
-                "X-Settle-Why": why}
+        return {routes.SETTLE_HEADER: json.dumps({k: round(v, 2) for k, v in facts.items()}),
+                routes.SETTLE_WHY_HEADER: why}
 
     def reset(req: Request) -> Response:
         body = req.json()
@@ -103,7 +103,7 @@ def register(router: Router, app: GuestApp) -> None:
     def health(req: Request) -> Response:
         return json_response(app.health())
 
-    router.add("POST", f"{PREFIX}/actions", actions)
-    router.add("GET", f"{PREFIX}/screenshot", screenshot)
-    router.add("POST", f"{PREFIX}/reset", reset)
-    router.add("GET", f"{PREFIX}/health", health)
+    router.add("POST", routes.ACTIONS, actions)
+    router.add("GET", routes.RAW_SCREENSHOT, screenshot)
+    router.add("POST", routes.RESET, reset)
+    router.add("GET", routes.HEALTH, health)

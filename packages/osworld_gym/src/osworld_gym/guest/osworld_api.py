@@ -54,6 +54,7 @@ from osworld_gym.guest.server import (
     json_response,
     text_response,
 )
+from osworld_gym.protocol import routes
 
 log = logging.getLogger(__name__)
 
@@ -365,24 +366,24 @@ def register(router: Router, app: GuestApp) -> None:
         return Response(200, data, "video/mp4",
                         {"Content-Disposition": 'attachment; filename="recording.mp4"'})
 
-    router.add("GET", "/screenshot", screenshot)
-    router.add("POST", "/execute", execute)
-    router.add("POST", "/execute_with_verification", execute_with_verification)
-    router.add("POST", "/setup/execute", setup_execute)
-    router.add("POST", "/setup/execute_with_verification",
+    router.add("GET", routes.SCREENSHOT, screenshot)
+    router.add("POST", routes.EXECUTE, execute)
+    router.add("POST", routes.EXECUTE_WITH_VERIFICATION, execute_with_verification)
+    router.add("POST", routes.SETUP_EXECUTE, setup_execute)
+    router.add("POST", routes.SETUP_EXECUTE_WITH_VERIFICATION,
                lambda req: execute_with_verification(req, judge=False))
-    router.add("POST", "/setup/launch", launch)
-    router.add("POST", "/setup/upload", upload)
-    router.add("POST", "/setup/open_file", open_file)
-    router.add("POST", "/setup/activate_window", activate_window)
-    router.add("POST", "/setup/close_window", close_window)
-    router.add("POST", "/file", get_file)
-    router.add("POST", "/list_directory", list_directory)
-    router.add(("GET", "POST"), "/screen_size", screen_size)
-    router.add(("GET", "POST"), "/cursor_position", cursor_position)
-    router.add(("GET", "POST"), "/platform", platform_name)
-    router.add(("GET", "POST"), "/terminal", terminal)
-    router.add(("GET", "POST"), "/accessibility", accessibility)
-    router.add("POST", "/desktop_path", desktop_path)
-    router.add("POST", "/start_recording", start_recording)
-    router.add("POST", "/end_recording", end_recording)
+    router.add("POST", routes.SETUP_LAUNCH, launch)
+    router.add("POST", routes.SETUP_UPLOAD, upload)
+    router.add("POST", routes.SETUP_OPEN_FILE, open_file)
+    router.add("POST", routes.SETUP_ACTIVATE_WINDOW, activate_window)
+    router.add("POST", routes.SETUP_CLOSE_WINDOW, close_window)
+    router.add("POST", routes.FILE, get_file)
+    router.add("POST", routes.LIST_DIRECTORY, list_directory)
+    router.add(("GET", "POST"), routes.SCREEN_SIZE, screen_size)
+    router.add(("GET", "POST"), routes.CURSOR_POSITION, cursor_position)
+    router.add(("GET", "POST"), routes.PLATFORM, platform_name)
+    router.add(("GET", "POST"), routes.TERMINAL, terminal)
+    router.add(("GET", "POST"), routes.ACCESSIBILITY, accessibility)
+    router.add("POST", routes.DESKTOP_PATH, desktop_path)
+    router.add("POST", routes.START_RECORDING, start_recording)
+    router.add("POST", routes.END_RECORDING, end_recording)

@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 from osworld_gym.errors import ActionError, GuestError, MissingDependencyError
 from osworld_gym.guest.files import FileRefused
 from osworld_gym.guest.multipart import Field, FormError, parse_form
+from osworld_gym.protocol import routes
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ BODY_MIN_RATE = 1 << 20
 MAX_CONNECTIONS = 64
 _CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
-TOKEN_HEADERS = ("X-OSWorld-Token",)
+TOKEN_HEADERS = (routes.TOKEN_HEADER,)
 
 
 class HTTPError(Exception):

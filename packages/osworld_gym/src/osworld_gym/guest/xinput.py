@@ -25,8 +25,7 @@ from Xlib import XK, X
 from Xlib import display as xdisplay
 from Xlib.ext import xtest
 
-from osworld_gym.actions.keys import X_KEYSYM
-from osworld_gym.actions.primitives import (
+from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
     Hotkey,
@@ -42,61 +41,26 @@ from osworld_gym.actions.primitives import (
     Wait,
 )
 from osworld_gym.errors import ActionError, GuestError
+from osworld_gym.protocol.input import (
+    BUTTON_SETTLE_S,
+    CLICK_GAP_S,
+    DRAG_STEP_S,
+    DRAG_STEPS,
+    REPEAT_GAP_S,
+    WHEEL_SETTLE_S,
+    X_BUTTONS,
+    char_keysym,
+    key_keysym,
+)
 from osworld_gym.guest.windows import ClickFocus, FocusMode
 from osworld_gym.guest.xgrab import make_impervious
 
 log = logging.getLogger(__name__)
 
-for _group in ("xf86", "korean", "katakana", "latin2", "latin3", "latin4", "greek", "cyrillic"):
-    XK.load_keysym_group(_group)
-
-BUTTONS = {"left": 1, "middle": 2, "right": 3}
 #: Seconds after the last use before spare keycodes are put back to NoSymbol.
 RESTORE_DELAY_S = 1.0
-#: Pause after a button press when the window manager grabs clicks synchronously (see
-#: ``_button``); also used by the VNC provider, whose desktop's window manager we do not know.
-BUTTON_SETTLE_S = 0.025
-#: Pause after each wheel click (never grabbed by the window manager; keeps them in order).
-WHEEL_SETTLE_S = 0.005
-#: Pause between the clicks of a multi-click (well below any double-click interval).
-CLICK_GAP_S = 0.03
-DRAG_STEPS = 12
-DRAG_STEP_S = 0.015
-#: Pause before pressing again the key just released (server timestamps have 1 ms resolution).
-REPEAT_GAP_S = 0.004
 #: Flush the request queue after this many typed characters.
 TYPE_FLUSH_EVERY = 16
-
-
-def char_keysym(ch: str) -> int:
-    """The X keysym that types ``ch`` (Latin-1 keysyms equal the code point; others are Unicode).
-
-    >>> [hex(char_keysym(c)) for c in ("a", "é", "Ω", "\\n")]
-    ['0x61', '0xe9', '0x10003a9', '0xff0d']
-    """
-    if ch in "\n\r":
-        return XK.XK_Return
-    if ch == "\t":
-        return XK.XK_Tab
-    cp = ord(ch)
-    if 0x20 <= cp <= 0x7E or 0xA0 <= cp <= 0xFF:
-        return cp
-    return 0x01000000 | cp
-
-
-def key_keysym(name: str) -> int:
-    """Keysym of a canonical key name from :data:`osworld_gym.actions.keys.X_KEYSYM`."""
-    sym_name = X_KEYSYM.get(name)
-    if sym_name is None:
-        raise ActionError(f"unknown key {name!r}")
-    ks = XK.string_to_keysym(sym_name)
-    if ks == X.NoSymbol and sym_name.startswith("XF86"):  # python-xlib spells them XF86_Sleep
-        ks = XK.string_to_keysym("XF86_" + sym_name[4:])
-    if ks == X.NoSymbol and len(sym_name) == 1:
-        ks = char_keysym(sym_name)
-    if ks == X.NoSymbol:
-        raise ActionError(f"key {name!r} has no X keysym {sym_name!r} on this system")
-    return ks
 
 
 class XInput:
@@ -192,14 +156,14 @@ class XInput:
                 for i in range(clicks):
                     if i:
                         time.sleep(CLICK_GAP_S)
-                    self._button(BUTTONS[button], True)
-                    self._button(BUTTONS[button], False)
+                    self._button(X_BUTTONS[button], True)
+                    self._button(X_BUTTONS[button], False)
             case MouseDown(button, x, y) | MouseUp(button, x, y):
                 if x is not None:
                     self._move(x, y)
-                self._button(BUTTONS[button], isinstance(p, MouseDown))
+                self._button(X_BUTTONS[button], isinstance(p, MouseDown))
             case DragTo(x, y, button):
-                self._drag(x, y, BUTTONS[button])
+                self._drag(x, y, X_BUTTONS[button])
             case Scroll(dy, dx, x, y):
                 if x is not None:
                     self._move(x, y)

@@ -1,7 +1,7 @@
 """The provider protocol: where a desktop runs and how to reach it.
 
-A provider owns one desktop. ``start()`` brings it up and returns a :class:`GuestClient`
-connected to its guest server; ``reset_state()`` returns it to a clean state between episodes
+A provider owns one desktop. ``start()`` brings it up and returns a
+:class:`~osworld_gym.protocol.DesktopClient` connected to it; ``reset_state()`` returns it to a clean state between episodes
 as fast as the backend allows; ``stop()`` releases everything it started. Providers never parse
 actions or score tasks: that is the env's job, identical for every backend.
 """
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from osworld_gym.providers.capabilities import OSWORLD_IMAGE, Capabilities
 
 if TYPE_CHECKING:
-    from osworld_gym.client import GuestClient
+    from osworld_gym.protocol.client import DesktopClient
 
 
 class Provider(abc.ABC):
@@ -40,7 +40,7 @@ class Provider(abc.ABC):
         return OSWORLD_IMAGE
 
     @abc.abstractmethod
-    def start(self) -> GuestClient:
+    def start(self) -> DesktopClient:
         """Bring the desktop up (idempotent) and return a ready client."""
 
     @abc.abstractmethod
@@ -51,7 +51,7 @@ class Provider(abc.ABC):
     def stop(self) -> None:
         """Release everything this provider started. Safe to call twice."""
 
-    def restart(self) -> GuestClient:
+    def restart(self) -> DesktopClient:
         """Tear the desktop down and start a fresh one (recovery after an infrastructure error)."""
         self.stop()
         return self.start()

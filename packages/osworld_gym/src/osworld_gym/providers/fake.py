@@ -1,6 +1,6 @@
 """A fake desktop for API-conformance tests (``check_env``, PettingZoo's ``parallel_api_test``).
 
-It speaks the :class:`~osworld_gym.client.GuestClient` interface from memory: frames are
+It implements :class:`~osworld_gym.protocol.DesktopClient` from memory: frames are
 synthetic (a pointer-shaped mark where the last click landed), files live in a dict, commands
 do nothing. It exists so the plumbing can be tested in milliseconds *beside* the real-backend
 tests, never instead of them: nothing here proves a task works on a desktop.
@@ -9,12 +9,13 @@ tests, never instead of them: nothing here proves a task works on a desktop.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from osworld_gym.actions.primitives import (
+from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
     MoveTo,
@@ -25,12 +26,13 @@ from osworld_gym.actions.primitives import (
     to_dict,
 )
 from osworld_gym.errors import GuestError
+from osworld_gym.protocol.client import MAX_FILE_BYTES
 from osworld_gym.providers.base import Provider
 from osworld_gym.providers.capabilities import Capabilities, local_capabilities
 
 
 class FakeClient:
-    """In-memory stand-in for :class:`GuestClient` (same method names, no desktop)."""
+    """A :class:`~osworld_gym.protocol.DesktopClient` in memory (no desktop)."""
 
     def __init__(self, screen_size: tuple[int, int]):
         self.screen_size_ = screen_size
@@ -39,6 +41,11 @@ class FakeClient:
         self.typed: list[str] = []
         self.closed = False
         self.last_timings: dict[str, float] = {"capture_ms": 0.0}
+        #: nothing crashes here
+        self.crash_count: int | None = 0
+        #: frames change only when drawn, so there is nothing to wait for: callers poll
+        self.settle_supported = False
+        self.last_settle_why = ""
 
     def _check(self) -> None:
         if self.closed:
@@ -51,15 +58,29 @@ class FakeClient:
     def wait_ready(self, timeout: float) -> None:
         self._check()
 
-    def screenshot_array(self) -> np.ndarray:
+    def crashes_after(self, count: int) -> list[dict[str, Any]]:
+        self._check()
+        return []
+
+    def screenshot_array(self, cursor: bool = True) -> np.ndarray:
         self._check()
         w, h = self.screen_size_
         frame = np.full((h, w, 3), 40, np.uint8)
-        x, y = self.pointer
-        frame[max(0, y - 4): y + 4, max(0, x - 4): x + 4] = 255
+        if cursor:
+            x, y = self.pointer
+            frame[max(0, y - 4): y + 4, max(0, x - 4): x + 4] = 255
         return frame
 
-    def run_actions(self, prims: list[Primitive]) -> dict[str, Any]:
+    def settled_screenshot_array(
+        self, max_s: float = 3.0, cursor: bool = True
+    ) -> tuple[np.ndarray, dict[str, float]] | None:
+        return None  # settle_supported is False
+
+    def terminal(self) -> str | None:
+        self._check()
+        return None
+
+    def run_actions(self, prims: Sequence[Primitive]) -> dict[str, Any]:
         self._check()
         for p in (from_dict(to_dict(p)) for p in prims):
             if isinstance(p, (MoveTo, DragTo)) or (isinstance(p, Click) and p.x is not None):
@@ -90,11 +111,11 @@ class FakeClient:
         self._check()
         self.files[path] = data.read_bytes() if isinstance(data, Path) else data
 
-    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
         self._check()
         return self.files.get(path)
 
-    def download_file(self, path: str, dest: Any, max_bytes: int | None = None) -> int | None:
+    def download_file(self, path: str, dest: Path, max_bytes: int = MAX_FILE_BYTES) -> int | None:
         data = self.get_file(path)
         if data is None:
             return None
@@ -105,10 +126,15 @@ class FakeClient:
     def open_file(self, path: str, timeout: float = 60.0) -> None:
         self._check()
 
-    def activate_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
+    def activate_window(
+        self, window_name: str, strict: bool = False, by_class: bool = False
+    ) -> None:
         self._check()
 
-    close_window = activate_window
+    def close_window(
+        self, window_name: str, strict: bool = False, by_class: bool = False
+    ) -> None:
+        self._check()
 
     def list_directory(self, path: str) -> dict[str, Any]:
         self._check()
@@ -143,7 +169,7 @@ class FakeProvider(Provider):
     def running(self) -> bool:
         return self.client is not None and not self.client.closed
 
-    def start(self) -> FakeClient:  # type: ignore[override]
+    def start(self) -> FakeClient:
         if not self.running:
             self.client = FakeClient(self.screen_size)
         assert self.client is not None

@@ -27,11 +27,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
-from osworld_gym.actions.primitives import (
+from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
     Hotkey,
@@ -48,10 +49,11 @@ from osworld_gym.actions.primitives import (
     validate,
 )
 from osworld_gym.client import GuestClient
+from osworld_gym.protocol.client import MAX_FILE_BYTES
 from osworld_gym.errors import GuestError, InfraError, MissingDependencyError
-from osworld_gym.guest.xinput import (
+from osworld_gym.protocol.input import (
     BUTTON_SETTLE_S,
-    BUTTONS,
+    X_BUTTONS,
     CLICK_GAP_S,
     DRAG_STEP_S,
     DRAG_STEPS,
@@ -117,19 +119,19 @@ def rfb_events(prims: Sequence[Primitive], ptr: Pointer,
                 for i in range(clicks):
                     if i:
                         out.append(("sleep", CLICK_GAP_S))
-                    button(BUTTONS[b], True, 0.0)
-                    button(BUTTONS[b], False, 0.0)
+                    button(X_BUTTONS[b], True, 0.0)
+                    button(X_BUTTONS[b], False, 0.0)
                 out.append(("sleep", BUTTON_SETTLE_S))
             case MouseDown(b, x, y) | MouseUp(b, x, y):
                 move(x, y)
-                button(BUTTONS[b], isinstance(p, MouseDown))
+                button(X_BUTTONS[b], isinstance(p, MouseDown))
             case DragTo(x, y, b):
                 x0, y0 = ptr.x, ptr.y
-                button(BUTTONS[b], True)
+                button(X_BUTTONS[b], True)
                 for i in range(1, DRAG_STEPS + 1):
                     move(x0 + (x - x0) * i // DRAG_STEPS, y0 + (y - y0) * i // DRAG_STEPS)
                     out.append(("sleep", DRAG_STEP_S))
-                button(BUTTONS[b], False)
+                button(X_BUTTONS[b], False)
             case Scroll(dy, dx, x, y):
                 move(x, y)
                 for amount, pos, neg in ((dy, "up", "down"), (dx, "right", "left")):
@@ -197,8 +199,8 @@ def _vncdotool() -> tuple[Any, Any]:
 class VNCClient:
     """Observations and input over VNC; everything else goes to ``guest`` when there is one.
 
-    Has the :class:`~osworld_gym.client.GuestClient` methods the env uses, so it can stand in
-    for one. Methods that need a guest server raise :class:`GuestError` (501) without one.
+    A :class:`~osworld_gym.protocol.DesktopClient`. Methods that need a guest server raise
+    :class:`GuestError` (501) without one.
     """
 
     def __init__(self, server: str, *, password: str | None = None, timeout: float = 30.0,
@@ -208,6 +210,8 @@ class VNCClient:
         self.timeout = timeout
         self.guest = guest
         self.last_timings: dict[str, float] = {}
+        self.settle_supported = False
+        self.last_settle_why = ""
         self._ptr = Pointer()
         self._size: tuple[int, int] | None = None
         self._lock = threading.Lock()
@@ -309,25 +313,66 @@ class VNCClient:
         return {"status": "success", "executed": len(prims),
                 "timings": {"exec_ms": (time.perf_counter() - t0) * 1000}}
 
-    def reset_desktop(self, restore_home: bool = True) -> dict:
-        return self._needs_guest("reset_desktop")(restore_home=restore_home)
+    @property
+    def crash_count(self) -> int | None:
+        """VNC cannot see crashes; the guest server, when there is one, can."""
+        return None if self.guest is None else self.guest.crash_count
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or not hasattr(GuestClient, name):
-            raise AttributeError(name)
-        return self._needs_guest(name)
-
-    def _needs_guest(self, name: str) -> Any:
-        if self.guest is not None:
-            return getattr(self.guest, name)
-
-        def unavailable(*_: Any, **__: Any) -> Any:
+    # ---- what needs a guest server (task setup, evaluation, reset) ---------------------------
+    def _guest(self, name: str) -> GuestClient:
+        if self.guest is None:
             raise GuestError(f"{name}() needs a guest server, but this desktop is reached over VNC "
                              f"only ({self.server}): task setup and evaluation are unavailable. "
                              "Pass guest_url= (and token=, or osworld_compat=True) to the vnc "
                              "provider", status=501, endpoint=name)
+        return self.guest
 
-        return unavailable
+    def reset_desktop(self, restore_home: bool = True) -> dict:
+        return self._guest("reset_desktop").reset_desktop(restore_home=restore_home)
+
+    def crashes_after(self, count: int) -> list[dict]:
+        return [] if self.guest is None else self.guest.crashes_after(count)
+
+    def settled_screenshot_array(self, max_s: float = 3.0, cursor: bool = True
+                                 ) -> tuple[np.ndarray, dict[str, float]] | None:
+        return None  # frames come over RFB, which cannot tell when the screen has settled
+
+    def accessibility(self) -> str | None:
+        return self._guest("accessibility").accessibility()
+
+    def terminal(self) -> str | None:
+        return self._guest("terminal").terminal()
+
+    def execute(self, command: str | Sequence[str], shell: bool = False, timeout: float = 120.0,
+                setup: bool = False) -> dict:
+        return self._guest("execute").execute(command, shell=shell, timeout=timeout, setup=setup)
+
+    def launch(self, command: str | Sequence[str], shell: bool = False) -> None:
+        self._guest("launch").launch(command, shell=shell)
+
+    def upload(self, path: str, data: bytes | Path) -> None:
+        self._guest("upload").upload(path, data)
+
+    def open_file(self, path: str, timeout: float = 60.0) -> None:
+        self._guest("open_file").open_file(path, timeout=timeout)
+
+    def activate_window(self, window_name: str, strict: bool = False,
+                        by_class: bool = False) -> None:
+        self._guest("activate_window").activate_window(window_name, strict, by_class)
+
+    def close_window(self, window_name: str, strict: bool = False,
+                     by_class: bool = False) -> None:
+        self._guest("close_window").close_window(window_name, strict, by_class)
+
+    def get_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
+        return self._guest("get_file").get_file(path, max_bytes)
+
+    def download_file(self, path: str, dest: Path, max_bytes: int = MAX_FILE_BYTES
+                      ) -> int | None:
+        return self._guest("download_file").download_file(path, dest, max_bytes)
+
+    def list_directory(self, path: str) -> dict:
+        return self._guest("list_directory").list_directory(path)
 
 
 class VNCProvider(Provider):
@@ -374,7 +419,7 @@ class VNCProvider(Provider):
     def running(self) -> bool:
         return self._client is not None
 
-    def start(self) -> VNCClient:  # type: ignore[override]
+    def start(self) -> VNCClient:
         with self._lock:
             if self._client is not None:
                 return self._client

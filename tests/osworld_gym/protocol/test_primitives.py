@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from osworld_gym.actions import primitives as P
-from osworld_gym.actions.keys import KEY_NAMES, X_KEYSYM, canonical_key
+from osworld_gym.protocol import primitives as P
+from osworld_gym.protocol.keys import KEY_NAMES, X_KEYSYM, canonical_key
 from osworld_gym.errors import ActionError
 
 VALID = [

@@ -24,11 +24,11 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from osworld_gym.actions.keys import canonical_key
+from osworld_gym.protocol.keys import canonical_key
 from osworld_gym.errors import ActionError
 
 Button = Literal["left", "right", "middle"]
-BUTTONS: tuple[str, ...] = ("left", "right", "middle")
+BUTTON_NAMES: tuple[str, ...] = ("left", "right", "middle")
 
 #: Upper bounds that keep a single action cheap and bounded on the guest.
 MAX_TEXT_CHARS = 4096
@@ -174,8 +174,8 @@ def _opt_coord(name: str, v: Any) -> int | None:
 
 
 def _button(v: Any) -> str:
-    if v not in BUTTONS:
-        raise ActionError(f"button must be one of {BUTTONS}, got {v!r}")
+    if v not in BUTTON_NAMES:
+        raise ActionError(f"button must be one of {BUTTON_NAMES}, got {v!r}")
     return v
 
 
