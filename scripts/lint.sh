@@ -10,4 +10,6 @@ run() {
 }
 run uv run --frozen ruff check .
 run uv run --frozen ruff format --check .
+run uv run --frozen basedpyright
+run uv run --frozen lint-imports
 exit "$rc"

@@ -23,7 +23,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Self
+from typing import Any, BinaryIO, Literal, Self, overload
 
 import httpx
 import numpy as np
@@ -67,6 +67,16 @@ class GuestClient:
         self.last_settle_why: str = ""
 
     # ---- plumbing ---------------------------------------------------------------------------
+    @overload
+    def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
+                 ok_404: Literal[False] = False, ok_501: Literal[False] = False,
+                 **kwargs: Any) -> httpx.Response: ...
+
+    @overload
+    def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
+                 ok_404: bool = False, ok_501: bool = False,
+                 **kwargs: Any) -> httpx.Response | None: ...
+
     def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
                  ok_404: bool = False, ok_501: bool = False,
                  **kwargs: Any) -> httpx.Response | None:
@@ -99,8 +109,10 @@ class GuestClient:
         assert last is not None
         raise last
 
-    def _json(self, method: str, endpoint: str, **kwargs: Any) -> Any:
-        resp = self._request(method, endpoint, **kwargs)
+    def _json(self, method: str, endpoint: str, *, timeout: float | None = None,
+              **kwargs: Any) -> Any:
+        resp = self._request(method, endpoint, timeout=timeout, **kwargs)
+        assert resp is not None  # only ok_404/ok_501 callers get None, and they do not come here
         try:
             return resp.json()
         except ValueError:
@@ -316,6 +328,7 @@ class GuestClient:
 
     def _fetch_file(self, path: str, out: BinaryIO, max_bytes: int) -> int | None:
         endpoint = routes.FILE
+        last = GuestError(f"POST {endpoint}: no attempt made", endpoint=endpoint)
         for attempt in range(1 + max(0, self.retries)):
             if attempt:
                 time.sleep(_BACKOFF_S * 2 ** (attempt - 1))

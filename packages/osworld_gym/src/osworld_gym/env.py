@@ -128,7 +128,8 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         self.provider = make_provider(provider, screen_size=screen_size, **(provider_kwargs or {}))
-        self.screen_size = tuple(self.provider.screen_size)
+        w, h = self.provider.screen_size
+        self.screen_size: tuple[int, int] = (int(w), int(h))
         # what the tasks may use depends on the desktop: its provider, and on local desktops
         # its profile (gsettings)
         caps = self.provider.capabilities(self.provider.profile)

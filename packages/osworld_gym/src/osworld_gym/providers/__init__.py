@@ -33,7 +33,8 @@ def make_provider(spec: str | Provider, *, screen_size: tuple[int, int] = (1920,
     if spec not in PROVIDERS:
         raise ValueError(f"unknown provider {spec!r}; choose one of {sorted(PROVIDERS)} "
                          "or pass a Provider instance")
-    return provider_class(spec)(screen_size=tuple(screen_size), **kwargs)
+    w, h = screen_size
+    return provider_class(spec)(screen_size=(w, h), **kwargs)
 
 
 def provider_class(name: str) -> type[Provider]:

@@ -261,6 +261,7 @@ class DockerProvider(Provider):
         if self._container is None or self._client is None:
             return False
         import docker
+        import docker.errors
 
         try:
             self._container.reload()
@@ -326,6 +327,7 @@ class DockerProvider(Provider):
     def _start_locked(self) -> None:
         global _stale_checked
         import docker
+        import docker.errors
 
         dk = self._client_docker()
         if not _stale_checked:
@@ -388,7 +390,7 @@ class DockerProvider(Provider):
             self.image, str(self._dir), self.screen_size, depth=self.depth, network=self.network,
             shm_size=self.shm_size, cpus=self.cpus, mem_limit=self.mem_limit,
             extra_binds=self.extra_binds, home_template=self.home_template,
-            profile=self.profile, labels=labels, cgroup_binds=binds, guest_args=args)
+            profile=self.profile or DEFAULT_PROFILE, labels=labels, cgroup_binds=binds, guest_args=args)
 
     def _cgroups(self) -> tuple[dict[str, str], list[str]]:
         """On a root host: the desktop's cgroups (limits, judge and player apart) and the
@@ -433,6 +435,7 @@ class DockerProvider(Provider):
 
     def _connect_desktop(self, t0: float) -> None:
         import docker
+        import docker.errors
 
         assert self._dir is not None
         sock = self._dir / "guest.sock"
@@ -481,6 +484,7 @@ class DockerProvider(Provider):
         container, self._container = self._container, None
         if container is not None:
             import docker
+            import docker.errors
 
             containers.unregister(container.id)
             try:

@@ -83,7 +83,7 @@ class FakeClient:
     def run_actions(self, prims: Sequence[Primitive]) -> dict[str, Any]:
         self._check()
         for p in (from_dict(to_dict(p)) for p in prims):
-            if isinstance(p, (MoveTo, DragTo)) or (isinstance(p, Click) and p.x is not None):
+            if isinstance(p, (MoveTo, DragTo, Click)) and p.x is not None and p.y is not None:
                 w, h = self.screen_size_
                 self.pointer = (min(max(p.x, 0), w - 1), min(max(p.y, 0), h - 1))
             if isinstance(p, TypeText):

@@ -213,7 +213,7 @@ class LocalProvider(Provider):
             if self.running and self._client is not None:
                 return self._client
             self._stop_locked()
-            check_system(self.sandbox, self.profile)
+            check_system(self.sandbox, self.profile or DEFAULT_PROFILE)
             if not self.sandbox:
                 log.warning("LocalProvider(sandbox=False): the desktop shares this machine's network, "
                             "process table and files; use it only where bubblewrap cannot run")
@@ -314,7 +314,8 @@ class LocalProvider(Provider):
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
         if self._janitor is not None:  # nothing left for it: let it go
-            self._janitor.stdin.close()
+            if self._janitor.stdin is not None:
+                self._janitor.stdin.close()
             try:
                 self._janitor.wait(timeout=10)
             except subprocess.TimeoutExpired:

@@ -136,7 +136,7 @@ class RemoteProvider(Provider):
                 log.warning("remote desktop %s is not reset between episodes (reset='none'): "
                             "tasks start from what the previous episode left", self.url)
                 self._warned = True
-        else:
+        elif callable(self.reset):
             self.reset(self)
             self._client.wait_ready(timeout=self.start_timeout)
 

@@ -176,6 +176,8 @@ def _vncdotool() -> tuple[Any, Any]:
     class Client(VNCDoToolClient):
         def captureArray(self, out: list) -> Any:
             def copy(_: Any) -> Any:
+                if self.screen is None:
+                    raise RuntimeError("the VNC server sent no framebuffer")
                 out.append(np.array(self.screen.convert("RGB"), dtype=np.uint8))
                 return self
 
