@@ -90,7 +90,7 @@ class FakeClient:
                 self.typed.append(p.text)
             if isinstance(p, Wait):  # the client contract: Wait primitives are slept here
                 time.sleep(p.seconds)
-        return {"status": "success", "timings": {"exec_ms": 0.0}}
+        return {"status": "success", "executed": len(prims), "timings": {"exec_ms": 0.0}}
 
     def reset_desktop(self, restore_home: bool = True) -> dict[str, Any]:
         self._check()
