@@ -37,7 +37,15 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from osworld_gym.protocol.primitives import Click, Hotkey, MoveTo, Press, Primitive, Scroll, TypeText
+from osworld_gym.protocol.primitives import (
+    Click,
+    Hotkey,
+    MoveTo,
+    Press,
+    Primitive,
+    Scroll,
+    TypeText,
+)
 from osworld_gym.client import GuestClient
 from osworld_gym.providers.local import LocalProvider
 from osworld_gym.settle import SettleConfig, compare_later, wait_until_settled
@@ -71,52 +79,88 @@ def center(g):
 def scenarios() -> list[Scenario]:
     c = center
     return [
-        Scenario("xterm", ["xterm"], "xterm", [
-            Step("click, no change", lambda g: [Click(*c(g))]),
-            Step("type: xterm", lambda g: [TypeText("echo hi\n")]),
-            Step("type: xterm", lambda g: [TypeText("ls -la /usr/bin | head\n")]),
-            Step("move, no change", lambda g: [MoveTo(c(g)[0] + 40, c(g)[1] + 20)]),
-            Step("scroll, no change", lambda g: [Scroll(dy=-3, x=c(g)[0], y=c(g)[1])]),
-            Step("type: xterm", lambda g: [TypeText("clear\n")]),
-            Step("app launch", lambda g: [Hotkey(("ctrl", "alt", "t"))]),
-            Step("type: xterm", lambda g: [TypeText("exit\n")]),
-            Step("file open", lambda g: [TypeText("mousepad /etc/os-release &\n")]),
-        ]),
-        Scenario("mousepad", ["mousepad"], "mousepad", [
-            Step("click, no change", lambda g: [Click(*c(g))]),
-            Step("type: mousepad", lambda g: [TypeText("hello world")]),
-            Step("type: mousepad", lambda g: [TypeText("\nsecond line")]),
-            Step("hotkey", lambda g: [Hotkey(("ctrl", "a"))]),
-            Step("move, no change", lambda g: [MoveTo(c(g)[0] + 40, c(g)[1] + 20)]),
-            Step("dialog open", lambda g: [Hotkey(("ctrl", "o"))]),
-            Step("dialog close", lambda g: [Press("escape")]),
-            Step("menu open", lambda g: [Press("f10")]),
-            Step("menu close", lambda g: [Press("escape")]),
-        ]),
-        Scenario("libreoffice", ["soffice", "--writer", "--norestore"], "libreoffice", [
-            Step("type: libreoffice", lambda g: [TypeText("Hello world")]),
-            Step("hotkey", lambda g: [Hotkey(("ctrl", "b"))]),
-            Step("type: libreoffice", lambda g: [TypeText(" bold")]),
-            Step("dialog open", lambda g: [Hotkey(("ctrl", "o"))]),
-            Step("dialog close", lambda g: [Press("escape")]),
-            Step("menu open", lambda g: [Hotkey(("alt", "f"))]),
-            Step("menu close", lambda g: [Press("escape")]),
-        ], ready_timeout=180),
-        Scenario("chromium", ["google-chrome", "--start-maximized",
-                              "data:text/html,<h1>Start</h1><input autofocus>"], "chrom", [
-            Step("type: chromium", lambda g: [TypeText("hello")]),
-            Step("page load", lambda g: [Hotkey(("ctrl", "l")),
-                                         TypeText("data:text/html,<h2>Second page</h2>\n")]),
-            Step("hotkey", lambda g: [Hotkey(("ctrl", "t"))]),
-            Step("hotkey", lambda g: [Hotkey(("ctrl", "w"))]),
-            Step("move, no change", lambda g: [MoveTo(c(g)[0] + 40, c(g)[1] + 20)]),
-        ], ready_timeout=120),
-        Scenario("vlc", ["vlc", "--no-qt-privacy-ask"], "vlc", [
-            Step("dialog open", lambda g: [Hotkey(("ctrl", "o"))]),
-            Step("dialog close", lambda g: [Press("escape")]),
-            Step("menu open", lambda g: [Hotkey(("alt", "m"))]),
-            Step("menu close", lambda g: [Press("escape")]),
-        ], ready_timeout=120),
+        Scenario(
+            "xterm",
+            ["xterm"],
+            "xterm",
+            [
+                Step("click, no change", lambda g: [Click(*c(g))]),
+                Step("type: xterm", lambda g: [TypeText("echo hi\n")]),
+                Step("type: xterm", lambda g: [TypeText("ls -la /usr/bin | head\n")]),
+                Step("move, no change", lambda g: [MoveTo(c(g)[0] + 40, c(g)[1] + 20)]),
+                Step("scroll, no change", lambda g: [Scroll(dy=-3, x=c(g)[0], y=c(g)[1])]),
+                Step("type: xterm", lambda g: [TypeText("clear\n")]),
+                Step("app launch", lambda g: [Hotkey(("ctrl", "alt", "t"))]),
+                Step("type: xterm", lambda g: [TypeText("exit\n")]),
+                Step("file open", lambda g: [TypeText("mousepad /etc/os-release &\n")]),
+            ],
+        ),
+        Scenario(
+            "mousepad",
+            ["mousepad"],
+            "mousepad",
+            [
+                Step("click, no change", lambda g: [Click(*c(g))]),
+                Step("type: mousepad", lambda g: [TypeText("hello world")]),
+                Step("type: mousepad", lambda g: [TypeText("\nsecond line")]),
+                Step("hotkey", lambda g: [Hotkey(("ctrl", "a"))]),
+                Step("move, no change", lambda g: [MoveTo(c(g)[0] + 40, c(g)[1] + 20)]),
+                Step("dialog open", lambda g: [Hotkey(("ctrl", "o"))]),
+                Step("dialog close", lambda g: [Press("escape")]),
+                Step("menu open", lambda g: [Press("f10")]),
+                Step("menu close", lambda g: [Press("escape")]),
+            ],
+        ),
+        Scenario(
+            "libreoffice",
+            ["soffice", "--writer", "--norestore"],
+            "libreoffice",
+            [
+                Step("type: libreoffice", lambda g: [TypeText("Hello world")]),
+                Step("hotkey", lambda g: [Hotkey(("ctrl", "b"))]),
+                Step("type: libreoffice", lambda g: [TypeText(" bold")]),
+                Step("dialog open", lambda g: [Hotkey(("ctrl", "o"))]),
+                Step("dialog close", lambda g: [Press("escape")]),
+                Step("menu open", lambda g: [Hotkey(("alt", "f"))]),
+                Step("menu close", lambda g: [Press("escape")]),
+            ],
+            ready_timeout=180,
+        ),
+        Scenario(
+            "chromium",
+            [
+                "google-chrome",
+                "--start-maximized",
+                "data:text/html,<h1>Start</h1><input autofocus>",
+            ],
+            "chrom",
+            [
+                Step("type: chromium", lambda g: [TypeText("hello")]),
+                Step(
+                    "page load",
+                    lambda g: [
+                        Hotkey(("ctrl", "l")),
+                        TypeText("data:text/html,<h2>Second page</h2>\n"),
+                    ],
+                ),
+                Step("hotkey", lambda g: [Hotkey(("ctrl", "t"))]),
+                Step("hotkey", lambda g: [Hotkey(("ctrl", "w"))]),
+                Step("move, no change", lambda g: [MoveTo(c(g)[0] + 40, c(g)[1] + 20)]),
+            ],
+            ready_timeout=120,
+        ),
+        Scenario(
+            "vlc",
+            ["vlc", "--no-qt-privacy-ask"],
+            "vlc",
+            [
+                Step("dialog open", lambda g: [Hotkey(("ctrl", "o"))]),
+                Step("dialog close", lambda g: [Press("escape")]),
+                Step("menu open", lambda g: [Hotkey(("alt", "m"))]),
+                Step("menu close", lambda g: [Press("escape")]),
+            ],
+            ready_timeout=120,
+        ),
     ]
 
 
@@ -168,8 +212,14 @@ def observe(client: GuestClient, method: str, previous: np.ndarray) -> tuple[np.
     return client.screenshot_array(), {}
 
 
-def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top: int,
-        save: Path | None = None, show_why: bool = False) -> list[Record]:
+def run(
+    client: GuestClient,
+    scs: list[Scenario],
+    methods: list[str],
+    ignore_top: int,
+    save: Path | None = None,
+    show_why: bool = False,
+) -> list[Record]:
     """Every scenario once per method; ``save``: a folder for the frame pairs of stale turns;
     ``show_why``: print what kept each signal wait going (the guest's trace)."""
     records: list[Record] = []
@@ -186,8 +236,13 @@ def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top
                 t0 = time.perf_counter()
                 client.run_actions(prims)
                 frame_new, facts = observe(client, method, frame)
-                rec = Record(sc.name, step.kind, method, 1000 * (time.perf_counter() - t0),
-                             capped=bool(facts.get("settle_capped")))
+                rec = Record(
+                    sc.name,
+                    step.kind,
+                    method,
+                    1000 * (time.perf_counter() - t0),
+                    capped=bool(facts.get("settle_capped")),
+                )
                 timers = int(facts.get("settle_timers", 0))
                 why = client.last_settle_why if method == "signal" else ""
                 if "since_input_ms" in facts:  # the guest's own wait, without the transfers
@@ -207,17 +262,23 @@ def run(client: GuestClient, scs: list[Scenario], methods: list[str], ignore_top
                 else:
                     frame = frame_new
                 records.append(rec)
-                print(f"{sc.name:12s} {method:8s} {step.kind:20s} {rec.ms:7.0f} ms "
-                      f"{rec.stale}{' capped' if rec.capped else ''}"
-                      f"{f' timers={timers}' if timers else ''} {rec.extra.get('box') or ''}"
-                      f"{f'  why: {why}' if why and show_why else ''}", flush=True)
+                print(
+                    f"{sc.name:12s} {method:8s} {step.kind:20s} {rec.ms:7.0f} ms "
+                    f"{rec.stale}{' capped' if rec.capped else ''}"
+                    f"{f' timers={timers}' if timers else ''} {rec.extra.get('box') or ''}"
+                    f"{f'  why: {why}' if why and show_why else ''}",
+                    flush=True,
+                )
     return records
 
 
 def table(records: list[Record], methods: list[str]) -> str:
     kinds = list(dict.fromkeys(r.kind for r in records))
-    head = "| action kind | n | " + " | ".join(f"{m} p50 ms" for m in methods) + \
-        " | stale (signal) | stale (polling) |"
+    head = (
+        "| action kind | n | "
+        + " | ".join(f"{m} p50 ms" for m in methods)
+        + " | stale (signal) | stale (polling) |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
 
     def cell(kind: str | None, m: str) -> str:
@@ -231,17 +292,22 @@ def table(records: list[Record], methods: list[str]) -> str:
 
     for kind in [*kinds, None]:
         n = len([r for r in records if r.method == methods[0] and (kind is None or r.kind == kind)])
-        lines.append(f"| {kind or '**all**'} | {n} | " + " | ".join(cell(kind, m) for m in methods)
-                     + f" | {stale(kind, 'signal')} | {stale(kind, 'polling')} |")
+        lines.append(
+            f"| {kind or '**all**'} | {n} | "
+            + " | ".join(cell(kind, m) for m in methods)
+            + f" | {stale(kind, 'signal')} | {stale(kind, 'polling')} |"
+        )
     return "\n".join(lines)
 
 
-ENV_ACTIONS = [("hotkey ctrl+alt+t", "pyautogui.hotkey('ctrl', 'alt', 't')"),
-               ("write 'ls -la /usr/bin | head\\n'", "pyautogui.write('ls -la /usr/bin | head\\n')"),
-               ("write 'echo hi\\n'", "pyautogui.write('echo hi\\n')"),
-               ("click on the terminal", "pyautogui.click(300, 300)"),
-               ("scroll", "pyautogui.scroll(-3)"),
-               ("moveTo", "pyautogui.moveTo(500, 400)")]
+ENV_ACTIONS = [
+    ("hotkey ctrl+alt+t", "pyautogui.hotkey('ctrl', 'alt', 't')"),
+    ("write 'ls -la /usr/bin | head\\n'", "pyautogui.write('ls -la /usr/bin | head\\n')"),
+    ("write 'echo hi\\n'", "pyautogui.write('echo hi\\n')"),
+    ("click on the terminal", "pyautogui.click(300, 300)"),
+    ("scroll", "pyautogui.scroll(-3)"),
+    ("moveTo", "pyautogui.moveTo(500, 400)"),
+]
 
 
 def env_steps(profile: str, reps: int) -> str:
@@ -252,8 +318,13 @@ def env_steps(profile: str, reps: int) -> str:
     import osworld_gym  # noqa: F401 - registers OSWorld-v0
 
     times: dict[tuple[str, bool], list[float]] = {}
-    env = gym.make("OSWorld-v0", provider="local", tasks="builtin", max_steps=50,
-                   provider_kwargs={"profile": profile})
+    env = gym.make(
+        "OSWorld-v0",
+        provider="local",
+        tasks="builtin",
+        max_steps=50,
+        provider_kwargs={"profile": profile},
+    )
     try:
         for _ in range(reps):
             for signal in (True, False):
@@ -267,8 +338,10 @@ def env_steps(profile: str, reps: int) -> str:
         env.close()
     lines = ["| env.step action | signal p50 ms | polling p50 ms |", "|---|---:|---:|"]
     for name, _ in ENV_ACTIONS:
-        lines.append(f"| {name.replace('|', chr(92) + '|')} | {statistics.median(times[(name, True)]):.0f} | "
-                     f"{statistics.median(times[(name, False)]):.0f} |")
+        lines.append(
+            f"| {name.replace('|', chr(92) + '|')} | {statistics.median(times[(name, True)]):.0f} | "
+            f"{statistics.median(times[(name, False)]):.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -277,12 +350,19 @@ def main() -> None:
     ap.add_argument("--profile", default="openbox", choices=["openbox", "ubuntu"])
     ap.add_argument("--apps", default="xterm,mousepad,libreoffice,chromium,vlc")
     ap.add_argument("--methods", default="signal,polling,fixed")
-    ap.add_argument("--why", action="store_true",
-                    help="print what kept each signal wait going (the guest's trace)")
+    ap.add_argument(
+        "--why",
+        action="store_true",
+        help="print what kept each signal wait going (the guest's trace)",
+    )
     ap.add_argument("--json", help="also write every measurement to this file")
     ap.add_argument("--save-stale", type=Path, help="folder for the frame pairs of stale turns")
-    ap.add_argument("--env-steps", type=int, metavar="REPS",
-                    help="instead: time env.step per action on a terminal desktop, REPS episodes")
+    ap.add_argument(
+        "--env-steps",
+        type=int,
+        metavar="REPS",
+        help="instead: time env.step per action on a terminal desktop, REPS episodes",
+    )
     args = ap.parse_args()
     if args.env_steps:
         load = open("/proc/loadavg").read().split()[:3]
@@ -296,18 +376,28 @@ def main() -> None:
     provider = LocalProvider(profile=args.profile)
     client = provider.start()
     try:
-        records = run(client, scs, methods, TOPBAR_ROWS if args.profile == "ubuntu" else 0,
-                      args.save_stale, args.why)
+        records = run(
+            client,
+            scs,
+            methods,
+            TOPBAR_ROWS if args.profile == "ubuntu" else 0,
+            args.save_stale,
+            args.why,
+        )
     finally:
         provider.stop()
     load1 = open("/proc/loadavg").read().split()[:3]
-    print(f"\nprofile {args.profile}, load average at start {' '.join(load0)}, at end "
-          f"{' '.join(load1)} ({len(records)} turns)\n")
+    print(
+        f"\nprofile {args.profile}, load average at start {' '.join(load0)}, at end "
+        f"{' '.join(load1)} ({len(records)} turns)\n"
+    )
     print(table(records, methods))
     stale = [r for r in records if r.stale == "changed"]
     for r in stale:
-        print(f"stale: {r.scenario} {r.method} {r.kind} box={r.extra.get('box')} "
-              f"pixels={r.extra.get('pixels')}{' (capped)' if r.capped else ''}")
+        print(
+            f"stale: {r.scenario} {r.method} {r.kind} box={r.extra.get('box')} "
+            f"pixels={r.extra.get('pixels')}{' (capped)' if r.capped else ''}"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump([r.__dict__ for r in records], f, indent=1)

@@ -64,18 +64,43 @@ def launch_guest(root: Path, size: tuple[int, int] = (W, H)) -> TcpGuest:
     (bindir / "python").chmod(0o755)
     (root / "token").write_text(TOKEN)
     (root / "Xauthority").touch()  # python-xlib (ours and pyautogui's) wants the file to exist
-    env = {**os.environ, "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-           "XAUTHORITY": str(root / "Xauthority")}
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        "XAUTHORITY": str(root / "Xauthority"),
+    }
     log = root / "guest.log"
     for _ in range(3):  # a display or port may be taken between our check and the start
         port, display = free_port(), free_display()
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "osworld_gym.guest", "--host", "127.0.0.1", "--port",
-                 str(port), "--token-file", str(root / "token"), "--start-x", "--display", display,
-                 "--screen", f"{size[0]}x{size[1]}x24", "--home", str(root / "home"),
-                 "--tmp-dir", str(root / "tmp"), "--state-dir", str(root / "state"),
-                 "--exit-with-parent"], stdout=out, stderr=subprocess.STDOUT, env=env)
+                [
+                    sys.executable,
+                    "-m",
+                    "osworld_gym.guest",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--token-file",
+                    str(root / "token"),
+                    "--start-x",
+                    "--display",
+                    display,
+                    "--screen",
+                    f"{size[0]}x{size[1]}x24",
+                    "--home",
+                    str(root / "home"),
+                    "--tmp-dir",
+                    str(root / "tmp"),
+                    "--state-dir",
+                    str(root / "state"),
+                    "--exit-with-parent",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
         guest = TcpGuest(proc, f"http://127.0.0.1:{port}", display, root / "home", log)
         with GuestClient(base_url=guest.url, token=TOKEN) as c:
             try:
@@ -86,5 +111,9 @@ def launch_guest(root: Path, size: tuple[int, int] = (W, H)) -> TcpGuest:
     pytest.fail(f"guest did not start: {log.read_text()[-2000:]}")
 
 
-MKDIR_SOLUTION = ["pyautogui.hotkey('ctrl', 'alt', 't')", "time.sleep(2)",
-                  "pyautogui.write('mkdir -p ~/Desktop/projects\\n')", "time.sleep(1)"]
+MKDIR_SOLUTION = [
+    "pyautogui.hotkey('ctrl', 'alt', 't')",
+    "time.sleep(2)",
+    "pyautogui.write('mkdir -p ~/Desktop/projects\\n')",
+    "time.sleep(1)",
+]

@@ -22,13 +22,17 @@ def contract_ids() -> list[str]:
 
 
 def lint(contract: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(LINT_IMPORTS), "--contract", contract, "--no-cache"], cwd=ROOT,
-                          check=False,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--contract", contract, "--no-cache"],
+        cwd=ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("contract", contract_ids())
 def test_import_contract_is_kept(contract):
     result = lint(contract)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-

@@ -91,7 +91,9 @@ def test_every_action_set_accepts_the_special_strings(name, special):
 
 def test_make_action_set_passes_screen_size_and_options_and_rejects_unknown_names():
     s = make_action_set("uitars", screen_size=(1280, 720), coordinate_mode="relative1000")
-    assert isinstance(s, UITarsActionSet) and s.screen_size == (1280, 720) and s.frame == (1000, 1000)
+    assert (
+        isinstance(s, UITarsActionSet) and s.screen_size == (1280, 720) and s.frame == (1000, 1000)
+    )
     with pytest.raises(ValueError, match="unknown action set"):
         make_action_set("claude")
     with pytest.raises(ValueError):
@@ -99,8 +101,10 @@ def test_make_action_set_passes_screen_size_and_options_and_rejects_unknown_name
 
 
 def test_doctests_of_the_actions_package_pass():
-    modules = [actions_pkg] + [importlib.import_module(f"osworld_gym.actions.{m.name}")
-                               for m in pkgutil.iter_modules(actions_pkg.__path__)]
+    modules = [actions_pkg] + [
+        importlib.import_module(f"osworld_gym.actions.{m.name}")
+        for m in pkgutil.iter_modules(actions_pkg.__path__)
+    ]
     attempted = 0
     for mod in modules:
         result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, verbose=False)
@@ -160,14 +164,20 @@ PYAUTOGUI_VALID = [
     ("pyautogui.middleClick()", [Click(button="middle")]),
     ("pyautogui.mouseDown(5, 6, 'right')", [MouseDown("right", 5, 6)]),
     ("pyautogui.mouseUp()", [MouseUp()]),
-    ("pyautogui.moveTo(100, 100)\npyautogui.dragTo(300, 400, 1.0, button='left')",
-     [MoveTo(100, 100), DragTo(300, 400)]),
+    (
+        "pyautogui.moveTo(100, 100)\npyautogui.dragTo(300, 400, 1.0, button='left')",
+        [MoveTo(100, 100), DragTo(300, 400)],
+    ),
     ("pyautogui.dragTo(300, 400, button='right')", [DragTo(300, 400, "right")]),
     ("pyautogui.dragTo(300, 400, mouseDownUp=False)", [MoveTo(300, 400)]),
-    ("pyautogui.moveTo(10, 10); pyautogui.moveRel(5, -5); pyautogui.dragRel(0, 10)",
-     [MoveTo(10, 10), MoveTo(15, 5), DragTo(15, 15)]),
-    ("pyautogui.click(10, 10)\npyautogui.move(None, 3)\npyautogui.click(y=50)",
-     [Click(10, 10), MoveTo(10, 13), Click(10, 50)]),
+    (
+        "pyautogui.moveTo(10, 10); pyautogui.moveRel(5, -5); pyautogui.dragRel(0, 10)",
+        [MoveTo(10, 10), MoveTo(15, 5), DragTo(15, 15)],
+    ),
+    (
+        "pyautogui.click(10, 10)\npyautogui.move(None, 3)\npyautogui.click(y=50)",
+        [Click(10, 10), MoveTo(10, 13), Click(10, 50)],
+    ),
     ("pyautogui.scroll(-3)", [Scroll(dy=-3)]),
     ("pyautogui.scroll(5, x=10, y=20)", [Scroll(5, 0, 10, 20)]),
     ("pyautogui.vscroll(-1, 5, 6)", [Scroll(-1, 0, 5, 6)]),
@@ -176,7 +186,10 @@ PYAUTOGUI_VALID = [
     ("pyautogui.press('Enter', presses=3)", [Press("enter", 3)]),
     ("pyautogui.press(['tab', 'enter'])", [Press("tab"), Press("enter")]),
     ("pyautogui.press(['a', 'b'], 2)", [Press("a"), Press("b"), Press("a"), Press("b")]),
-    ("pyautogui.keyDown('shift'); pyautogui.keyUp(key='shift')", [KeyDown("shift"), KeyUp("shift")]),
+    (
+        "pyautogui.keyDown('shift'); pyautogui.keyUp(key='shift')",
+        [KeyDown("shift"), KeyUp("shift")],
+    ),
     ("pyautogui.hotkey('ctrl', 'shift', 't')", [Hotkey(("ctrl", "shift", "t"))]),
     ("pyautogui.hotkey(['ctrl', 'c'], interval=0.1)", [Hotkey(("ctrl", "c"))]),
     ("pyautogui.hotkey('Control', 'ArrowUp')", [Hotkey(("ctrl", "up"))]),
@@ -184,7 +197,10 @@ PYAUTOGUI_VALID = [
     ("pyautogui.write('x<y', interval=0.05)", [TypeText("x<y")]),
     ("pyautogui.write('Grüße 日本 🙂')", [TypeText("Grüße 日本 🙂")]),
     ("pyautogui.typewrite(['a', 'enter'])", [Press("a"), Press("enter")]),
-    ("import pyautogui\nimport time\npyautogui.click(1, 2)\ntime.sleep(0.5)", [Click(1, 2), Wait(0.5)]),
+    (
+        "import pyautogui\nimport time\npyautogui.click(1, 2)\ntime.sleep(0.5)",
+        [Click(1, 2), Wait(0.5)],
+    ),
     ("import pyautogui, time\npyautogui.sleep(1)", [Wait(1.0)]),
     ("```python\npyautogui.click(1, 2)\n```", [Click(1, 2)]),
     ('"""Open the file menu."""\n# a comment\npyautogui.press("a")', [Press("a")]),
@@ -245,7 +261,10 @@ PYAUTOGUI_INVALID = [
     ("time.sleep(20)\ntime.sleep(20)", "the limit is 30 s"),
     ("time.time()", "time.time() is not supported"),
     ("pyautogui.write('" + "a" * 4097 + "')", "the limit is 4096"),
-    ("pyautogui.write('" + "a" * 3000 + "')\npyautogui.write('" + "a" * 3000 + "')", "the limit is 4096"),
+    (
+        "pyautogui.write('" + "a" * 3000 + "')\npyautogui.write('" + "a" * 3000 + "')",
+        "the limit is 4096",
+    ),
     ("pyautogui.click(1, 2)\n" * 51, "the limit is 50"),
     ("pyautogui.press(['a'] * 2, presses=50)", "arithmetic"),
     ("pyautogui.press(" + repr(["a"] * 64) + ", presses=50)", "more than 256 primitive actions"),
@@ -351,7 +370,10 @@ C13_INVALID = [
     (_a("HOTKEY", keys="ctrl+c"), "must be a list of key names"),
     (_a("HOTKEY", keys=[]), "non-empty list"),
     (_a("WAIT", x=1), "WAIT takes no parameters"),
-    ({"action_type": "CLICK", "parameters": {"x": 1, "y": 2}, "x": 1}, "put every parameter inside"),
+    (
+        {"action_type": "CLICK", "parameters": {"x": 1, "y": 2}, "x": 1},
+        "put every parameter inside",
+    ),
     ({"action_type": "CLICK", "parameters": [1, 2]}, '"parameters" must be a JSON object'),
     ({"action_type": "CLICK", "parameters": {"x": object(), "y": 1}}, "is not JSON data"),
     ("not json", "not valid JSON"),
@@ -381,13 +403,22 @@ def test_computer_13_space_samples_convert_to_osworld_dicts():
         assert C13.parse(d) is not None
     assert kinds == set(ACTION_TYPES)
     no_key = int(space["keys"].nvec[-1]) - 1  # slots 2..6 use this value for "no key"
-    sample = {**space.sample(), "action_type": np.int64(ACTION_TYPES.index("HOTKEY")),
-              "keys": np.array([3, 7, no_key, no_key, no_key, no_key])}
+    sample = {
+        **space.sample(),
+        "action_type": np.int64(ACTION_TYPES.index("HOTKEY")),
+        "keys": np.array([3, 7, no_key, no_key, no_key, no_key]),
+    }
     assert len(C13.parse(sample).primitives[0].keys) == 2
 
 
 def test_computer_13_render_refuses_what_it_cannot_express():
-    for p in (Wait(1.0), Press("a", 2), Scroll(dy=1, x=1, y=1), MouseDown("left", 1, 1), DragTo(1, 1, "right")):
+    for p in (
+        Wait(1.0),
+        Press("a", 2),
+        Scroll(dy=1, x=1, y=1),
+        MouseDown("left", 1, 1),
+        DragTo(1, 1, "right"),
+    ):
         with pytest.raises(ActionError, match="cannot express"):
             C13.render(ParsedAction((p,)))
     with pytest.raises(ActionError, match="exactly one primitive"):
@@ -397,7 +428,11 @@ def test_computer_13_render_refuses_what_it_cannot_express():
 # -- uitars ---------------------------------------------------------------------------------------
 
 UITARS_VALID = [
-    ("Thought: open it\nAction: click(start_box='<|box_start|>(966,546)<|box_end|>')", [Click(960, 540)], None),
+    (
+        "Thought: open it\nAction: click(start_box='<|box_start|>(966,546)<|box_end|>')",
+        [Click(960, 540)],
+        None,
+    ),
     ("Action: click(start_box='(966,546)')", [Click(960, 540)], None),
     ("Action: click(start_box='[956,536,976,556]')", [Click(960, 540)], None),
     ("Action: click(start_box='<point>966 546</point>')", [Click(960, 540)], None),
@@ -407,13 +442,25 @@ UITARS_VALID = [
     ("Action: left_double(start_box='(966,546)')", [Click(960, 540, "left", 2)], None),
     ("Action: right_single(start_box='(966,546)')", [Click(960, 540, "right")], None),
     ("Action: hover(start_box='(966,546)')", [MoveTo(960, 540)], None),
-    ("Action: drag(start_box='(0,0)', end_box='(1932,1092)')", [MoveTo(0, 0), DragTo(1919, 1079)], None),
-    ("Action: select(start_box='(0,0)', end_box='(966,546)')", [MoveTo(0, 0), DragTo(960, 540)], None),
+    (
+        "Action: drag(start_box='(0,0)', end_box='(1932,1092)')",
+        [MoveTo(0, 0), DragTo(1919, 1079)],
+        None,
+    ),
+    (
+        "Action: select(start_box='(0,0)', end_box='(966,546)')",
+        [MoveTo(0, 0), DragTo(960, 540)],
+        None,
+    ),
     ("Action: hotkey(key='ctrl c')", [Hotkey(("ctrl", "c"))], None),
     ("Action: hotkey(key='ctrl+shift+t')", [Hotkey(("ctrl", "shift", "t"))], None),
     ("Action: hotkey(key='arrowleft')", [Hotkey(("left",))], None),
     ("Action: press(key='enter')", [Press("enter")], None),
-    ("Action: keydown(key='shift')\n\nkeyup(key='shift')", [KeyDown("shift"), KeyUp("shift")], None),
+    (
+        "Action: keydown(key='shift')\n\nkeyup(key='shift')",
+        [KeyDown("shift"), KeyUp("shift")],
+        None,
+    ),
     ("Action: type(content='hello')", [TypeText("hello")], None),
     ("Action: type(content='hello\\n')", [TypeText("hello"), Press("enter")], None),
     ("Action: type(content='\\n')", [Press("enter")], None),
@@ -423,8 +470,11 @@ UITARS_VALID = [
     ("Action: type(content='line1\\nline2\\tend')", [TypeText("line1\nline2\tend")], None),
     ("Action: type(content='C:\\Users\\x')", [TypeText("C:\\Users\\x")], None),
     ("Action: type(content='a\n\nb')", [TypeText("a\n\nb")], None),
-    ("Action: type(content='__import__(\"os\").system(\"rm -rf /\")')",
-     [TypeText('__import__("os").system("rm -rf /")')], None),
+    (
+        'Action: type(content=\'__import__("os").system("rm -rf /")\')',
+        [TypeText('__import__("os").system("rm -rf /")')],
+        None,
+    ),
     ("Action: scroll(start_box='(966,546)', direction='down')", [Scroll(-5, 0, 960, 540)], None),
     ("Action: scroll(direction='up')", [Scroll(dy=5)], None),
     ("Action: scroll(direction='left')", [Scroll(dx=-5)], None),
@@ -434,8 +484,11 @@ UITARS_VALID = [
     ("Action: finished()", [], "DONE"),
     ("Action: call_user()", [], "FAIL"),
     ("Action: error_env()", [], "FAIL"),
-    ("Thought: a\nAction: click(start_box='(966,546)')\n\ntype(content='abc\\n')\n\nfinished(content='ok')",
-     [Click(960, 540), TypeText("abc"), Press("enter")], "DONE"),
+    (
+        "Thought: a\nAction: click(start_box='(966,546)')\n\ntype(content='abc\\n')\n\nfinished(content='ok')",
+        [Click(960, 540), TypeText("abc"), Press("enter")],
+        "DONE",
+    ),
     ("Thought: x Action: click(start_box='(1,1)')", [Click(1, 1)], None),
 ]
 
@@ -445,7 +498,11 @@ def test_uitars_valid_answers_give_exact_primitives_and_round_trip(text, expecte
     parsed = UI.parse(text)
     assert list(parsed.primitives) == expected and parsed.special == special
     again = UI.parse(UI.render(parsed))
-    assert (again.primitives, again.special, again.thought) == (parsed.primitives, parsed.special, parsed.thought)
+    assert (again.primitives, again.special, again.thought) == (
+        parsed.primitives,
+        parsed.special,
+        parsed.thought,
+    )
 
 
 def test_uitars_keeps_the_thought_reflection_and_summary():
@@ -535,8 +592,16 @@ def test_uitars_coordinate_modes_map_the_model_frame_to_the_screen():
 
 
 def test_uitars_render_refuses_what_it_cannot_express():
-    for p in (Click(), Click(1, 1, "middle"), Click(1, 1, "left", 3), Wait(1.0), Scroll(dy=2), Press("a", 3),
-              MouseDown(), DragTo(5, 5)):
+    for p in (
+        Click(),
+        Click(1, 1, "middle"),
+        Click(1, 1, "left", 3),
+        Wait(1.0),
+        Scroll(dy=2),
+        Press("a", 3),
+        MouseDown(),
+        DragTo(5, 5),
+    ):
         with pytest.raises(ActionError, match="cannot express"):
             UI.render(ParsedAction((p,)))
 
@@ -544,7 +609,11 @@ def test_uitars_render_refuses_what_it_cannot_express():
 def test_text_spaces_accept_any_unicode_and_sample_valid_actions():
     for action_set in (PY, UI):
         space = action_set.space()
-        assert space.contains("日本語 🙂") and not space.contains(b"x") and not space.contains("x" * 20_001)
+        assert (
+            space.contains("日本語 🙂")
+            and not space.contains(b"x")
+            and not space.contains("x" * 20_001)
+        )
         space.seed(5)
         texts = [space.sample() for _ in range(50)]
         assert all(isinstance(action_set.parse(t), ParsedAction) for t in texts)

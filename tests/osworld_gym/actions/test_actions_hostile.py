@@ -63,8 +63,14 @@ def test_hostile_strings_parse_or_raise_action_error_and_execute_nothing(name, c
             outcomes.append(_outcome(action_set, s))
     elapsed = time.monotonic() - t0
 
-    crashes = [(s[:120], repr(o)) for s, o in zip(corpus, outcomes, strict=True) if isinstance(o, BaseException)]
-    assert not crashes, f"{len(crashes)} inputs raised something other than ActionError: {crashes[:5]}"
+    crashes = [
+        (s[:120], repr(o))
+        for s, o in zip(corpus, outcomes, strict=True)
+        if isinstance(o, BaseException)
+    ]
+    assert not crashes, (
+        f"{len(crashes)} inputs raised something other than ActionError: {crashes[:5]}"
+    )
     assert events == [], f"dangerous audit events while parsing: {events[:5]}"
     assert list(canary_dir.iterdir()) == [], "a canary payload was executed"
     accepted = sum(o == "ok" for o in outcomes)
@@ -116,8 +122,15 @@ def test_no_single_input_is_slow(name, corpus):
 
 
 def test_parser_bombs_become_action_errors():
-    bombs = ["-" * 19_000 + "1", "not " * 4000 + "1", "a." * 9000 + "b", "(" * 5000, "[" * 60_000,
-             '{"a":' * 12_000, "1+" * 9000 + "1"]
+    bombs = [
+        "-" * 19_000 + "1",
+        "not " * 4000 + "1",
+        "a." * 9000 + "b",
+        "(" * 5000,
+        "[" * 60_000,
+        '{"a":' * 12_000,
+        "1+" * 9000 + "1",
+    ]
     for name in ACTION_SETS:
         action_set = make_action_set(name)
         for b in bombs:
@@ -135,8 +148,13 @@ def test_parser_bombs_leave_pythons_parser_intact():
     from osworld_gym.actions import make_action_set
 
     action_set = make_action_set("pyautogui")
-    for bomb in ["1" + "+1" * 5000, "-" * 19_000 + "1", "(" * 5000 + ")" * 5000,
-                 "pyautogui.click(" + "[" * 3000 + "]" * 3000 + ")", "a" + ".b" * 6000]:
+    for bomb in [
+        "1" + "+1" * 5000,
+        "-" * 19_000 + "1",
+        "(" * 5000 + ")" * 5000,
+        "pyautogui.click(" + "[" * 3000 + "]" * 3000 + ")",
+        "a" + ".b" * 6000,
+    ]:
         with pytest.raises(ActionError):
             action_set.parse(bomb)
     deep_but_fine = "x = " + "(" * 150 + "1" + ")" * 150  # 150 levels: well within CPython's limit

@@ -81,8 +81,12 @@ class Guest:
         """Client-area x, y, width, height of the window whose title contains ``needle``."""
         out = self.client.execute(["xwininfo", "-name", needle])["output"]
         get = lambda key: int(re.search(rf"{key}:\s+(-?\d+)", out).group(1))
-        return (get("Absolute upper-left X"), get("Absolute upper-left Y"), get("Width"),
-                get("Height"))
+        return (
+            get("Absolute upper-left X"),
+            get("Absolute upper-left Y"),
+            get("Width"),
+            get("Height"),
+        )
 
     def wait_file(self, path: str, predicate=bool, timeout: float = 10.0) -> bytes:
         deadline = time.monotonic() + timeout
@@ -123,10 +127,31 @@ def guest(tmp_path_factory) -> Guest:
         display = f":{free_display()}"
         with open(log, "wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "osworld_gym.guest", "--uds", str(uds), "--token-file",
-                 str(token_file), "--start-x", "--display", display, "--screen", f"{W}x{H}x24",
-                 "--home", str(home), "--tmp-dir", str(tmp), "--clean-tmp", "--state-dir",
-                 str(root / "state"), "--exit-with-parent"], stdout=out, stderr=subprocess.STDOUT)
+                [
+                    sys.executable,
+                    "-m",
+                    "osworld_gym.guest",
+                    "--uds",
+                    str(uds),
+                    "--token-file",
+                    str(token_file),
+                    "--start-x",
+                    "--display",
+                    display,
+                    "--screen",
+                    f"{W}x{H}x24",
+                    "--home",
+                    str(home),
+                    "--tmp-dir",
+                    str(tmp),
+                    "--clean-tmp",
+                    "--state-dir",
+                    str(root / "state"),
+                    "--exit-with-parent",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         client = GuestClient(uds=str(uds), token=TOKEN, timeout=30)
         deadline = time.monotonic() + 30
         while proc.poll() is None and not uds.exists() and time.monotonic() < deadline:
@@ -170,8 +195,9 @@ def test_every_request_needs_the_token(guest: Guest):
     with GuestClient(uds=str(guest.uds), token="wrong") as bad, pytest.raises(GuestError) as e:
         bad.health()
     assert e.value.status == 401 and e.value.endpoint == "/osworld_gym/health"
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(guest.uds)),
-                      base_url="http://guest") as raw:
+    with httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(guest.uds)), base_url="http://guest"
+    ) as raw:
         r = raw.post("/execute", json={"command": ["touch", "/tmp/never"]})
         assert r.status_code == 401 and r.json()["status"] == "error"
         r = raw.get("/osworld_gym/health", headers={"X-OSWorld-Token": TOKEN})
@@ -179,8 +205,11 @@ def test_every_request_needs_the_token(guest: Guest):
 
 
 def test_bad_requests_get_json_errors_and_the_server_survives(guest: Guest):
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(guest.uds)), base_url="http://guest",
-                      headers={"Authorization": f"Bearer {TOKEN}"}) as raw:
+    with httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(guest.uds)),
+        base_url="http://guest",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as raw:
         cases = [
             ("GET", "/no/such/route", None, 404),
             ("GET", "/execute", None, 405),
@@ -204,9 +233,11 @@ def test_bad_requests_get_json_errors_and_the_server_survives(guest: Guest):
 
 def test_actions_are_all_validated_before_any_runs(guest: Guest):
     guest.client.run_actions([MoveTo(10, 10)])
-    for bad in ([{"type": "move_to", "x": 500, "y": 500}, {"type": "click", "button": "side"}],
-                [{"type": "move_to", "x": 500, "y": 500}, {"type": "wait", "seconds": 1}],
-                [{"type": "move_to", "x": 500, "y": 500}, {"type": "press", "key": "nokey"}]):
+    for bad in (
+        [{"type": "move_to", "x": 500, "y": 500}, {"type": "click", "button": "side"}],
+        [{"type": "move_to", "x": 500, "y": 500}, {"type": "wait", "seconds": 1}],
+        [{"type": "move_to", "x": 500, "y": 500}, {"type": "press", "key": "nokey"}],
+    ):
         with pytest.raises(GuestError) as e:
             guest.client._json("POST", "/osworld_gym/actions", json={"actions": bad})
         assert e.value.status == 400 and "action 1" in str(e.value)
@@ -240,24 +271,33 @@ def test_screenshots_have_the_screen_size_and_show_the_cursor(clean: Guest):
     assert np.asarray(png.convert("RGB"))[patch].max() > 0, "OSWorld /screenshot lacks the cursor"
 
     raw_ms, png_ms = [], []
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(clean.uds)), base_url="http://guest",
-                      headers={"Authorization": f"Bearer {TOKEN}"}) as raw:
+    with httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(clean.uds)),
+        base_url="http://guest",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as raw:
         for _ in range(5):
             g.screenshot_array()
             raw_ms.append(g.last_timings["total_ms"])
             r = raw.get("/osworld_gym/screenshot", params={"format": "png"})
             png_ms.append(float(r.headers["X-Capture-Ms"]) + float(r.headers["X-Encode-Ms"]))
-    print(f"\nscreenshot {W}x{H}: raw round trip median {np.median(raw_ms):.1f} ms "
-          f"(capture {g.last_timings['capture_ms']:.1f}, encode {g.last_timings['encode_ms']:.1f});"
-          f" png capture+encode median {np.median(png_ms):.1f} ms")
+    print(
+        f"\nscreenshot {W}x{H}: raw round trip median {np.median(raw_ms):.1f} ms "
+        f"(capture {g.last_timings['capture_ms']:.1f}, encode {g.last_timings['encode_ms']:.1f});"
+        f" png capture+encode median {np.median(png_ms):.1f} ms"
+    )
 
 
 # ---- commands and files ------------------------------------------------------------------------
 def test_execute_has_osworld_shapes_expansion_and_timeouts(guest: Guest):
     g = guest.client
     r = g.execute(["sh", "-c", 'echo "$1"; echo oops >&2; exit 3', "sh", "~/x"])
-    assert r == {"status": "success", "output": f"{guest.home}/x\n", "error": "oops\n",
-                 "returncode": 3}
+    assert r == {
+        "status": "success",
+        "output": f"{guest.home}/x\n",
+        "error": "oops\n",
+        "returncode": 3,
+    }
     assert g.execute("echo $HOME && pwd", shell=True)["output"] == f"{guest.home}\n{guest.home}\n"
     assert g.execute("printf '%s' 'a b'", setup=True)["output"] == "a b"
     t0 = time.monotonic()
@@ -345,7 +385,7 @@ def test_launch_activate_and_close_windows(clean: Guest):
 
 
 # ---- input ------------------------------------------------------------------------------------
-TEXT = "héllo ✓ Ωμέγα Ünïcödé 日本語 ~!@#$%^&*()_+{}|:\"<>? tab\there"
+TEXT = 'héllo ✓ Ωμέγα Ünïcödé 日本語 ~!@#$%^&*()_+{}|:"<>? tab\there'
 
 
 def test_typing_any_unicode_into_a_terminal(clean: Guest):
@@ -362,16 +402,24 @@ def test_typing_and_hotkeys_in_a_gtk_editor(clean: Guest):
     g = clean.client
     g.upload("~/Documents/edit.txt", b"")
     g.open_file("~/Documents/edit.txt", timeout=30)
-    g.run_actions([Wait(0.3), TypeText("Ωμέγα ✓ done"), Press("enter"), TypeText("second"),
-                   Hotkey(("ctrl", "s"))])
+    g.run_actions(
+        [
+            Wait(0.3),
+            TypeText("Ωμέγα ✓ done"),
+            Press("enter"),
+            TypeText("second"),
+            Hotkey(("ctrl", "s")),
+        ]
+    )
     data = clean.wait_file("~/Documents/edit.txt", lambda d: d.startswith("Ωμέγα".encode()))
     assert data.decode().rstrip("\n") == "Ωμέγα ✓ done\nsecond"
 
 
 def _mouse_reports(data: bytes) -> list[tuple[int, int, int]]:
     """(button code, column, row) of xterm's X10-encoded mouse reports."""
-    return [(m[0] - 32, m[1] - 32, m[2] - 32)
-            for m in re.findall(rb"\x1b\[M(...)", data, re.DOTALL)]
+    return [
+        (m[0] - 32, m[1] - 32, m[2] - 32) for m in re.findall(rb"\x1b\[M(...)", data, re.DOTALL)
+    ]
 
 
 def test_click_drag_and_scroll_reach_the_application(clean: Guest):
@@ -384,17 +432,26 @@ def test_click_drag_and_scroll_reach_the_application(clean: Guest):
     time.sleep(0.3)
     x, y, w, h = clean.window_geometry("mouse-target")
     cx, cy = x + w // 2, y + h // 2
-    g.run_actions([Click(cx, cy), Click(cx, cy, button="right"),
-                   Scroll(dy=2, x=cx, y=cy), Scroll(dy=-1),
-                   MoveTo(x + 20, y + 20), DragTo(x + w // 3, y + h // 3),
-                   MouseDown(x=cx, y=cy), MouseUp(),
-                   Press("enter"), Hotkey(("ctrl", "d"))])
+    g.run_actions(
+        [
+            Click(cx, cy),
+            Click(cx, cy, button="right"),
+            Scroll(dy=2, x=cx, y=cy),
+            Scroll(dy=-1),
+            MoveTo(x + 20, y + 20),
+            DragTo(x + w // 3, y + h // 3),
+            MouseDown(x=cx, y=cy),
+            MouseUp(),
+            Press("enter"),
+            Hotkey(("ctrl", "d")),
+        ]
+    )
     reports = _mouse_reports(clean.wait_file("~/mouse.bin", lambda d: d.endswith(b"\n")))
     codes = [c for c, _, _ in reports]
-    assert codes[:4] == [0, 3, 2, 3], reports          # left press/release, right press/release
+    assert codes[:4] == [0, 3, 2, 3], reports  # left press/release, right press/release
     col, row = reports[0][1], reports[0][2]
     assert abs(col - 40) <= 2 and abs(row - 12) <= 2, reports[0]  # the window's centre cell
-    assert codes[4:7] == [64, 64, 65], reports          # wheel up x2, wheel down
+    assert codes[4:7] == [64, 64, 65], reports  # wheel up x2, wheel down
     drag = codes[7:]
     assert drag[0] == 0 and 32 in drag and 3 in drag, reports  # press, motion with button, release
     assert codes[-2:] == [0, 3]
@@ -412,8 +469,7 @@ def test_reset_kills_every_app_and_restores_home(clean: Guest):
     g.execute("rm -rf ~/Documents ~/.config/openbox && mkdir ~/newdir", shell=True)
     (clean.tmp / "tmpjunk").mkdir(parents=True, exist_ok=True)
     home_inode = clean.home.stat().st_ino
-    apps = [p.pid for p in descendants(clean.proc.pid)
-            if p.comm in ("xterm", "sleep")]
+    apps = [p.pid for p in descendants(clean.proc.pid) if p.comm in ("xterm", "sleep")]
     assert len(apps) >= 3
 
     result = g.reset_desktop(restore_home=True)
@@ -514,18 +570,29 @@ def test_repeated_letters_reach_libreoffice(tmp_path):
 
     import osworld_gym  # noqa: F401
 
-    task = {"id": "typing-probe", "instruction": "type", "related_apps": ["libreoffice_writer"],
-            "config": [{"type": "launch", "parameters": {"command": ["soffice", "--writer", "--norestore"]}},
-                       {"type": "sleep", "parameters": {"seconds": 6}}],
-            "evaluator": {"func": "infeasible"}}
+    task = {
+        "id": "typing-probe",
+        "instruction": "type",
+        "related_apps": ["libreoffice_writer"],
+        "config": [
+            {"type": "launch", "parameters": {"command": ["soffice", "--writer", "--norestore"]}},
+            {"type": "sleep", "parameters": {"seconds": 6}},
+        ],
+        "evaluator": {"func": "infeasible"},
+    }
     env = gym.make("OSWorld-v0", provider="local", tasks=None)
     try:
         env.reset(options={"task": task})
-        for action in ["pyautogui.write('hello  balloon 1100 bookkeeper')", "pyautogui.hotkey('ctrl', 'a')",
-                       "pyautogui.hotkey('ctrl', 'c')"]:
+        for action in [
+            "pyautogui.write('hello  balloon 1100 bookkeeper')",
+            "pyautogui.hotkey('ctrl', 'a')",
+            "pyautogui.hotkey('ctrl', 'c')",
+        ]:
             env.step(action)
         client = env.unwrapped.provider.start()
         out = client.execute(["bash", "-c", "timeout 5 xclip -o -selection clipboard"])
-        assert out["output"].strip().lower() == "hello  balloon 1100 bookkeeper", out  # autocorrect capitalises
+        assert out["output"].strip().lower() == "hello  balloon 1100 bookkeeper", (
+            out
+        )  # autocorrect capitalises
     finally:
         env.close()

@@ -60,8 +60,12 @@ def http(tmp_path):
     server = make_server(router, uds=str(sock))
     t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
-    client = httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://g",
-                          headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
+    client = httpx.Client(
+        transport=httpx.HTTPTransport(uds=str(sock)),
+        base_url="http://g",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=10,
+    )
     yield client, sock
     client.close()
     server.shutdown()
@@ -75,13 +79,17 @@ def test_socket_is_private_to_its_owner(http):
 
 def test_routes_answer_json_and_errors_are_json(http):
     c, _ = http
-    assert c.post("/echo?a=1", json={"x": [1, "é"]}).json() == {"got": {"x": [1, "é"]},
-                                                                "query": {"a": "1"}}
-    for method, path, kwargs, status in [("GET", "/nowhere", {}, 404),
-                                         ("GET", "/echo", {}, 405),
-                                         ("POST", "/echo", {"content": b"{oops"}, 400),
-                                         ("GET", "/boom", {}, 500),
-                                         ("GET", "/teapot", {}, 418)]:
+    assert c.post("/echo?a=1", json={"x": [1, "é"]}).json() == {
+        "got": {"x": [1, "é"]},
+        "query": {"a": "1"},
+    }
+    for method, path, kwargs, status in [
+        ("GET", "/nowhere", {}, 404),
+        ("GET", "/echo", {}, 405),
+        ("POST", "/echo", {"content": b"{oops"}, 400),
+        ("GET", "/boom", {}, 500),
+        ("GET", "/teapot", {}, 418),
+    ]:
         r = c.request(method, path, **kwargs)
         assert r.status_code == status
         assert r.json()["status"] == "error" and r.json()["message"]
@@ -127,19 +135,24 @@ def test_only_loopback_tcp_is_allowed(tmp_path):
 
 # ---- forms ------------------------------------------------------------------------------------
 def test_multipart_rejects_malformed_bodies():
-    for ctype, body in [("multipart/form-data", b"--x\r\n"),
-                        ("multipart/form-data; boundary=x", b"no boundary here"),
-                        ("multipart/form-data; boundary=x",
-                         b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nunterminated'),
-                        ("text/plain", b"hello")]:
+    for ctype, body in [
+        ("multipart/form-data", b"--x\r\n"),
+        ("multipart/form-data; boundary=x", b"no boundary here"),
+        (
+            "multipart/form-data; boundary=x",
+            b'--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nunterminated',
+        ),
+        ("text/plain", b"hello"),
+    ]:
         with pytest.raises(FormError):
             parse_form(ctype, body)
 
 
 # ---- windows and keys ---------------------------------------------------------------------------
 def test_wmctrl_listing_and_matching_follow_wmctrl():
-    wins = parse_wmctrl("0x01  0 mousepad.Mousepad  host notes.txt - Mousepad\n"
-                        "0x02 -1 N/A  host \nbad line\n")
+    wins = parse_wmctrl(
+        "0x01  0 mousepad.Mousepad  host notes.txt - Mousepad\n0x02 -1 N/A  host \nbad line\n"
+    )
     assert wins[0] == Window("0x01", 0, "mousepad.Mousepad", "notes.txt - Mousepad")
     assert wins[1].title == "" and len(wins) == 2
     assert matches(wins[0], "NOTES", strict=False, by_class=False)
@@ -193,8 +206,13 @@ def test_tmp_clean_keeps_x11_sockets_and_protected_paths(tmp_path):
 
 # ---- process supervision (in a child interpreter, never on pytest's own tree) ------------------
 def _in_child(code: str) -> dict:
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, timeout=60, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -355,6 +373,7 @@ def test_a_crash_still_dying_is_waited_for_not_missed():
 
 def test_crash_signal_reads_signal_deaths_and_launcher_codes():
     from osworld_gym.guest.processes import crash_signal
+
     assert crash_signal(-11, launcher=False).name == "SIGSEGV"
     assert crash_signal(-15, launcher=True) is None  # asked to quit
     assert crash_signal(137, launcher=True).name == "SIGKILL"
@@ -365,19 +384,30 @@ def test_crash_signal_reads_signal_deaths_and_launcher_codes():
 
 def test_opener_resolves_the_default_app_like_xdg_open(tmp_path):
     from osworld_gym.guest import opener
+
     apps = tmp_path / "share" / "applications"
     (apps / "vendor").mkdir(parents=True)
     (apps / "vendor" / "viewer.desktop").write_text(
         "[Desktop Entry]\nName=Viewer\nExec=sh -c 'echo \"$0\"' --flag=100%% %U %i\n"
-        "[Desktop Action New]\nExec=sh --new\n")
+        "[Desktop Action New]\nExec=sh --new\n"
+    )
     (apps / "broken.desktop").write_text("[Desktop Entry]\nName=Broken\n")
     (apps / "missing.desktop").write_text("[Desktop Entry]\nExec=no-such-program-xyz %f\n")
-    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "share"), "XDG_DATA_DIRS": "",
-           "PATH": os.environ["PATH"]}
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "share"),
+        "XDG_DATA_DIRS": "",
+        "PATH": os.environ["PATH"],
+    }
     found = opener.find_desktop_file("vendor-viewer.desktop", env)
     assert found == apps / "vendor" / "viewer.desktop"
     assert opener.exec_argv(found, "/home/user/a b.txt") == [
-        "sh", "-c", 'echo "$0"', "--flag=100%", "/home/user/a b.txt"]
+        "sh",
+        "-c",
+        'echo "$0"',
+        "--flag=100%",
+        "/home/user/a b.txt",
+    ]
     assert opener.exec_argv(apps / "broken.desktop", "x") is None
     assert opener.exec_argv(apps / "missing.desktop", "x") is None
     assert opener.find_desktop_file("nope.desktop", env) is None

@@ -89,8 +89,9 @@ def display(tmp_path_factory) -> Iterator[str]:
         auth.touch()
         os.environ["XAUTHORITY"] = str(auth)
     name = f":{free_display()}"
-    xvfb = subprocess.Popen(["Xvfb", name, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
-                            stderr=subprocess.DEVNULL)
+    xvfb = subprocess.Popen(
+        ["Xvfb", name, "-screen", "0", "640x480x24", "-nolisten", "tcp"], stderr=subprocess.DEVNULL
+    )
     sock = Path(f"/tmp/.X11-unix/X{name[1:]}")
     deadline = time.monotonic() + 30
     while not sock.exists():
@@ -107,8 +108,9 @@ def display(tmp_path_factory) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def parts(display) -> Iterator[tuple[SettleSignal, XInput, Screen]]:
     # as the guest does: the X server's timers are not the input's doing
-    signal = SettleSignal(display, timerless=lambda: {XVFB[display]},
-                          server=lambda: {XVFB[display]})
+    signal = SettleSignal(
+        display, timerless=lambda: {XVFB[display]}, server=lambda: {XVFB[display]}
+    )
     xinput, screen = XInput(display), Screen(display)
     try:
         yield signal, xinput, screen
@@ -119,8 +121,12 @@ def parts(display) -> Iterator[tuple[SettleSignal, XInput, Screen]]:
 
 
 def start_client(display: str, mode: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", CLIENT, display, mode], stdout=subprocess.PIPE,
-                            text=True, env=dict(os.environ, DISPLAY=display))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLIENT, display, mode],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, DISPLAY=display),
+    )
     assert proc.stdout is not None
     for line in proc.stdout:  # python-xlib may print a warning about X authority first
         if line.strip() == "ready":
@@ -171,10 +177,18 @@ def test_a_timer_armed_before_the_input_is_not_waited_for(display, parts):
     run since: its timer is its own (a clock, a caret), not the click's doing. The app that
     answered the click drew, so the old rule waited for any timer due soon (on ubuntu: the
     panel's, the X server's)."""
-    clock = subprocess.Popen([sys.executable, "-c", "import select, sys\n"
-                              "print('go', flush=True); sys.stdin.readline()\n"
-                              "select.select([], [], [], 0.3); sys.stdin.read()"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    clock = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import select, sys\n"
+            "print('go', flush=True); sys.stdin.readline()\n"
+            "select.select([], [], [], 0.3); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     client = start_client(display, "plain")
     try:
         signal, xinput, screen = parts
@@ -274,14 +288,21 @@ def test_the_recorders_subtree_can_be_left_out():
         stop(child)
 
 
-@pytest.mark.parametrize(("code", "expected"), [
-    ("import select; select.select([], [], [], 123)", 123.0),
-    ("import select; select.poll().poll(45000)", 45.0),
-    ("import sys; sys.stdin.read()", None),  # no timeout: not a timer
-])
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import select; select.select([], [], [], 123)", 123.0),
+        ("import select; select.poll().poll(45000)", 45.0),
+        ("import sys; sys.stdin.read()", None),  # no timeout: not a timer
+    ],
+)
 def test_next_wakeup_reads_the_timeout_a_sleeping_event_loop_waits_with(code, expected):
-    child = subprocess.Popen([sys.executable, "-c", f"print('go', flush=True); {code}"],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"print('go', flush=True); {code}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "go"
         deadline = time.monotonic() + 30
@@ -303,10 +324,13 @@ def test_the_trace_shows_a_process_name_the_player_chose_as_harmless_text():
     header, nor the trace's own separators its parsing."""
     from osworld_gym.guest.settle_signal import _comm
 
-    code = ("import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a\\r\\nX-Bad: [1],@', 0, 0, 0); "
-            "print('go', flush=True); sys.stdin.read()")
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    code = (
+        "import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a\\r\\nX-Bad: [1],@', 0, 0, 0); "
+        "print('go', flush=True); sys.stdin.read()"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "go"
         raw = Path(f"/proc/{child.pid}/comm").read_bytes()

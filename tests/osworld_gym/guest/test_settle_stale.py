@@ -49,8 +49,9 @@ def test_observations_after_the_settle_signal_match_the_screen_two_seconds_later
     panels' timers."""
     profile, client = desktop
     corpus = [s for s in bench.scenarios() if s.name in ("xterm", "mousepad")]
-    records = bench.run(client, corpus, ["signal"],
-                        ignore_top=bench.TOPBAR_ROWS if profile == "ubuntu" else 0)
+    records = bench.run(
+        client, corpus, ["signal"], ignore_top=bench.TOPBAR_ROWS if profile == "ubuntu" else 0
+    )
     assert len(records) == sum(len(s.steps) for s in corpus)
     stale = [(r.scenario, r.kind, r.extra) for r in records if r.stale == "changed"]
     assert len(stale) <= 1, f"observations returned before the screen settled: {stale}"

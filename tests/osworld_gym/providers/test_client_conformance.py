@@ -52,8 +52,10 @@ def _docker(tmp: Path) -> Iterator[Provider]:
     from osworld_gym.providers.docker import DockerProvider
 
     client = daemon()
-    tag = os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG") or build_image(
-        BuildOptions(apps="minimal"), client=client).tag
+    tag = (
+        os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG")
+        or build_image(BuildOptions(apps="minimal"), client=client).tag
+    )
     yield DockerProvider(screen_size=(W, H), image=tag)
 
 
@@ -68,8 +70,11 @@ def _vnc(tmp: Path) -> Iterator[Provider]:
     (tmp / "Xauthority").touch()
     env = {**os.environ, "XAUTHORITY": str(tmp / "Xauthority"), "HOME": str(tmp)}
     display = free_display(400)
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{W}x{H}x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    xvfb = subprocess.Popen(
+        ["Xvfb", display, "-screen", "0", f"{W}x{H}x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     procs = [xvfb]
     try:
         deadline = time.monotonic() + 15

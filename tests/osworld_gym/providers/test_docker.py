@@ -89,8 +89,12 @@ def gone(dk, container_id: str, timeout: float = 30.0) -> bool:
 
 def spawn_owner(tag: str, mode: str) -> tuple[subprocess.Popen, str]:
     """A process that starts a desktop and then idles; returns it and its container id."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, tag, mode], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, tag, mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     ready, _, _ = select.select([proc.stdout], [], [], 120)
     line = proc.stdout.readline().strip() if ready else ""
     if not line:
@@ -111,14 +115,21 @@ def test_an_unchanged_image_is_reused_not_rebuilt(dk, tag):
 
 # ---- the env ------------------------------------------------------------------------------------
 def test_a_builtin_task_runs_in_a_container_and_the_container_goes_away_on_close(dk, tag):
-    env = gym.make("OSWorld-v0", provider="docker", tasks="builtin", max_steps=20,
-                   provider_kwargs={"image": tag})
+    env = gym.make(
+        "OSWorld-v0",
+        provider="docker",
+        tasks="builtin",
+        max_steps=20,
+        provider_kwargs={"image": tag},
+    )
     provider = env.unwrapped.provider
     try:
         obs, info = env.reset(options={"task": "os-mkdir-001"})
-        TIMINGS.update(container_start_s=provider.timings["start_s"],
-                       container_create_s=provider.timings["container_s"],
-                       first_reset_s=info["timings"]["reset_ms"] / 1000)
+        TIMINGS.update(
+            container_start_s=provider.timings["start_s"],
+            container_create_s=provider.timings["container_s"],
+            first_reset_s=info["timings"]["reset_ms"] / 1000,
+        )
         assert obs["screenshot"].shape == (1080, 1920, 3)
         cid = provider.container_id
         assert dk.containers.get(cid).labels["osworld-gym.owner-pid"] == str(os.getpid())
@@ -148,15 +159,20 @@ def test_the_container_runs_the_profile_it_is_given(dk, tag, profile, monkeypatc
     """Our image carries both desktop profiles; ubuntu (the default) has its top bar and dock
     and GSettings on Ubuntu's bus path, openbox has neither."""
     monkeypatch.delenv("OSWORLD_GYM_PROFILE", raising=False)
-    p = DockerProvider(screen_size=(1280, 720), image=tag,
-                       **({} if profile == "ubuntu" else {"profile": profile}))
+    p = DockerProvider(
+        screen_size=(1280, 720), image=tag, **({} if profile == "ubuntu" else {"profile": profile})
+    )
     try:
         c = p.start()
         run = lambda cmd: c.execute(["bash", "-c", cmd])  # noqa: E731
-        panels = [run(f"xprop -name {n} _NET_WM_WINDOW_TYPE")["returncode"] == 0
-                  for n in ("osworld-topbar", "osworld-dock")]
-        theme = run("DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus "
-                    "gsettings get org.gnome.desktop.interface gtk-theme")
+        panels = [
+            run(f"xprop -name {n} _NET_WM_WINDOW_TYPE")["returncode"] == 0
+            for n in ("osworld-topbar", "osworld-dock")
+        ]
+        theme = run(
+            "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus "
+            "gsettings get org.gnome.desktop.interface gtk-theme"
+        )
         if profile == "ubuntu":
             assert panels == [True, True]
             assert theme["returncode"] == 0 and theme["output"] == "'Yaru'\n", theme
@@ -212,8 +228,13 @@ def test_prune_removes_the_container_of_a_dead_owner(dk, tag):
     proc.wait()
     time.sleep(1)
     assert dk.containers.get(cid).status == "running", "without the watchdog it stays up..."
-    out = subprocess.run([sys.executable, "-m", "osworld_gym.cli", "image", "prune"],
-                         capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "osworld_gym.cli", "image", "prune"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert cid[:12] in out.stdout
     assert gone(dk, cid, timeout=10), "...until prune removes it"

@@ -45,45 +45,69 @@ from osworld_gym.providers.docker import (
 # ---- specs --------------------------------------------------------------------------------------
 def test_our_desktop_container_has_no_network_no_ports_and_our_labels():
     labels = containers.owner_labels()
-    spec = desktop_container_spec("osworld-gym:t", "/tmp/osworld-gym-docker-x", (1280, 720),
-                                  cpus=2, mem_limit="3g", extra_binds={"/cache": "/cache"},
-                                  home_template="/tpl", labels=labels)
+    spec = desktop_container_spec(
+        "osworld-gym:t",
+        "/tmp/osworld-gym-docker-x",
+        (1280, 720),
+        cpus=2,
+        mem_limit="3g",
+        extra_binds={"/cache": "/cache"},
+        home_template="/tpl",
+        labels=labels,
+    )
     assert spec["network_mode"] == "none" and "ports" not in spec
     assert spec["auto_remove"] and spec["detach"]
-    assert spec["command"] == ["--screen", "1280x720x24", "--wm", "ubuntu", "--home-template",
-                               "/opt/osworld-gym-home-template"]
+    assert spec["command"] == [
+        "--screen",
+        "1280x720x24",
+        "--wm",
+        "ubuntu",
+        "--home-template",
+        "/opt/osworld-gym-home-template",
+    ]
     assert spec["volumes"] == {
         "/tmp/osworld-gym-docker-x": {"bind": "/run/osworld", "mode": "rw"},
         "/tpl": {"bind": "/opt/osworld-gym-home-template", "mode": "ro"},
-        "/cache": {"bind": "/cache", "mode": "ro"}}
+        "/cache": {"bind": "/cache", "mode": "ro"},
+    }
     assert spec["labels"]["osworld-gym.managed"] == "true"
     assert spec["labels"]["osworld-gym.owner-pid"] == str(os.getpid())
     assert spec["labels"]["osworld-gym.run-dir"] == "/tmp/osworld-gym-docker-x"
     assert spec["nano_cpus"] == 2_000_000_000 and spec["mem_limit"] == "3g"
 
 
-
 def test_the_desktops_cgroups_are_bound_read_write_and_named_to_the_guest():
     """What a root host's provider passes (``DockerProvider._cgroups``); no setuid program
     raises anyone in any of our containers."""
     spec = desktop_container_spec(
-        "osworld-gym:t", "/tmp/osworld-gym-docker-x", (800, 600),
-        cgroup_binds={"/sys/fs/cgroup/pids/d/player/cgroup.procs":
-                      "/run/osworld-judge/cgroup/player-0.procs"},
-        guest_args=["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"])
+        "osworld-gym:t",
+        "/tmp/osworld-gym-docker-x",
+        (800, 600),
+        cgroup_binds={
+            "/sys/fs/cgroup/pids/d/player/cgroup.procs": "/run/osworld-judge/cgroup/player-0.procs"
+        },
+        guest_args=["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"],
+    )
     assert spec["volumes"]["/sys/fs/cgroup/pids/d/player/cgroup.procs"] == {
-        "bind": "/run/osworld-judge/cgroup/player-0.procs", "mode": "rw"}
+        "bind": "/run/osworld-judge/cgroup/player-0.procs",
+        "mode": "rw",
+    }
     assert spec["command"][-2:] == ["--player-cgroup", "/run/osworld-judge/cgroup/player-0.procs"]
     assert spec["security_opt"] == ["no-new-privileges"]
     # on cgroup v2 a private cgroup namespace would refuse the moves into the bound cgroups
     assert spec["cgroupns"] == "host"
     assert "cgroupns" not in desktop_container_spec("osworld-gym:t", "/tmp/r", (800, 600))
 
+
 def test_the_profile_is_passed_to_the_guest_and_every_image_carries_ubuntus_packages(monkeypatch):
     spec = desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080), profile="openbox")
     assert spec["command"] == ["--screen", "1920x1080x24", "--wm", "openbox"]
     assert desktop_container_spec("osworld-gym:x", "/tmp/r", (1920, 1080))["command"] == [
-        "--screen", "1920x1080x24", "--wm", "ubuntu"]  # the default profile
+        "--screen",
+        "1920x1080x24",
+        "--wm",
+        "ubuntu",
+    ]  # the default profile
     from osworld_gym.guest.profiles import UBUNTU_PROGRAMS, UBUNTU_THEMES
 
     for apps in APPS:  # the default profile must start in the minimal image too
@@ -105,16 +129,23 @@ def test_osworld_container_is_started_the_way_osworld_starts_it():
     assert spec["volumes"] == {"/vm/Ubuntu.qcow2": {"bind": "/System.qcow2", "mode": "ro"}}
     # every OSWorld port on a free host port that Docker picks, loopback only
     assert spec["ports"] == {f"{p}/tcp": ("127.0.0.1", None) for p in (5000, 9222, 8006, 8080)}
-    no_kvm = osworld_container_spec(OSWORLD_IMAGE, "/vm/Ubuntu.qcow2", kvm=False,
-                                    ram_size="8G", cpu_cores=2)
+    no_kvm = osworld_container_spec(
+        OSWORLD_IMAGE, "/vm/Ubuntu.qcow2", kvm=False, ram_size="8G", cpu_cores=2
+    )
     assert "devices" not in no_kvm and no_kvm["environment"]["KVM"] == "N"
     assert no_kvm["environment"]["RAM_SIZE"] == "8G" and no_kvm["environment"]["CPU_CORES"] == "2"
 
 
 def test_published_ports_are_read_from_the_container():
-    attrs = {"NetworkSettings": {"Ports": {
-        "5000/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49153"}],
-        "9222/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49154"}], "8006/tcp": None}}}
+    attrs = {
+        "NetworkSettings": {
+            "Ports": {
+                "5000/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49153"}],
+                "9222/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49154"}],
+                "8006/tcp": None,
+            }
+        }
+    }
     assert published_ports(attrs) == {"server": 49153, "chromium": 49154}
 
 
@@ -191,8 +222,12 @@ class FakeVM:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 vm.executed.append(body)
-                self._send(json.dumps({"status": "success", "output": "", "error": "",
-                                       "returncode": 0}).encode(), "application/json")
+                self._send(
+                    json.dumps(
+                        {"status": "success", "output": "", "error": "", "returncode": 0}
+                    ).encode(),
+                    "application/json",
+                )
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
@@ -211,8 +246,10 @@ class FakeContainer:
         self.labels = kwargs.get("labels", {})
         self.status = "running"
         self.removed = False
-        ports = {k: [{"HostIp": "127.0.0.1", "HostPort": str(vm.port + 10000 * (k != "5000/tcp"))}]
-                 for k in kwargs["ports"]}
+        ports = {
+            k: [{"HostIp": "127.0.0.1", "HostPort": str(vm.port + 10000 * (k != "5000/tcp"))}]
+            for k in kwargs["ports"]
+        }
         self.attrs = {"NetworkSettings": {"Ports": ports}}
 
     def reload(self) -> None:
@@ -253,24 +290,36 @@ def test_osworld_image_runs_with_osworlds_spec_and_is_replaced_on_reset(tmp_path
     qcow2 = tmp_path / "Ubuntu.qcow2"
     qcow2.write_bytes(b"QFI\xfb")
     sdk = FakeDockerSDK()
-    p = DockerProvider(image=OSWORLD_IMAGE, vm_path=qcow2, kvm=False, docker_client=sdk,
-                       start_timeout=10)
+    p = DockerProvider(
+        image=OSWORLD_IMAGE, vm_path=qcow2, kvm=False, docker_client=sdk, start_timeout=10
+    )
     with caplog.at_level(logging.WARNING):
         client = p.start()
     assert "KVM=N" in caplog.text
     spec = dict(sdk.runs[0].kwargs)
     labels = spec.pop("labels")
-    assert spec == {k: v for k, v in osworld_container_spec(OSWORLD_IMAGE, str(qcow2), kvm=False
-                                                            ).items() if k != "labels"}
+    assert spec == {
+        k: v
+        for k, v in osworld_container_spec(OSWORLD_IMAGE, str(qcow2), kvm=False).items()
+        if k != "labels"
+    }
     assert labels["osworld-gym.kind"] == "osworld-vm" and labels["osworld-gym.managed"] == "true"
     assert isinstance(client, OSWorldCompatClient)
     assert p.ports["server"] == sdk.runs[0].vm.port
     assert client.base_url == f"http://127.0.0.1:{sdk.runs[0].vm.port}"
     assert client.screenshot_array().shape == (48, 64, 3)
     client.run_actions([Click(5, 6), TypeText("hi")])
-    assert sdk.runs[0].vm.executed == [{"command": [
-        "python", "-c", OSWORLD_PYAUTOGUI_PREFIX + "pyautogui.click(x=5, y=6, button='left', "
-        "clicks=1)\npyautogui.write('hi')"], "shell": False}]
+    assert sdk.runs[0].vm.executed == [
+        {
+            "command": [
+                "python",
+                "-c",
+                OSWORLD_PYAUTOGUI_PREFIX + "pyautogui.click(x=5, y=6, button='left', "
+                "clicks=1)\npyautogui.write('hi')",
+            ],
+            "shell": False,
+        }
+    ]
 
     p.reset_state()  # the first reset after a start finds a fresh VM
     assert len(sdk.runs) == 1
@@ -283,17 +332,25 @@ def test_osworld_image_runs_with_osworlds_spec_and_is_replaced_on_reset(tmp_path
 
 
 def test_osworld_image_needs_its_vm_file(tmp_path):
-    p = DockerProvider(image=OSWORLD_IMAGE, vm_path=tmp_path / "missing.qcow2",
-                       docker_client=FakeDockerSDK())
+    p = DockerProvider(
+        image=OSWORLD_IMAGE, vm_path=tmp_path / "missing.qcow2", docker_client=FakeDockerSDK()
+    )
     with pytest.raises(MissingDependencyError, match="Ubuntu.qcow2"):
         p.start()
 
 
 # ---- the examples in the docstrings -------------------------------------------------------------
-BACKEND_MODULES = ["osworld_gym.client", "osworld_gym.providers.docker",
-                   "osworld_gym.providers.remote", "osworld_gym.providers.vnc",
-                   "osworld_gym.image", "osworld_gym.image.recipe", "osworld_gym.image.containers",
-                   "osworld_gym.image.build", "osworld_gym.image.cli"]
+BACKEND_MODULES = [
+    "osworld_gym.client",
+    "osworld_gym.providers.docker",
+    "osworld_gym.providers.remote",
+    "osworld_gym.providers.vnc",
+    "osworld_gym.image",
+    "osworld_gym.image.recipe",
+    "osworld_gym.image.containers",
+    "osworld_gym.image.build",
+    "osworld_gym.image.cli",
+]
 
 
 @pytest.mark.parametrize("name", BACKEND_MODULES)

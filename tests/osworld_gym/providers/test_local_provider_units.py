@@ -20,8 +20,15 @@ def test_sandbox_command_gives_the_desktop_its_own_namespaces_and_home(tmp_path)
     p._dir = tmp_path
     cmd = p._command(tmp_path / "home", tmp_path / "run")
     joined = " ".join(cmd)
-    for flag in ("--die-with-parent", "--unshare-all", "--unshare-user", "--clearenv",
-                 f"--bind {tmp_path / 'home'} /home/user", "--uid 1000", "--screen 800x600x24"):
+    for flag in (
+        "--die-with-parent",
+        "--unshare-all",
+        "--unshare-user",
+        "--clearenv",
+        f"--bind {tmp_path / 'home'} /home/user",
+        "--uid 1000",
+        "--screen 800x600x24",
+    ):
         assert flag in joined
     # the guest, not bwrap, is what runs in the end
-    assert cmd[cmd.index("--") + 1:][:3] == [sys.executable, "-m", "osworld_gym.guest"]
+    assert cmd[cmd.index("--") + 1 :][:3] == [sys.executable, "-m", "osworld_gym.guest"]

@@ -45,8 +45,9 @@ def wait_file(path: Path, text: str, timeout: float = 10.0) -> str:
         if path.exists() and text in (got := path.read_text()):
             return got
         time.sleep(0.1)
-    raise AssertionError(f"{path} never contained {text!r}: "
-                         f"{path.read_text() if path.exists() else 'missing'}")
+    raise AssertionError(
+        f"{path} never contained {text!r}: {path.read_text() if path.exists() else 'missing'}"
+    )
 
 
 def open_xterm(client: GuestClient, guest: TcpGuest) -> None:
@@ -62,8 +63,14 @@ def open_xterm(client: GuestClient, guest: TcpGuest) -> None:
 
 # ---- remote provider ----------------------------------------------------------------------------
 def test_remote_provider_runs_a_task_on_our_guest_by_url(guest):
-    env = gym.make("OSWorld-v0", provider="remote", tasks="builtin", screen_size=(W, H),
-                   max_steps=20, provider_kwargs={"url": guest.url, "token": TOKEN})
+    env = gym.make(
+        "OSWorld-v0",
+        provider="remote",
+        tasks="builtin",
+        screen_size=(W, H),
+        max_steps=20,
+        provider_kwargs={"url": guest.url, "token": TOKEN},
+    )
     try:
         assert isinstance(env.unwrapped.provider, RemoteProvider)
         obs, info = env.reset(options={"task": "os-mkdir-001"})
@@ -117,9 +124,15 @@ def test_compat_client_sends_osworlds_execute_command():
     cmd = c.pyautogui_command([Click(10, 20), TypeText("a<b"), Press("<")])
     assert cmd[:2] == ["python", "-c"]
     assert cmd[2].startswith("import pyautogui; import time; pyautogui.FAILSAFE = False; ")
-    assert cmd[2] == OSWORLD_PYAUTOGUI_PREFIX + "\n".join([
-        "pyautogui.click(x=10, y=20, button='left', clicks=1)", "pyautogui.write('a')",
-        "pyautogui.hotkey('shift', ',')", "pyautogui.write('b')", "pyautogui.hotkey('shift', ',')"])
+    assert cmd[2] == OSWORLD_PYAUTOGUI_PREFIX + "\n".join(
+        [
+            "pyautogui.click(x=10, y=20, button='left', clicks=1)",
+            "pyautogui.write('a')",
+            "pyautogui.hotkey('shift', ',')",
+            "pyautogui.write('b')",
+            "pyautogui.hotkey('shift', ',')",
+        ]
+    )
     c.close()
 
 
@@ -141,8 +154,9 @@ def test_compat_client_observes_png_screenshots_and_acts_with_pyautogui(guest, t
 
         open_xterm(ours, guest)
         out = tmp_path / "typed.txt"
-        result = compat.run_actions([MoveTo(200, 100), Wait(0.2),
-                                     TypeText(f"echo 'x<y>z' > {out}"), Press("enter")])
+        result = compat.run_actions(
+            [MoveTo(200, 100), Wait(0.2), TypeText(f"echo 'x<y>z' > {out}"), Press("enter")]
+        )
         assert result["executed"] == 3 and result["timings"]["exec_ms"] > 0
         assert wait_file(out, "x<y>z") == "x<y>z\n"
         compat.run_actions([Hotkey(("ctrl", "d"))])  # exit the shell: the xterm closes
@@ -156,16 +170,23 @@ def test_compat_client_observes_png_screenshots_and_acts_with_pyautogui(guest, t
 
 
 def test_compat_client_reports_pyautogui_failures_as_guest_errors(guest):
-    with (OSWorldCompatClient(guest.url, token=TOKEN, python="/nonexistent/python") as c,
-          pytest.raises(GuestError)):
+    with (
+        OSWorldCompatClient(guest.url, token=TOKEN, python="/nonexistent/python") as c,
+        pytest.raises(GuestError),
+    ):
         c.run_actions([MoveTo(1, 1)])
 
 
 def test_remote_provider_in_osworld_compat_mode_runs_a_task(guest):
     """The whole env through the compat client: actions as pyautogui code over /execute."""
-    env = gym.make("OSWorld-v0", provider="remote", tasks="builtin", screen_size=(W, H),
-                   max_steps=20, provider_kwargs={"url": guest.url, "token": TOKEN,
-                                                  "osworld_compat": True})
+    env = gym.make(
+        "OSWorld-v0",
+        provider="remote",
+        tasks="builtin",
+        screen_size=(W, H),
+        max_steps=20,
+        provider_kwargs={"url": guest.url, "token": TOKEN, "osworld_compat": True},
+    )
     try:
         GuestClient(base_url=guest.url, token=TOKEN).reset_desktop()  # compat cannot reset
         env.reset(options={"task": "os-mkdir-001"})

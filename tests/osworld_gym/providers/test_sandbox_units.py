@@ -18,8 +18,14 @@ from osworld_gym.guest.processes import PlayerIdentity
 from osworld_gym.providers import limits, local, sandbox
 
 
-@pytest.mark.parametrize("name", ["osworld_gym.providers.sandbox", "osworld_gym.providers.limits",
-                                  "osworld_gym.guest.osworld_api"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "osworld_gym.providers.sandbox",
+        "osworld_gym.providers.limits",
+        "osworld_gym.guest.osworld_api",
+    ],
+)
 def test_doctests_of_the_isolation_modules_pass(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
@@ -42,15 +48,28 @@ def test_the_sandbox_binds_an_allowlist_not_the_host_root(tmp_path):
     guard = sandbox.guard_dir(interp)
     if guard is not None:
         i = cmd.index(guard)
-        assert cmd[i - 3:i] == ["--perms", "0700", "--dir"]
+        assert cmd[i - 3 : i] == ["--perms", "0700", "--dir"]
 
 
 def test_judge_paths_under_a_visible_host_dir_are_reported_not_hidden():
     args, exposed = sandbox.judge_mounts(["/usr/lib/python3.11", "/root/.pyenv/x", "/tmp/ci/v"])
     assert exposed == ["/usr/lib/python3.11"]
-    assert args == ["--perms", "0700", "--dir", "/root", "--ro-bind", "/root/.pyenv/x",
-                    "/root/.pyenv/x", "--perms", "0700", "--dir", "/tmp/ci", "--ro-bind",
-                    "/tmp/ci/v", "/tmp/ci/v"]
+    assert args == [
+        "--perms",
+        "0700",
+        "--dir",
+        "/root",
+        "--ro-bind",
+        "/root/.pyenv/x",
+        "/root/.pyenv/x",
+        "--perms",
+        "0700",
+        "--dir",
+        "/tmp/ci",
+        "--ro-bind",
+        "/tmp/ci/v",
+        "/tmp/ci/v",
+    ]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a two-line uid_map needs root")
@@ -58,13 +77,30 @@ def test_the_user_namespace_maps_the_judge_to_root_and_the_player_to_an_unprivil
     fd = sandbox.two_identity_userns(sandbox.PLAYER_HOST_ID)
     try:
         out = subprocess.run(
-            ["bwrap", "--userns", str(fd), "--ro-bind", "/", "/", "--proc", "/proc", "--",
-             "cat", "/proc/self/uid_map"], pass_fds=(fd,), capture_output=True, text=True,
-            timeout=30)
+            [
+                "bwrap",
+                "--userns",
+                str(fd),
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--",
+                "cat",
+                "/proc/self/uid_map",
+            ],
+            pass_fds=(fd,),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     finally:
         os.close(fd)
     assert [line.split() for line in out.stdout.splitlines()] == [
-        ["0", "0", "1"], ["1000", str(sandbox.PLAYER_HOST_ID), "1"]], out.stderr
+        ["0", "0", "1"],
+        ["1000", str(sandbox.PLAYER_HOST_ID), "1"],
+    ], out.stderr
 
 
 def test_a_player_process_joins_its_cgroup_then_drops_every_privilege():
@@ -72,11 +108,22 @@ def test_a_player_process_joins_its_cgroup_then_drops_every_privilege():
     argv = ident.wrap(["mousepad", "a b.txt"], shell=False)
     assert argv[:2] == ["/bin/sh", "-c"]
     assert "echo $$ > '/run/osworld/p.procs'" in argv[2] and argv[2].endswith('exec "$@"')
-    assert argv[4:12] == ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups",
-                          "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    assert argv[4:12] == [
+        "setpriv",
+        "--reuid=1000",
+        "--regid=1000",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
     assert argv[-2:] == ["mousepad", "a b.txt"]
     assert PlayerIdentity(5, 6).wrap("echo hi | cat", shell=True)[-3:] == [
-        "/bin/sh", "-c", "echo hi | cat"]
+        "/bin/sh",
+        "-c",
+        "echo hi | cat",
+    ]
 
 
 def test_without_a_cgroup_the_player_gets_rlimits():
@@ -108,18 +155,40 @@ def test_limits_reject_nonsense_and_leave_the_judge_a_reserve():
 
 
 def test_unlimited_desktops_make_no_cgroup():
-    assert limits.DesktopCgroup.create("x", limits.DesktopLimits(memory_bytes=None, pids=None)) \
-        is None
+    assert (
+        limits.DesktopCgroup.create("x", limits.DesktopLimits(memory_bytes=None, pids=None)) is None
+    )
 
 
 def test_evaluation_holds_code_runners_but_not_installed_apps():
     from osworld_gym.guest.judging import RUNS_CODE
 
-    for prog in ("bash", "sh", "dash", "python3", "python3.11", "perl", "node", "watch", "xargs",
-                 "env", "busybox", "gdb"):
+    for prog in (
+        "bash",
+        "sh",
+        "dash",
+        "python3",
+        "python3.11",
+        "perl",
+        "node",
+        "watch",
+        "xargs",
+        "env",
+        "busybox",
+        "gdb",
+    ):
         assert RUNS_CODE.fullmatch(prog), prog
-    for prog in ("chromium", "vlc", "soffice.bin", "mousepad", "xterm", "openbox", "dbus-daemon",
-                 "sleep", "socat"):
+    for prog in (
+        "chromium",
+        "vlc",
+        "soffice.bin",
+        "mousepad",
+        "xterm",
+        "openbox",
+        "dbus-daemon",
+        "sleep",
+        "socat",
+    ):
         assert not RUNS_CODE.fullmatch(prog), prog
 
 
@@ -142,9 +211,13 @@ def test_a_child_killed_just_before_the_last_reap_is_waited_for_and_counted(tmp_
     reg = ProcessRegistry()
     # 64 MiB of touched memory makes the dump take a while (tens of ms), so the window is wide
     code = "import time; b = b'x' * (64 << 20); print('ready', flush=True); time.sleep(30)"
-    proc = reg.popen([sys.executable, "-c", code], app=True, cwd=str(tmp_path),
-                     stdout=subprocess.PIPE,
-                     preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (limit, limit)))
+    proc = reg.popen(
+        [sys.executable, "-c", code],
+        app=True,
+        cwd=str(tmp_path),
+        stdout=subprocess.PIPE,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (limit, limit)),
+    )
     try:
         assert proc.stdout.readline() == b"ready\n"
         os.kill(proc.pid, signal.SIGSTOP)
@@ -195,8 +268,10 @@ def test_a_zombie_its_parent_never_reaps_is_waited_for_once():
     from osworld_gym.guest.processes import ProcessRegistry, descendants
 
     reg = ProcessRegistry()
-    code = "import os, time\nif os.fork() == 0:\n    os._exit(1)\nprint('ready', flush=True)\n" \
+    code = (
+        "import os, time\nif os.fork() == 0:\n    os._exit(1)\nprint('ready', flush=True)\n"
         "time.sleep(30)"
+    )
     proc = reg.popen([sys.executable, "-c", code], app=True, stdout=subprocess.PIPE)
     try:
         assert proc.stdout.readline() == b"ready\n"
@@ -237,8 +312,9 @@ def test_chown_tree_never_follows_a_directory_swapped_for_a_symlink_mid_walk(tmp
         (home / "d" / f"f{i}").write_text("mine")
         (outside / f"f{i}").write_text("not the player's")
     (home / "swap").symlink_to(outside)
-    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(home / "d"),
-                                str(home / "swap"), "60"])
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", SWAPPER, str(home / "d"), str(home / "swap"), "60"]
+    )
     try:
         for i in range(40):
             chown_tree(home, 4242 + i % 2, 4242 + i % 2)
@@ -255,8 +331,9 @@ def test_trust_runs_from_setup_roots_only_to_gui_apps_and_stops_at_a_shell():
     from osworld_gym.guest.judging import trusted_pids
     from osworld_gym.guest.processes import descendants
 
-    root = subprocess.Popen(["sh", "-c", "sleep 101 & bash -c 'sleep 102; true' & wait"],
-                            start_new_session=True)
+    root = subprocess.Popen(
+        ["sh", "-c", "sleep 101 & bash -c 'sleep 102; true' & wait"], start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 10
         while len(kids := descendants(root.pid)) < 3 and time.monotonic() < deadline:
@@ -273,8 +350,10 @@ def test_trust_runs_from_setup_roots_only_to_gui_apps_and_stops_at_a_shell():
 V2 = "/sys/fs/cgroup/unified"
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.isfile(f"{V2}/cgroup.procs"),
-                    reason="needs root and a cgroup v2 hierarchy (hybrid: /sys/fs/cgroup/unified)")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.isfile(f"{V2}/cgroup.procs"),
+    reason="needs root and a cgroup v2 hierarchy (hybrid: /sys/fs/cgroup/unified)",
+)
 def test_the_v2_freezer_holds_a_writer_and_keeps_a_trusted_process_running(tmp_path):
     """The cgroup v2 path of the hold (pure-v2 hosts; exercised here on the hybrid hierarchy):
     an untrusted writer stops changing its file while held and resumes after; a trusted one
@@ -286,9 +365,17 @@ def test_the_v2_freezer_holds_a_writer_and_keeps_a_trusted_process_running(tmp_p
     # no child processes: a setup root's children that are no desktop GUI app (`date`) are
     # held too
     loop = "import time\nwhile True: open({!r}, 'a').write('.'); time.sleep(0.005)"
-    procs = [subprocess.Popen(["sh", "-c", f"echo $$ > {base}/cgroup.procs && exec "
-                                           f"{sys.executable} -c \"{loop.format(str(tmp_path / name))}\""])
-             for name in ("held", "kept")]
+    procs = [
+        subprocess.Popen(
+            [
+                "sh",
+                "-c",
+                f"echo $$ > {base}/cgroup.procs && exec "
+                f'{sys.executable} -c "{loop.format(str(tmp_path / name))}"',
+            ]
+        )
+        for name in ("held", "kept")
+    ]
     try:
         while any(not (tmp_path / n).exists() for n in ("held", "kept")):
             time.sleep(0.01)

@@ -36,8 +36,9 @@ pytestmark = pytest.mark.desktop
 
 for _prog in ("Xvfb", "x11vnc", "xterm"):
     if shutil.which(_prog) is None:
-        pytest.skip(f"{_prog} is not installed (apt-get install xvfb x11vnc xterm)",
-                    allow_module_level=True)
+        pytest.skip(
+            f"{_prog} is not installed (apt-get install xvfb x11vnc xterm)", allow_module_level=True
+        )
 
 W, H = 800, 600
 
@@ -54,9 +55,24 @@ def start_x11vnc(display: str, env: dict[str, str], log: Path) -> tuple[subproce
     """x11vnc on ``display``, loopback only, no password, cursor not drawn into the frame."""
     port = free_port()
     with open(log, "wb") as out:
-        proc = subprocess.Popen(["x11vnc", "-display", display, "-rfbport", str(port),
-                                 "-localhost", "-nopw", "-forever", "-shared", "-nocursor",
-                                 "-quiet"], stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            [
+                "x11vnc",
+                "-display",
+                display,
+                "-rfbport",
+                str(port),
+                "-localhost",
+                "-nopw",
+                "-forever",
+                "-shared",
+                "-nocursor",
+                "-quiet",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     deadline = time.monotonic() + 20
     while True:
         with socket.socket() as s:
@@ -86,8 +102,11 @@ def desk(tmp_path_factory) -> VncDesktop:
     (root / "Xauthority").touch()
     env = {**os.environ, "XAUTHORITY": str(root / "Xauthority"), "HOME": str(root)}
     display = free_display(300)
-    xvfb = subprocess.Popen(["Xvfb", display, "-screen", "0", f"{W}x{H}x24", "-nolisten", "tcp"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    xvfb = subprocess.Popen(
+        ["Xvfb", display, "-screen", "0", f"{W}x{H}x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     procs = [xvfb]
     try:
         n = display[1:]
@@ -97,9 +116,23 @@ def desk(tmp_path_factory) -> VncDesktop:
             time.sleep(0.05)
         vnc, server = start_x11vnc(display, env, root / "x11vnc.log")
         procs.append(vnc)
-        procs.append(subprocess.Popen(["xterm", "-display", display, "-geometry", "80x24+0+0",
-                                       "-e", "bash", "--norc", "--noprofile"],
-                                      env={**env, "PS1": "$ "}, cwd=root))
+        procs.append(
+            subprocess.Popen(
+                [
+                    "xterm",
+                    "-display",
+                    display,
+                    "-geometry",
+                    "80x24+0+0",
+                    "-e",
+                    "bash",
+                    "--norc",
+                    "--noprofile",
+                ],
+                env={**env, "PS1": "$ "},
+                cwd=root,
+            )
+        )
         yield VncDesktop(display, server, procs, env)
     finally:
         stop(procs)
@@ -176,9 +209,14 @@ def test_a_task_runs_with_pixels_and_input_over_vnc_and_the_rest_over_the_guest(
     guest = launch_guest(tmp_path / "guest", size=(W, H))
     env_x = {**os.environ, "XAUTHORITY": str(tmp_path / "guest" / "Xauthority")}
     vnc, server = start_x11vnc(guest.display, env_x, tmp_path / "x11vnc.log")
-    env = gym.make("OSWorld-v0", provider="vnc", tasks="builtin", screen_size=(W, H),
-                   max_steps=20, provider_kwargs={"vnc": server, "guest_url": guest.url,
-                                                  "token": TOKEN})
+    env = gym.make(
+        "OSWorld-v0",
+        provider="vnc",
+        tasks="builtin",
+        screen_size=(W, H),
+        max_steps=20,
+        provider_kwargs={"vnc": server, "guest_url": guest.url, "token": TOKEN},
+    )
     try:
         obs, _ = env.reset(options={"task": "os-mkdir-001"})
         assert obs["screenshot"].shape == (H, W, 3)

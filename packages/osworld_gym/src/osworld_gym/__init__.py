@@ -31,9 +31,18 @@ from osworld_gym.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "ActionError", "EvaluatorError", "GuestError", "InfraError", "MissingDependencyError",
-    "OSWorldGymError", "SetupError", "TaskError", "TaskValidationError", "UnusableResultFile",
-    "testing", "__version__",
+    "ActionError",
+    "EvaluatorError",
+    "GuestError",
+    "InfraError",
+    "MissingDependencyError",
+    "OSWorldGymError",
+    "SetupError",
+    "TaskError",
+    "TaskValidationError",
+    "UnusableResultFile",
+    "testing",
+    "__version__",
 ]
 
 ENV_ID = "OSWorld-v0"
@@ -78,8 +87,9 @@ class _WhenGymnasiumIsImported(importlib.abc.MetaPathFinder):
 
     _lock = threading.Lock()
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None
-                  ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname != "gymnasium":
             return None
         with self._lock:

@@ -31,6 +31,7 @@ import numpy as np
 from osworld_gym.protocol.primitives import Primitive, Wait, to_dict
 from osworld_gym.errors import GuestError, UnusableResultFile
 from osworld_gym.protocol import routes
+
 # Largest file get_file/download_file accept by default. Task result files are documents,
 # sheets and slides of a few MB; a larger one at a result path is the agent's doing
 # (``truncate -s 2G``) and is scored 0, never buffered.
@@ -45,14 +46,25 @@ _BACKOFF_S = 0.2
 class GuestClient:
     """Talks to one guest over a unix socket (``uds``) or ``base_url`` (loopback TCP)."""
 
-    def __init__(self, *, uds: str | None = None, base_url: str | None = None,
-                 token: str | None = None, timeout: float = 30.0, retries: int = 2):
+    def __init__(
+        self,
+        *,
+        uds: str | None = None,
+        base_url: str | None = None,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 2,
+    ):
         if (uds is None) == (base_url is None):
             raise ValueError("give exactly one of uds= or base_url=")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         transport = httpx.HTTPTransport(uds=uds) if uds is not None else httpx.HTTPTransport()
-        self._http = httpx.Client(transport=transport, base_url=base_url or "http://guest",
-                                  headers=headers, timeout=timeout)
+        self._http = httpx.Client(
+            transport=transport,
+            base_url=base_url or "http://guest",
+            headers=headers,
+            timeout=timeout,
+        )
         self.timeout = timeout
         self.retries = retries
         self.last_timings: dict[str, float] = {}
@@ -68,32 +80,55 @@ class GuestClient:
 
     # ---- plumbing ---------------------------------------------------------------------------
     @overload
-    def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
-                 ok_404: Literal[False] = False, ok_501: Literal[False] = False,
-                 **kwargs: Any) -> httpx.Response: ...
+    def _request(
+        self,
+        method: str,
+        endpoint: str,
+        *,
+        timeout: float | None = None,
+        ok_404: Literal[False] = False,
+        ok_501: Literal[False] = False,
+        **kwargs: Any,
+    ) -> httpx.Response: ...
 
     @overload
-    def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
-                 ok_404: bool = False, ok_501: bool = False,
-                 **kwargs: Any) -> httpx.Response | None: ...
+    def _request(
+        self,
+        method: str,
+        endpoint: str,
+        *,
+        timeout: float | None = None,
+        ok_404: bool = False,
+        ok_501: bool = False,
+        **kwargs: Any,
+    ) -> httpx.Response | None: ...
 
-    def _request(self, method: str, endpoint: str, *, timeout: float | None = None,
-                 ok_404: bool = False, ok_501: bool = False,
-                 **kwargs: Any) -> httpx.Response | None:
+    def _request(
+        self,
+        method: str,
+        endpoint: str,
+        *,
+        timeout: float | None = None,
+        ok_404: bool = False,
+        ok_501: bool = False,
+        **kwargs: Any,
+    ) -> httpx.Response | None:
         attempts = 1 + max(0, self.retries)
         last: Exception | None = None
         for attempt in range(attempts):
             if attempt:
                 time.sleep(_BACKOFF_S * 2 ** (attempt - 1))
             try:
-                resp = self._http.request(method, endpoint, timeout=timeout or self.timeout,
-                                          **kwargs)
+                resp = self._http.request(
+                    method, endpoint, timeout=timeout or self.timeout, **kwargs
+                )
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 last = GuestError(f"cannot connect to the guest: {e}", endpoint=endpoint)
                 continue  # nothing reached the server: safe to retry any method
             except httpx.TransportError as e:
-                last = GuestError(f"{method} {endpoint} failed: {type(e).__name__}: {e}",
-                                  endpoint=endpoint)
+                last = GuestError(
+                    f"{method} {endpoint} failed: {type(e).__name__}: {e}", endpoint=endpoint
+                )
                 if method == "GET":
                     continue
                 raise last from e
@@ -101,23 +136,30 @@ class GuestClient:
                 return resp
             if (ok_404 and resp.status_code == 404) or (ok_501 and resp.status_code == 501):
                 return None
-            last = GuestError(f"{method} {endpoint} -> {resp.status_code}: {_message(resp)}",
-                              status=resp.status_code, endpoint=endpoint)
+            last = GuestError(
+                f"{method} {endpoint} -> {resp.status_code}: {_message(resp)}",
+                status=resp.status_code,
+                endpoint=endpoint,
+            )
             if method == "GET" and resp.status_code in _RETRY_STATUSES:
                 continue
             raise last
         assert last is not None
         raise last
 
-    def _json(self, method: str, endpoint: str, *, timeout: float | None = None,
-              **kwargs: Any) -> Any:
+    def _json(
+        self, method: str, endpoint: str, *, timeout: float | None = None, **kwargs: Any
+    ) -> Any:
         resp = self._request(method, endpoint, timeout=timeout, **kwargs)
         assert resp is not None  # only ok_404/ok_501 callers get None, and they do not come here
         try:
             return resp.json()
         except ValueError:
-            raise GuestError(f"{endpoint} answered non-JSON: {resp.text[:200]!r}",
-                             status=resp.status_code, endpoint=endpoint) from None
+            raise GuestError(
+                f"{endpoint} answered non-JSON: {resp.text[:200]!r}",
+                status=resp.status_code,
+                endpoint=endpoint,
+            ) from None
 
     def close(self) -> None:
         self._http.close()
@@ -160,15 +202,20 @@ class GuestClient:
                 if e.status == 401:
                     raise
             if time.monotonic() + delay > deadline:
-                raise GuestError(f"guest not ready after {timeout:g} s: {last}",
-                                 endpoint=routes.HEALTH)
+                raise GuestError(
+                    f"guest not ready after {timeout:g} s: {last}", endpoint=routes.HEALTH
+                )
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
 
     def reset_desktop(self, restore_home: bool = True) -> dict:
         """Kill all apps, restore the home directory; ``{"killed": N, "ms": ...}``."""
-        return self._json("POST", routes.RESET, json={"restore_home": restore_home},
-                          timeout=max(self.timeout, 60.0))
+        return self._json(
+            "POST",
+            routes.RESET,
+            json={"restore_home": restore_home},
+            timeout=max(self.timeout, 60.0),
+        )
 
     # ---- observation ------------------------------------------------------------------------
     def screenshot_png(self) -> bytes:
@@ -179,8 +226,9 @@ class GuestClient:
         """The screen as an ``(H, W, 3)`` uint8 array (raw transfer, no PNG)."""
         return self._raw_screenshot({"format": "raw", "cursor": "1" if cursor else "0"})[0]
 
-    def settled_screenshot_array(self, max_s: float = 3.0, cursor: bool = True
-                                 ) -> tuple[np.ndarray, dict[str, float]] | None:
+    def settled_screenshot_array(
+        self, max_s: float = 3.0, cursor: bool = True
+    ) -> tuple[np.ndarray, dict[str, float]] | None:
         """The screen once the desktop has finished reacting to the last actions.
 
         The guest waits until nothing was drawn and no desktop process ran for a moment (see
@@ -206,28 +254,35 @@ class GuestClient:
         try:
             facts = {str(k): float(v) for k, v in json.loads(header).items()}
         except (ValueError, TypeError, AttributeError):
-            raise GuestError(f"unreadable X-Settle header {header[:100]!r}",
-                             endpoint=routes.RAW_SCREENSHOT) from None
+            raise GuestError(
+                f"unreadable X-Settle header {header[:100]!r}", endpoint=routes.RAW_SCREENSHOT
+            ) from None
         return arr, facts
 
-    def _raw_screenshot(self, params: dict[str, str], timeout: float | None = None
-                        ) -> tuple[np.ndarray, httpx.Response]:
+    def _raw_screenshot(
+        self, params: dict[str, str], timeout: float | None = None
+    ) -> tuple[np.ndarray, httpx.Response]:
         t0 = time.perf_counter()
         resp = self._request("GET", routes.RAW_SCREENSHOT, params=params, timeout=timeout)
         try:
             w, h = int(resp.headers[routes.WIDTH_HEADER]), int(resp.headers[routes.HEIGHT_HEADER])
         except (KeyError, ValueError):
-            raise GuestError("raw screenshot without X-Width/X-Height headers",
-                             endpoint=routes.RAW_SCREENSHOT) from None
+            raise GuestError(
+                "raw screenshot without X-Width/X-Height headers", endpoint=routes.RAW_SCREENSHOT
+            ) from None
         if len(resp.content) != w * h * 3:
-            raise GuestError(f"raw screenshot is {len(resp.content)} bytes, expected {w}x{h}x3",
-                             endpoint=routes.RAW_SCREENSHOT)
+            raise GuestError(
+                f"raw screenshot is {len(resp.content)} bytes, expected {w}x{h}x3",
+                endpoint=routes.RAW_SCREENSHOT,
+            )
         arr = np.frombuffer(resp.content, dtype=np.uint8).reshape(h, w, 3)
         self._note_crashes(resp.headers.get(routes.CRASHES_HEADER))
-        self.last_timings = {"capture_ms": float(resp.headers.get(routes.CAPTURE_MS_HEADER, "nan")),
-                             "encode_ms": float(resp.headers.get(routes.ENCODE_MS_HEADER, "nan")),
-                             "total_ms": (time.perf_counter() - t0) * 1000,
-                             "bytes": float(len(resp.content))}
+        self.last_timings = {
+            "capture_ms": float(resp.headers.get(routes.CAPTURE_MS_HEADER, "nan")),
+            "encode_ms": float(resp.headers.get(routes.ENCODE_MS_HEADER, "nan")),
+            "total_ms": (time.perf_counter() - t0) * 1000,
+            "bytes": float(len(resp.content)),
+        }
         return arr, resp
 
     def screen_size(self) -> tuple[int, int]:
@@ -246,16 +301,26 @@ class GuestClient:
 
     def accessibility(self) -> str | None:
         """OSWorld-style AT-SPI XML, or None where the guest cannot produce one (501)."""
-        resp = self._request("GET", routes.ACCESSIBILITY, ok_501=True, timeout=max(self.timeout, 45))
+        resp = self._request(
+            "GET", routes.ACCESSIBILITY, ok_501=True, timeout=max(self.timeout, 45)
+        )
         return None if resp is None else resp.json().get("AT")
 
     # ---- commands and files -----------------------------------------------------------------
-    def execute(self, command: str | Sequence[str], shell: bool = False, timeout: float = 120.0,
-                setup: bool = False) -> dict:
+    def execute(
+        self,
+        command: str | Sequence[str],
+        shell: bool = False,
+        timeout: float = 120.0,
+        setup: bool = False,
+    ) -> dict:
         """Run a command to completion: ``{"status", "output", "error", "returncode"}``."""
         endpoint = routes.SETUP_EXECUTE if setup else routes.EXECUTE
-        body = {"command": command if isinstance(command, str) else list(command),
-                "shell": shell, "timeout": timeout}
+        body = {
+            "command": command if isinstance(command, str) else list(command),
+            "shell": shell,
+            "timeout": timeout,
+        }
         return self._json("POST", endpoint, json=body, timeout=timeout + 10)
 
     def launch(self, command: str | Sequence[str], shell: bool = False) -> None:
@@ -268,28 +333,46 @@ class GuestClient:
         if isinstance(data, Path):
             with open(data, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
-                self._request("POST", routes.SETUP_UPLOAD, data={"file_path": path},
-                              files={"file_data": ("file", f, "application/octet-stream")},
-                              timeout=max(self.timeout, 30 + size / 20e6))
+                self._request(
+                    "POST",
+                    routes.SETUP_UPLOAD,
+                    data={"file_path": path},
+                    files={"file_data": ("file", f, "application/octet-stream")},
+                    timeout=max(self.timeout, 30 + size / 20e6),
+                )
             return
-        self._request("POST", routes.SETUP_UPLOAD, data={"file_path": path},
-                      files={"file_data": ("file", data, "application/octet-stream")},
-                      timeout=max(self.timeout, 30 + len(data) / 20e6))
+        self._request(
+            "POST",
+            routes.SETUP_UPLOAD,
+            data={"file_path": path},
+            files={"file_data": ("file", data, "application/octet-stream")},
+            timeout=max(self.timeout, 30 + len(data) / 20e6),
+        )
 
     def open_file(self, path: str, timeout: float = 60.0) -> None:
         """Open a file (xdg-open) or command and wait until its window appears."""
-        self._request("POST", routes.SETUP_OPEN_FILE, json={"path": path, "timeout": timeout},
-                      timeout=timeout + 15)
+        self._request(
+            "POST",
+            routes.SETUP_OPEN_FILE,
+            json={"path": path, "timeout": timeout},
+            timeout=timeout + 15,
+        )
 
-    def activate_window(self, window_name: str, strict: bool = False,
-                        by_class: bool = False) -> None:
-        self._request("POST", routes.SETUP_ACTIVATE_WINDOW,
-                      json={"window_name": window_name, "strict": strict, "by_class": by_class})
+    def activate_window(
+        self, window_name: str, strict: bool = False, by_class: bool = False
+    ) -> None:
+        self._request(
+            "POST",
+            routes.SETUP_ACTIVATE_WINDOW,
+            json={"window_name": window_name, "strict": strict, "by_class": by_class},
+        )
 
-    def close_window(self, window_name: str, strict: bool = False,
-                     by_class: bool = False) -> None:
-        self._request("POST", routes.SETUP_CLOSE_WINDOW,
-                      json={"window_name": window_name, "strict": strict, "by_class": by_class})
+    def close_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
+        self._request(
+            "POST",
+            routes.SETUP_CLOSE_WINDOW,
+            json={"window_name": window_name, "strict": strict, "by_class": by_class},
+        )
 
     def get_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
         """The file's bytes (at most ``max_bytes``), or None if it does not exist.
@@ -333,8 +416,9 @@ class GuestClient:
             if attempt:
                 time.sleep(_BACKOFF_S * 2 ** (attempt - 1))
             try:
-                with self._http.stream("POST", endpoint, data={"file_path": path},
-                                       timeout=max(self.timeout, 120)) as resp:
+                with self._http.stream(
+                    "POST", endpoint, data={"file_path": path}, timeout=max(self.timeout, 120)
+                ) as resp:
                     if resp.status_code == 404:
                         return None
                     if resp.status_code in (413, 422):
@@ -342,28 +426,34 @@ class GuestClient:
                         raise UnusableResultFile(_message(resp))  # it names the path
                     if not resp.is_success:
                         resp.read()
-                        raise GuestError(f"POST {endpoint} -> {resp.status_code}: "
-                                         f"{_message(resp)}", status=resp.status_code,
-                                         endpoint=endpoint)
+                        raise GuestError(
+                            f"POST {endpoint} -> {resp.status_code}: {_message(resp)}",
+                            status=resp.status_code,
+                            endpoint=endpoint,
+                        )
                     declared = resp.headers.get("Content-Length")
                     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-                        raise UnusableResultFile(f"{path} is {declared} bytes, over the "
-                                                 f"{max_bytes} byte limit for result files")
+                        raise UnusableResultFile(
+                            f"{path} is {declared} bytes, over the "
+                            f"{max_bytes} byte limit for result files"
+                        )
                     out.seek(0)
                     out.truncate()
                     size = 0
                     for chunk in resp.iter_bytes(1 << 20):
                         size += len(chunk)
                         if size > max_bytes:
-                            raise UnusableResultFile(f"{path} is over the {max_bytes} byte "
-                                                     "limit for result files")
+                            raise UnusableResultFile(
+                                f"{path} is over the {max_bytes} byte limit for result files"
+                            )
                         out.write(chunk)
                     return size
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 last = GuestError(f"cannot connect to the guest: {e}", endpoint=endpoint)
             except httpx.TransportError as e:
-                last = GuestError(f"POST {endpoint} failed: {type(e).__name__}: {e}",
-                                  endpoint=endpoint)
+                last = GuestError(
+                    f"POST {endpoint} failed: {type(e).__name__}: {e}", endpoint=endpoint
+                )
         raise last
 
     def list_directory(self, path: str) -> dict:
@@ -404,9 +494,12 @@ class GuestClient:
     def _send_actions(self, prims: Sequence[Primitive]) -> tuple[int, float]:
         """Perform ``prims`` (no :class:`Wait`) in one request, through XTest in the guest;
         ``(executed, exec_ms)``."""
-        r = self._json("POST", routes.ACTIONS,
-                       json={"actions": [to_dict(p) for p in prims]},
-                       timeout=max(self.timeout, 120))
+        r = self._json(
+            "POST",
+            routes.ACTIONS,
+            json={"actions": [to_dict(p) for p in prims]},
+            timeout=max(self.timeout, 120),
+        )
         self._note_crashes(r.get("crashes"))
         return r.get("executed", len(prims)), r.get("timings", {}).get("exec_ms", 0.0)
 
@@ -451,8 +544,15 @@ class OSWorldCompatClient(GuestClient):
     >>> c.close()
     """
 
-    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 30.0,
-                 retries: int = 2, python: str = "python"):
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 2,
+        python: str = "python",
+    ):
         super().__init__(base_url=base_url, token=token, timeout=timeout, retries=retries)
         #: the guest command that runs pyautogui code (OSWorld's image: ``python``)
         self.python = python
@@ -470,8 +570,10 @@ class OSWorldCompatClient(GuestClient):
         """``{"status": "ok", "x_alive": True}`` when ``/screenshot`` answers with an image."""
         resp = self._request("GET", routes.SCREENSHOT, timeout=min(10.0, self.timeout))
         if not _is_image(resp.content):
-            raise GuestError(f"/screenshot answered {resp.headers.get('content-type')!r}, "
-                             "not an image", endpoint=routes.SCREENSHOT)
+            raise GuestError(
+                f"/screenshot answered {resp.headers.get('content-type')!r}, not an image",
+                endpoint=routes.SCREENSHOT,
+            )
         return {"status": "ok", "x_alive": True}
 
     def wait_ready(self, timeout: float) -> None:
@@ -487,15 +589,20 @@ class OSWorldCompatClient(GuestClient):
                 if e.status == 401:
                     raise
             if time.monotonic() + delay > deadline:
-                raise GuestError(f"OSWorld guest at {self.base_url} not ready after {timeout:g} s: "
-                                 f"{last}", endpoint=routes.SCREENSHOT)
+                raise GuestError(
+                    f"OSWorld guest at {self.base_url} not ready after {timeout:g} s: {last}",
+                    endpoint=routes.SCREENSHOT,
+                )
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 
     def reset_desktop(self, restore_home: bool = True) -> dict:
-        raise GuestError("OSWorld's guest server cannot reset its desktop: restart or revert the "
-                         "machine instead (the docker provider restarts the container)",
-                         status=501, endpoint=routes.RESET)
+        raise GuestError(
+            "OSWorld's guest server cannot reset its desktop: restart or revert the "
+            "machine instead (the docker provider restarts the container)",
+            status=501,
+            endpoint=routes.RESET,
+        )
 
     # ---- observation ------------------------------------------------------------------------
     def settled_screenshot_array(self, max_s: float = 3.0, cursor: bool = True) -> None:
@@ -515,12 +622,15 @@ class OSWorldCompatClient(GuestClient):
             with Image.open(io.BytesIO(data)) as img:
                 arr = np.asarray(img.convert("RGB"))
         except OSError as e:
-            raise GuestError(f"/screenshot is not a readable image: {e}",
-                             endpoint=routes.SCREENSHOT) from None
-        self.last_timings = {"capture_ms": (t1 - t0) * 1000,
-                             "encode_ms": (time.perf_counter() - t1) * 1000,
-                             "total_ms": (time.perf_counter() - t0) * 1000,
-                             "bytes": float(len(data))}
+            raise GuestError(
+                f"/screenshot is not a readable image: {e}", endpoint=routes.SCREENSHOT
+            ) from None
+        self.last_timings = {
+            "capture_ms": (t1 - t0) * 1000,
+            "encode_ms": (time.perf_counter() - t1) * 1000,
+            "total_ms": (time.perf_counter() - t0) * 1000,
+            "bytes": float(len(data)),
+        }
         return arr
 
     # ---- input ------------------------------------------------------------------------------
@@ -535,13 +645,18 @@ class OSWorldCompatClient(GuestClient):
         """Perform ``prims`` as pyautogui code through ``/execute``. GuestError if the code
         fails in the guest."""
         t0 = time.perf_counter()
-        r = self._json("POST", routes.EXECUTE, json={"command": self.pyautogui_command(prims),
-                                                  "shell": False},
-                       timeout=max(self.timeout, 120))
+        r = self._json(
+            "POST",
+            routes.EXECUTE,
+            json={"command": self.pyautogui_command(prims), "shell": False},
+            timeout=max(self.timeout, 120),
+        )
         if r.get("returncode", 0) != 0 or r.get("status", "success") != "success":
             err = (r.get("error") or r.get("message") or "")[-800:]
-            raise GuestError(f"pyautogui failed in the guest (returncode "
-                             f"{r.get('returncode')}): {err}", endpoint=routes.EXECUTE)
+            raise GuestError(
+                f"pyautogui failed in the guest (returncode {r.get('returncode')}): {err}",
+                endpoint=routes.EXECUTE,
+            )
         return len(prims), (time.perf_counter() - t0) * 1000
 
 

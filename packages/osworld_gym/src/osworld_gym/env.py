@@ -134,9 +134,13 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         # its profile (gsettings)
         caps = self.provider.capabilities(self.provider.profile)
         self.tasks: TaskSet | None = None if tasks is None else load_tasks(tasks, provider=caps)
-        self.action_set = (action_set if isinstance(action_set, ActionSet)
-                           else make_action_set(action_set, screen_size=self.screen_size,
-                                                **(action_set_kwargs or {})))
+        self.action_set = (
+            action_set
+            if isinstance(action_set, ActionSet)
+            else make_action_set(
+                action_set, screen_size=self.screen_size, **(action_set_kwargs or {})
+            )
+        )
         self.max_steps = max_steps
         self.a11y_tree = a11y_tree
         self.settle = settle
@@ -170,8 +174,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
 
     # -- gymnasium API ---------------------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
-              ) -> tuple[ObsType, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode on a clean desktop.
 
         The task is ``options["task"]`` (an id, a task dict or a :class:`Task`) when given, else
@@ -254,12 +259,21 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             except Exception as e:  # noqa: BLE001 - a parser bug must not end the episode
                 # agent text found a path the parser does not handle: still the agent's action,
                 # rejected and executed nothing; logged so the parser can be fixed
-                log.warning("action parser raised %s on a %d-character action", type(e).__name__,
-                            len(action) if type(action) is str else -1, exc_info=True)
+                log.warning(
+                    "action parser raised %s on a %d-character action",
+                    type(e).__name__,
+                    len(action) if type(action) is str else -1,
+                    exc_info=True,
+                )
                 action_error = f"the action could not be parsed ({type(e).__name__})"
         timings["parse_ms"] = 1000 * (time.monotonic() - t0)
-        self._last_action = (action if type(action) is str
-                             else repr(action) if action_error is None else "<rejected action>")
+        self._last_action = (
+            action
+            if type(action) is str
+            else repr(action)
+            if action_error is None
+            else "<rejected action>"
+        )
 
         try:
             if parsed is not None:
@@ -270,7 +284,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                 terminated = special in ("DONE", "FAIL")
             # after input the screen may still be changing; after a pure wait it has had its time
             acted = parsed is not None and any(not isinstance(p, Wait) for p in parsed.primitives)
-            self._frame = self._observe_frame(client, timings, previous=self._frame, settle=bool(acted))
+            self._frame = self._observe_frame(
+                client, timings, previous=self._frame, settle=bool(acted)
+            )
             self._note_app_exits(client)
             truncated = not terminated and self._steps >= self.max_steps
             if terminated or truncated:
@@ -280,13 +296,20 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                 timings["eval_ms"] = 1000 * (time.monotonic() - t1)
         except InfraError as e:
             infra_error = f"{type(e).__name__}: {e}"
-            log.warning("infrastructure error in task %s step %d: %s", self._task.id, self._steps, e)
+            log.warning(
+                "infrastructure error in task %s step %d: %s", self._task.id, self._steps, e
+            )
             self._needs_restart = True  # the desktop itself may be broken
             reward, terminated, truncated = 0.0, False, True
 
         self._done = terminated or truncated
-        info = self._info(timings=timings, action_error=action_error, infra_error=infra_error,
-                          special=special, eval_note=eval_note)
+        info = self._info(
+            timings=timings,
+            action_error=action_error,
+            infra_error=infra_error,
+            special=special,
+            eval_note=eval_note,
+        )
         obs = self._obs(client) if infra_error is None else self._obs(None)
         return obs, float(reward), terminated, truncated, info
 
@@ -316,7 +339,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             return Task.from_dict(choice)
         if choice is not None:
             if self.tasks is None:
-                raise TaskError(f"task {choice!r} named, but this env has no task set; pass a task dict")
+                raise TaskError(
+                    f"task {choice!r} named, but this env has no task set; pass a task dict"
+                )
             return self.tasks[choice]
         if self.tasks is None or len(self.tasks) == 0:
             raise TaskError("this env has no tasks; pass options={'task': ...} to reset()")
@@ -331,9 +356,15 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         return self.provider.start()
 
     def _runner(self, client: DesktopClient, task: Task) -> SetupRunner:
-        return SetupRunner(client, cache_dir=self.cache_dir, task_id=task.id,
-                           client_password=self.provider.client_password, screen_size=self.screen_size,
-                           work_dir=self._work_dir(task), host_access=self.host_access)
+        return SetupRunner(
+            client,
+            cache_dir=self.cache_dir,
+            task_id=task.id,
+            client_password=self.provider.client_password,
+            screen_size=self.screen_size,
+            work_dir=self._work_dir(task),
+            host_access=self.host_access,
+        )
 
     def _work_dir(self, task: Task) -> Path:
         """This env's own directory for the task's fetched and generated files (see EvalContext)."""
@@ -341,11 +372,15 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             self._work_root = Path(tempfile.mkdtemp(prefix="osworld-gym-episode-"))
         return self._work_root / task.id
 
-    def _execute(self, client: DesktopClient, parsed: ParsedAction, timings: dict[str, float]) -> None:
+    def _execute(
+        self, client: DesktopClient, parsed: ParsedAction, timings: dict[str, float]
+    ) -> None:
         t0 = time.monotonic()
         guest_ms = 0.0
         if parsed.primitives:  # every client sleeps Wait primitives itself, between its requests
-            guest_ms = float(client.run_actions(parsed.primitives).get("timings", {}).get("exec_ms", 0.0))
+            guest_ms = float(
+                client.run_actions(parsed.primitives).get("timings", {}).get("exec_ms", 0.0)
+            )
         if parsed.special == "WAIT":
             time.sleep(self.wait_s)
         timings["exec_ms"] = 1000 * (time.monotonic() - t0)
@@ -373,14 +408,22 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
                 self._app_exits.append("a task app died")
             self._crash_baseline = client.crash_count
 
-    def _observe_frame(self, client: DesktopClient, timings: dict[str, float], previous: np.ndarray | None,
-                       settle: bool = True) -> np.ndarray:
+    def _observe_frame(
+        self,
+        client: DesktopClient,
+        timings: dict[str, float],
+        previous: np.ndarray | None,
+        settle: bool = True,
+    ) -> np.ndarray:
         t0 = time.monotonic()
         settled = None
         if self.settle is None or not settle:
             frame = client.screenshot_array()
-        elif (self.settle.signal and previous is not None
-              and (settled := client.settled_screenshot_array(self.settle.max_s)) is not None):
+        elif (
+            self.settle.signal
+            and previous is not None
+            and (settled := client.settled_screenshot_array(self.settle.max_s)) is not None
+        ):
             frame, facts = settled  # the guest watched the X server and the apps go idle
             timings.update(facts, settle_signal=1.0)
         else:  # after a reset's setup (no input to time from) or where the guest cannot tell
@@ -391,25 +434,34 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             timings[f"screenshot_{k}"] = float(v)
         w, h = self.screen_size
         if frame.shape != (h, w, 3):
-            raise InfraError(f"the desktop's screen is {frame.shape[1]}x{frame.shape[0]}, but the env "
-                             f"was made for {w}x{h}; pass screen_size=({frame.shape[1]}, {frame.shape[0]})")
+            raise InfraError(
+                f"the desktop's screen is {frame.shape[1]}x{frame.shape[0]}, but the env "
+                f"was made for {w}x{h}; pass screen_size=({frame.shape[1]}, {frame.shape[0]})"
+            )
         return frame
 
     def _score(self, client: DesktopClient) -> tuple[float, str | None]:
         """``(score, note)``: the evaluator's score and, for a 0, why (when it says)."""
         assert self._task is not None
-        ctx = EvalContext(client=client, cache_dir=self.cache_dir / self._task.id, task_id=self._task.id,
-                          last_action=self._last_action, screen_size=self.screen_size,
-                          client_password=self.provider.client_password,
-                          work_dir=self._work_dir(self._task))
+        ctx = EvalContext(
+            client=client,
+            cache_dir=self.cache_dir / self._task.id,
+            task_id=self._task.id,
+            last_action=self._last_action,
+            screen_size=self.screen_size,
+            client_password=self.provider.client_password,
+            work_dir=self._work_dir(self._task),
+        )
         try:
             result = evaluate(self._task, ctx, self._runner(client, self._task))
         except EvaluatorError as e:
             if not self._app_exits:
                 raise
             # the getter needed an app the agent's desktop lost (e.g. CDP of a killed browser)
-            return 0.0, (f"evaluation failed after task apps died during the episode "
-                         f"({'; '.join(self._app_exits)}): {e}")
+            return 0.0, (
+                f"evaluation failed after task apps died during the episode "
+                f"({'; '.join(self._app_exits)}): {e}"
+            )
         return float(result.score), _zero_note(result)
 
     def _failed_reset_step(self) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
@@ -419,8 +471,9 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         obs: ObsType = {"screenshot": np.zeros((h, w, 3), np.uint8), "instruction": ""}
         if self.a11y_tree:
             obs["accessibility_tree"] = ""
-        info = self._info(timings={}, infra_error=f"ResetFailed: {self._reset_error}; call "
-                                                  "reset() again")
+        info = self._info(
+            timings={}, infra_error=f"ResetFailed: {self._reset_error}; call reset() again"
+        )
         return obs, 0.0, False, True, info
 
     def _obs(self, client) -> ObsType:
@@ -438,9 +491,15 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
             obs["accessibility_tree"] = tree or ""
         return obs
 
-    def _info(self, *, timings: dict[str, float], action_error: str | None = None,
-              infra_error: str | None = None, special: str | None = None,
-              eval_note: str | None = None) -> dict[str, Any]:
+    def _info(
+        self,
+        *,
+        timings: dict[str, float],
+        action_error: str | None = None,
+        infra_error: str | None = None,
+        special: str | None = None,
+        eval_note: str | None = None,
+    ) -> dict[str, Any]:
         task = self._task
         return {
             "task_id": task.id if task else None,

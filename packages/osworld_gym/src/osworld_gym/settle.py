@@ -81,8 +81,11 @@ def changed_fraction(a: np.ndarray, b: np.ndarray, stride: int = 1) -> float:
     return float(diff.mean())
 
 
-def wait_until_settled(capture: Callable[[], np.ndarray], cfg: SettleConfig = SettleConfig(),
-                       previous: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
+def wait_until_settled(
+    capture: Callable[[], np.ndarray],
+    cfg: SettleConfig = SettleConfig(),
+    previous: np.ndarray | None = None,
+) -> tuple[np.ndarray, dict[str, float]]:
     """Poll ``capture`` until the screen is still; return the last frame and timing facts.
 
     ``previous`` (the frame before the action) is only used to report whether anything changed.
@@ -106,10 +109,15 @@ def wait_until_settled(capture: Callable[[], np.ndarray], cfg: SettleConfig = Se
             changed = True
         frame = nxt
     elapsed = time.monotonic() - t0
-    facts = {"settle_ms": 1000 * elapsed, "settle_frames": float(n),
-             "settle_capped": float(elapsed >= cfg.max_s)}
+    facts = {
+        "settle_ms": 1000 * elapsed,
+        "settle_frames": float(n),
+        "settle_capped": float(elapsed >= cfg.max_s),
+    }
     if previous is not None:
-        facts["screen_changed"] = float(changed_fraction(previous, frame, cfg.stride) > cfg.threshold)
+        facts["screen_changed"] = float(
+            changed_fraction(previous, frame, cfg.stride) > cfg.threshold
+        )
     return frame, facts
 
 
@@ -132,9 +140,14 @@ class LaterDifference:
         return self.kind != "changed"
 
 
-def compare_later(observed: np.ndarray, later: np.ndarray, *, ignore_top: int = 0,
-                  caret: tuple[int, int] = (4, 48), cell: tuple[int, int] = (16, 48)
-                  ) -> LaterDifference:
+def compare_later(
+    observed: np.ndarray,
+    later: np.ndarray,
+    *,
+    ignore_top: int = 0,
+    caret: tuple[int, int] = (4, 48),
+    cell: tuple[int, int] = (16, 48),
+) -> LaterDifference:
     """Classify the difference between an observation and the screen later on.
 
     ``ignore_top`` rows are not compared (a top bar with a clock); a difference that fits in a
@@ -170,7 +183,11 @@ def compare_later(observed: np.ndarray, later: np.ndarray, *, ignore_top: int = 
         return bool((region == region[0]).all())
 
     bar = w <= caret[0] and h <= caret[1]
-    block = (w <= cell[0] and h <= cell[1] and len(ys) == w * h  # the whole cell changed
-             and (solid(observed) or solid(later)))
+    block = (
+        w <= cell[0]
+        and h <= cell[1]
+        and len(ys) == w * h  # the whole cell changed
+        and (solid(observed) or solid(later))
+    )
     kind = "caret" if bar or block else "changed"
     return LaterDifference(kind, box, int(len(ys)))

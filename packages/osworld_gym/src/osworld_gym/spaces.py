@@ -26,7 +26,9 @@ from gymnasium.spaces import Text
 
 @cache
 def _printable_bmp() -> str:
-    chars = [chr(c) for c in range(0x20, 0xFFFF) if not 0xD800 <= c <= 0xDFFF and chr(c).isprintable()]
+    chars = [
+        chr(c) for c in range(0x20, 0xFFFF) if not 0xD800 <= c <= 0xDFFF and chr(c).isprintable()
+    ]
     return "\n\t" + "".join(chars)
 
 
@@ -47,8 +49,9 @@ class UnicodeText(Text):
     copies (vector envs and Ray ship spaces between processes).
     """
 
-    def __init__(self, max_length: int, *, min_length: int = 0,
-                 seed: int | np.random.Generator | None = None):
+    def __init__(
+        self, max_length: int, *, min_length: int = 0, seed: int | np.random.Generator | None = None
+    ):
         super().__init__(max_length, min_length=min_length, charset="a", seed=seed)
         self.__dict__.update(_charset_tables())
 
@@ -72,8 +75,11 @@ class UnicodeText(Text):
         return f"UnicodeText({self.min_length}, {self.max_length})"
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, UnicodeText) and self.min_length == other.min_length
-                and self.max_length == other.max_length)
+        return (
+            isinstance(other, UnicodeText)
+            and self.min_length == other.min_length
+            and self.max_length == other.max_length
+        )
 
     def __hash__(self) -> int:  # pragma: no cover - spaces are rarely hashed
         return hash((type(self), self.min_length, self.max_length))

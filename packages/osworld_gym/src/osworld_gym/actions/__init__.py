@@ -20,7 +20,18 @@ from osworld_gym.actions.registry import ACTION_SETS, make_action_set
 from osworld_gym.actions.uitars import UITARS_ACTIONS, UITarsActionSet, smart_resize
 
 __all__ = [
-    "ACTION_SETS", "ACTION_TYPES", "PYAUTOGUI_FUNCTIONS", "SPECIALS", "UITARS_ACTIONS", "ActionSet",
-    "ActionText", "Computer13ActionSet", "ParsedAction", "PyAutoGUIActionSet", "Special",
-    "UITarsActionSet", "make_action_set", "smart_resize",
+    "ACTION_SETS",
+    "ACTION_TYPES",
+    "PYAUTOGUI_FUNCTIONS",
+    "SPECIALS",
+    "UITARS_ACTIONS",
+    "ActionSet",
+    "ActionText",
+    "Computer13ActionSet",
+    "ParsedAction",
+    "PyAutoGUIActionSet",
+    "Special",
+    "UITarsActionSet",
+    "make_action_set",
+    "smart_resize",
 ]

@@ -84,8 +84,13 @@ def as_text(action: str) -> str:
     return action if type(action) is str else str.__str__(action)
 
 
-def finish(primitives: list[Primitive] | tuple[Primitive, ...], *, special: Special | None = None,
-           raw: str | dict = "", thought: str | None = None) -> ParsedAction:
+def finish(
+    primitives: list[Primitive] | tuple[Primitive, ...],
+    *,
+    special: Special | None = None,
+    raw: str | dict = "",
+    thought: str | None = None,
+) -> ParsedAction:
     """Validate every primitive and build the :class:`ParsedAction`; an action doing nothing is an error.
 
     >>> finish([MoveTo(1.4, 2.6)]).primitives
@@ -114,7 +119,9 @@ class ActionSet(ABC):
     def __init__(self, screen_size: tuple[int, int] = (1920, 1080)):
         w, h = screen_size
         if not (isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0):
-            raise ValueError(f"screen_size must be two positive ints (width, height), got {screen_size!r}")
+            raise ValueError(
+                f"screen_size must be two positive ints (width, height), got {screen_size!r}"
+            )
         self.screen_size = (w, h)
 
     @abstractmethod
@@ -152,7 +159,9 @@ class ActionSet(ABC):
             except ActionError:
                 continue
             return parsed
-        raise RuntimeError(f"{self.name}: could not sample an expressible action")  # pragma: no cover
+        raise RuntimeError(
+            f"{self.name}: could not sample an expressible action"
+        )  # pragma: no cover
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(screen_size={self.screen_size})"
@@ -166,8 +175,13 @@ class ActionText(UnicodeText):
     :class:`gymnasium.spaces.Text`.
     """
 
-    def __init__(self, action_set: ActionSet, max_length: int, *,
-                 seed: int | np.random.Generator | None = None):
+    def __init__(
+        self,
+        action_set: ActionSet,
+        max_length: int,
+        *,
+        seed: int | np.random.Generator | None = None,
+    ):
         super().__init__(max_length, min_length=1, seed=seed)
         self.action_set = action_set
 
@@ -182,9 +196,12 @@ class ActionText(UnicodeText):
         return f"ActionText({self.action_set.name!r}, max_length={self.max_length})"
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, ActionText) and self.max_length == other.max_length
-                and repr(self.action_set) == repr(other.action_set)
-                and self.action_set.name == other.action_set.name)
+        return (
+            isinstance(other, ActionText)
+            and self.max_length == other.max_length
+            and repr(self.action_set) == repr(other.action_set)
+            and self.action_set.name == other.action_set.name
+        )
 
     def __hash__(self) -> int:  # pragma: no cover - spaces are rarely hashed
         return hash((type(self), self.action_set.name, self.max_length))
@@ -192,8 +209,29 @@ class ActionText(UnicodeText):
 
 _SAMPLE_CHARS = string.ascii_letters + string.digits + " .,-_/:'\"<>()\n" + "äéß中文ё🙂"
 _SAMPLE_KEYS = tuple(sorted(KEY_NAMES))
-_COMMON_KEYS = ("enter", "tab", "esc", "backspace", "delete", "up", "down", "left", "right",
-                "home", "end", "pageup", "pagedown", "f5", "a", "c", "v", "x", "z", "s", "t")
+_COMMON_KEYS = (
+    "enter",
+    "tab",
+    "esc",
+    "backspace",
+    "delete",
+    "up",
+    "down",
+    "left",
+    "right",
+    "home",
+    "end",
+    "pageup",
+    "pagedown",
+    "f5",
+    "a",
+    "c",
+    "v",
+    "x",
+    "z",
+    "s",
+    "t",
+)
 _MODIFIERS = ("ctrl", "shift", "alt", "win")
 
 
@@ -210,8 +248,11 @@ def random_primitive(rng: np.random.Generator, screen_size: tuple[int, int]) -> 
         return int(rng.integers(w)), int(rng.integers(h))
 
     def key() -> str:
-        return (_COMMON_KEYS[int(rng.integers(len(_COMMON_KEYS)))] if rng.random() < 0.7
-                else _SAMPLE_KEYS[int(rng.integers(len(_SAMPLE_KEYS)))])
+        return (
+            _COMMON_KEYS[int(rng.integers(len(_COMMON_KEYS)))]
+            if rng.random() < 0.7
+            else _SAMPLE_KEYS[int(rng.integers(len(_SAMPLE_KEYS)))]
+        )
 
     def button() -> str:
         return "left" if rng.random() < 0.6 else BUTTON_NAMES[int(rng.integers(len(BUTTON_NAMES)))]

@@ -114,6 +114,7 @@ def _click(button: str | None, clicks: int | None) -> Build:
         if isinstance(n, bool) or n not in (1, 2, 3) or not isinstance(n, int):
             raise ActionError(f"num_clicks must be 1, 2 or 3, got {n!r}")
         return [Click(x, y, b, n)]
+
     return build
 
 
@@ -138,6 +139,7 @@ def _hotkey(s: Computer13ActionSet, p: dict[str, Any]) -> list[Primitive]:
 def _key(cls: type[Press | KeyDown | KeyUp]) -> Build:
     def build(s: Computer13ActionSet, p: dict[str, Any]) -> list[Primitive]:
         return [cls(canonical_key(p["key"]))]
+
     return build
 
 
@@ -149,17 +151,35 @@ def _typing(s: Computer13ActionSet, p: dict[str, Any]) -> list[Primitive]:
 
 _NONE: tuple[str, ...] = ()
 _TYPES = [
-    ActionType("MOVE_TO", (("x", "y"),), "move the pointer to (x, y)",
-               lambda s, p: [MoveTo(*s.xy(p))]),
-    ActionType("CLICK", (_NONE, ("button", "x", "y"), ("button", "x", "y", "num_clicks"), ("button",),
-                         ("button", "num_clicks"), ("x", "y"), ("x", "y", "num_clicks")),
-               "click (at x, y if given, else where the pointer is)", _click(None, None)),
+    ActionType(
+        "MOVE_TO", (("x", "y"),), "move the pointer to (x, y)", lambda s, p: [MoveTo(*s.xy(p))]
+    ),
+    ActionType(
+        "CLICK",
+        (
+            _NONE,
+            ("button", "x", "y"),
+            ("button", "x", "y", "num_clicks"),
+            ("button",),
+            ("button", "num_clicks"),
+            ("x", "y"),
+            ("x", "y", "num_clicks"),
+        ),
+        "click (at x, y if given, else where the pointer is)",
+        _click(None, None),
+    ),
     ActionType("MOUSE_DOWN", (_NONE, ("button",)), "press a mouse button", _updown(MouseDown)),
     ActionType("MOUSE_UP", (_NONE, ("button",)), "release a mouse button", _updown(MouseUp)),
     ActionType("RIGHT_CLICK", (_NONE, ("x", "y")), "right-click", _click("right", 1)),
-    ActionType("DOUBLE_CLICK", (_NONE, ("x", "y")), "double-click with the left button", _click("left", 2)),
-    ActionType("DRAG_TO", (("x", "y"),), "drag from the pointer to (x, y) with the left button held",
-               lambda s, p: [DragTo(*s.xy(p))]),
+    ActionType(
+        "DOUBLE_CLICK", (_NONE, ("x", "y")), "double-click with the left button", _click("left", 2)
+    ),
+    ActionType(
+        "DRAG_TO",
+        (("x", "y"),),
+        "drag from the pointer to (x, y) with the left button held",
+        lambda s, p: [DragTo(*s.xy(p))],
+    ),
     ActionType("SCROLL", (("dx", "dy"), ("dx",), ("dy",)), "scroll the wheel", _scroll),
     ActionType("TYPING", (("text",),), "type text", _typing),
     ActionType("PRESS", (("key",),), "press and release a key", _key(Press)),
@@ -174,9 +194,7 @@ _TYPES = [
 TYPES: dict[str, ActionType] = {t.name: t for t in _TYPES}
 #: ``action_type`` names in OSWorld's order (the space's ``action_type`` indexes this).
 ACTION_TYPES: tuple[str, ...] = tuple(TYPES)
-_SPACE_FIELDS: dict[str, tuple[str, ...]] = {
-    t.name: max(t.combos, key=len) for t in _TYPES
-}
+_SPACE_FIELDS: dict[str, tuple[str, ...]] = {t.name: max(t.combos, key=len) for t in _TYPES}
 
 
 def _combo_text(combo: tuple[str, ...]) -> str:
@@ -211,8 +229,10 @@ def _data(v: Any, depth: int = 0) -> Any:
         return v
     if t in (list, tuple, dict):
         if depth >= 3:
-            raise ActionError("the action is nested too deeply; parameters hold only numbers, strings "
-                              "and a list of key names")
+            raise ActionError(
+                "the action is nested too deeply; parameters hold only numbers, strings "
+                "and a list of key names"
+            )
         if len(v) > _MAX_ITEMS:
             raise ActionError(f"a list or object in the action may hold at most {_MAX_ITEMS} items")
         if t is dict:
@@ -220,8 +240,10 @@ def _data(v: Any, depth: int = 0) -> Any:
                 raise ActionError("object keys must be strings")
             return {k: _data(x, depth + 1) for k, x in v.items()}
         return [_data(x, depth + 1) for x in v]
-    raise ActionError(f"a {t.__name__} is not JSON data; actions hold only objects, lists, strings, "
-                      "numbers, booleans and null")
+    raise ActionError(
+        f"a {t.__name__} is not JSON data; actions hold only objects, lists, strings, "
+        "numbers, booleans and null"
+    )
 
 
 def from_space_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
@@ -250,15 +272,20 @@ def from_space_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
         elif f == "key":
             v = _KEY_LIST[v] if isinstance(v, int) and 0 <= v < len(_KEY_LIST) else v
         elif f == "keys" and isinstance(v, list):
-            v = [_KEY_LIST[i] if isinstance(i, int) and 0 <= i < len(_KEY_LIST) else i
-                 for i in v if i != len(_KEY_LIST)]
+            v = [
+                _KEY_LIST[i] if isinstance(i, int) and 0 <= i < len(_KEY_LIST) else i
+                for i in v
+                if i != len(_KEY_LIST)
+            ]
         params[f] = v
     return {"action_type": name, "parameters": params}
 
 
 def _loads(text: str) -> Any:
     if len(text) > MAX_JSON_CHARS:
-        raise ActionError(f"the action is {len(text)} characters long; the limit is {MAX_JSON_CHARS}")
+        raise ActionError(
+            f"the action is {len(text)} characters long; the limit is {MAX_JSON_CHARS}"
+        )
 
     def small_int(s: str) -> int:
         if len(s.lstrip("-")) > 12:
@@ -270,8 +297,10 @@ def _loads(text: str) -> Any:
     except ActionError:
         raise
     except json.JSONDecodeError as e:
-        raise ActionError(f"the action is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
-                          'write e.g. {"action_type": "CLICK", "parameters": {"x": 10, "y": 20}}') from None
+        raise ActionError(
+            f"the action is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
+            'write e.g. {"action_type": "CLICK", "parameters": {"x": 10, "y": 20}}'
+        ) from None
     except (RecursionError, MemoryError):
         raise ActionError("the action's JSON is nested too deeply") from None
     except (ValueError, OverflowError, UnicodeError) as e:
@@ -291,26 +320,36 @@ class Computer13ActionSet(ActionSet):
         out = []
         for k, hi in zip(("x", "y"), self.screen_size, strict=True):
             v = p[k]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or (isinstance(v, float) and not math.isfinite(v))
+            ):
                 raise ActionError(f"{k} must be a finite number, got {repr(v)[:30]}")
             if not 0 <= v <= hi:
-                raise ActionError(f"{k}={repr(v)[:30]} is off the {self.screen_size[0]}x{self.screen_size[1]} screen "
-                                  f"(0 <= {k} <= {hi})")
+                raise ActionError(
+                    f"{k}={repr(v)[:30]} is off the {self.screen_size[0]}x{self.screen_size[1]} screen "
+                    f"(0 <= {k} <= {hi})"
+                )
             out.append(round(v))
         return out[0], out[1]
 
     def describe(self) -> str:
         w, h = self.screen_size
         lines = [
-            ('Act by answering with one JSON object: {"action_type": TYPE, "parameters": {...}}. '
-             f"The screen is {w}x{h} pixels; (0, 0) is the top-left corner. Action types:"),
+            (
+                'Act by answering with one JSON object: {"action_type": TYPE, "parameters": {...}}. '
+                f"The screen is {w}x{h} pixels; (0, 0) is the top-left corner. Action types:"
+            ),
         ]
         for t in _TYPES:
             combos = " or ".join(_combo_text(c) for c in t.combos)
             lines.append(f"- {t.name}: {t.summary}; parameters: {combos}")
         lines.append("Parameters:")
         lines += [f"- {k}: {v}" for k, v in PARAMETERS.items()]
-        lines.append('Example: {"action_type": "CLICK", "parameters": {"button": "left", "x": 640, "y": 360}}')
+        lines.append(
+            'Example: {"action_type": "CLICK", "parameters": {"button": "left", "x": 640, "y": 360}}'
+        )
         return "\n".join(lines)
 
     def parse(self, action: str | dict) -> ParsedAction:
@@ -318,7 +357,9 @@ class Computer13ActionSet(ActionSet):
         if isinstance(action, str):
             action = as_text(action)
             if len(action) > MAX_JSON_CHARS:
-                raise ActionError(f"the action is {len(action)} characters long; the limit is {MAX_JSON_CHARS}")
+                raise ActionError(
+                    f"the action is {len(action)} characters long; the limit is {MAX_JSON_CHARS}"
+                )
             text = strip_code_fence(action)
             if (special := special_of(text)) is not None:
                 return ParsedAction((), special, raw)
@@ -328,8 +369,10 @@ class Computer13ActionSet(ActionSet):
         if type(action) is OrderedDict:
             action = dict(action.items())
         if type(action) is not dict:
-            raise ActionError(f"a computer_13 action must be a JSON object (a plain dict), "
-                              f"got {type(action).__name__}")
+            raise ActionError(
+                f"a computer_13 action must be a JSON object (a plain dict), "
+                f"got {type(action).__name__}"
+            )
         action = _data(action)
         if "action_type" not in action:
             raise ActionError('the action has no "action_type"; one of ' + ", ".join(ACTION_TYPES))
@@ -343,7 +386,9 @@ class Computer13ActionSet(ActionSet):
         if "parameters" in action:
             extra = sorted(set(action) - {"action_type", "parameters"})
             if extra:
-                raise ActionError(f"put every parameter inside \"parameters\"; unexpected keys {extra[:8]}")
+                raise ActionError(
+                    f'put every parameter inside "parameters"; unexpected keys {extra[:8]}'
+                )
             params = action["parameters"]
             if params is None:
                 params = {}
@@ -364,10 +409,14 @@ class Computer13ActionSet(ActionSet):
     def render(self, parsed: ParsedAction) -> dict[str, Any]:
         if parsed.special is not None:
             if parsed.primitives:
-                raise ActionError("a computer_13 action is either a primitive or WAIT/DONE/FAIL, not both")
+                raise ActionError(
+                    "a computer_13 action is either a primitive or WAIT/DONE/FAIL, not both"
+                )
             return {"action_type": parsed.special, "parameters": {}}
         if len(parsed.primitives) != 1:
-            raise ActionError(f"a computer_13 action holds exactly one primitive, got {len(parsed.primitives)}")
+            raise ActionError(
+                f"a computer_13 action holds exactly one primitive, got {len(parsed.primitives)}"
+            )
         p = validate(parsed.primitives[0])
         match p:
             case MoveTo(x, y):
@@ -383,7 +432,9 @@ class Computer13ActionSet(ActionSet):
             case DragTo(x, y, "left"):
                 return _action("DRAG_TO", x=x, y=y)
             case Scroll(dy, dx, None, None):
-                return _action("SCROLL", **({"dx": dx} if dx else {}), **({"dy": dy} if dy or not dx else {}))
+                return _action(
+                    "SCROLL", **({"dx": dx} if dx else {}), **({"dy": dy} if dy or not dx else {})
+                )
             case TypeText(text):
                 return _action("TYPING", text=text)
             case Press(key, 1):
@@ -399,18 +450,20 @@ class Computer13ActionSet(ActionSet):
     def space(self) -> gymnasium.spaces.Space:
         w, h = self.screen_size
         k = len(_KEY_LIST)
-        return spaces.Dict({
-            "action_type": spaces.Discrete(len(ACTION_TYPES)),
-            "x": spaces.Discrete(w + 1),
-            "y": spaces.Discrete(h + 1),
-            "button": spaces.Discrete(len(BUTTON_NAMES)),
-            "num_clicks": spaces.Discrete(3, start=1),
-            "dx": spaces.Discrete(2 * MAX_SCROLL + 1, start=-MAX_SCROLL),
-            "dy": spaces.Discrete(2 * MAX_SCROLL + 1, start=-MAX_SCROLL),
-            "text": UnicodeText(MAX_TEXT_CHARS, min_length=0),
-            "key": spaces.Discrete(k),
-            "keys": spaces.MultiDiscrete([k] + [k + 1] * (MAX_HOTKEY_KEYS - 1)),
-        })
+        return spaces.Dict(
+            {
+                "action_type": spaces.Discrete(len(ACTION_TYPES)),
+                "x": spaces.Discrete(w + 1),
+                "y": spaces.Discrete(h + 1),
+                "button": spaces.Discrete(len(BUTTON_NAMES)),
+                "num_clicks": spaces.Discrete(3, start=1),
+                "dx": spaces.Discrete(2 * MAX_SCROLL + 1, start=-MAX_SCROLL),
+                "dy": spaces.Discrete(2 * MAX_SCROLL + 1, start=-MAX_SCROLL),
+                "text": UnicodeText(MAX_TEXT_CHARS, min_length=0),
+                "key": spaces.Discrete(k),
+                "keys": spaces.MultiDiscrete([k] + [k + 1] * (MAX_HOTKEY_KEYS - 1)),
+            }
+        )
 
 
 def _action(kind: str, **params: Any) -> dict[str, Any]:

@@ -86,8 +86,16 @@ MAX_CALLS = 50
 MAX_PRIMITIVES = 256
 
 _P = inspect.Parameter
-_TWEEN = re.compile(r"linear|ease(In|Out|InOut)(Quad|Cubic|Quart|Quint|Sine|Expo|Circ|Elastic|Back|Bounce)")
-_BUTTON_ALIASES: dict[Any, str] = {"primary": "left", "secondary": "right", 1: "left", 2: "middle", 3: "right"}
+_TWEEN = re.compile(
+    r"linear|ease(In|Out|InOut)(Quad|Cubic|Quart|Quint|Sine|Expo|Circ|Elastic|Back|Bounce)"
+)
+_BUTTON_ALIASES: dict[Any, str] = {
+    "primary": "left",
+    "secondary": "right",
+    1: "left",
+    2: "middle",
+    3: "right",
+}
 
 
 @dataclass
@@ -106,16 +114,22 @@ class _Script:
         match p:
             case MoveTo(x, y) | DragTo(x, y):
                 self.pos = (x, y)
-            case Click(x, y) | MouseDown(_, x, y) | MouseUp(_, x, y) | Scroll(_, _, x, y) if x is not None:
+            case Click(x, y) | MouseDown(_, x, y) | MouseUp(_, x, y) | Scroll(_, _, x, y) if (
+                x is not None
+            ):
                 self.pos = (x, y)
             case TypeText(text):
                 self.typed += len(text)
                 if self.typed > MAX_TEXT_CHARS:
-                    raise ActionError(f"the action types {self.typed}+ characters; the limit is {MAX_TEXT_CHARS}")
+                    raise ActionError(
+                        f"the action types {self.typed}+ characters; the limit is {MAX_TEXT_CHARS}"
+                    )
             case Wait(seconds):
                 self.slept += seconds
                 if self.slept > MAX_WAIT_S:
-                    raise ActionError(f"the action sleeps {self.slept:g} s in all; the limit is {MAX_WAIT_S:g} s")
+                    raise ActionError(
+                        f"the action sleeps {self.slept:g} s in all; the limit is {MAX_WAIT_S:g} s"
+                    )
         self.out.append(p)
 
     def point(self, fn: str, x: Any, y: Any) -> tuple[int, int] | None:
@@ -125,12 +139,16 @@ class _Script:
                 raise ActionError(f"{fn}: give the position as x, y or as one (x, y) pair")
             x, y = x
         if isinstance(x, str) or isinstance(y, str):
-            raise ActionError(f"{fn}: locating an image on screen is not supported; give numeric x, y")
+            raise ActionError(
+                f"{fn}: locating an image on screen is not supported; give numeric x, y"
+            )
         if x is None and y is None:
             return None
         if x is None or y is None:
             if self.pos is None:
-                raise ActionError(f"{fn}: x and y are both needed (the pointer position is unknown)")
+                raise ActionError(
+                    f"{fn}: x and y are both needed (the pointer position is unknown)"
+                )
             x = self.pos[0] if x is None else x
             y = self.pos[1] if y is None else y
         m = validate(MoveTo(x, y))
@@ -143,8 +161,10 @@ class _Script:
                 raise ActionError(f"{fn}: give the offset as xOffset, yOffset or as one pair")
             dx, dy = dx
         if self.pos is None:
-            raise ActionError(f"{fn}: relative moves need the pointer position, which is unknown here; "
-                              "use pyautogui.moveTo(x, y) / dragTo(x, y) with absolute coordinates")
+            raise ActionError(
+                f"{fn}: relative moves need the pointer position, which is unknown here; "
+                "use pyautogui.moveTo(x, y) / dragTo(x, y) with absolute coordinates"
+            )
         d = validate(MoveTo(dx or 0, dy or 0))
         return self.pos[0] + d.x, self.pos[1] + d.y
 
@@ -187,10 +207,27 @@ class Function:
 
 def _sig(*params: str, var: str | None = None, kwonly: tuple[str, ...] = ()) -> inspect.Signature:
     """pyautogui's signature for the listed parameters (a trailing ``!`` marks one required)."""
-    defaults = {"x": None, "y": None, "xOffset": None, "yOffset": None, "clicks": 1, "interval": 0.0,
-                "button": "left", "duration": 0.0, "tween": None, "presses": 1, "mouseDownUp": True}
-    ps = [_P(p.rstrip("!"), _P.POSITIONAL_OR_KEYWORD,
-             default=_P.empty if p.endswith("!") else defaults.get(p, _P.empty)) for p in params]
+    defaults = {
+        "x": None,
+        "y": None,
+        "xOffset": None,
+        "yOffset": None,
+        "clicks": 1,
+        "interval": 0.0,
+        "button": "left",
+        "duration": 0.0,
+        "tween": None,
+        "presses": 1,
+        "mouseDownUp": True,
+    }
+    ps = [
+        _P(
+            p.rstrip("!"),
+            _P.POSITIONAL_OR_KEYWORD,
+            default=_P.empty if p.endswith("!") else defaults.get(p, _P.empty),
+        )
+        for p in params
+    ]
     if var:
         ps.append(_P(var, _P.VAR_POSITIONAL))
     ps += [_P(p, _P.KEYWORD_ONLY, default=defaults[p]) for p in kwonly]
@@ -205,6 +242,7 @@ def _clicker(button: str | None, clicks: int | None) -> Builder:
         n = a.get("clicks", 1) if clicks is None else clicks
         x, y = at if at else (None, None)
         s.emit(Click(x, y, b, n))
+
     return build
 
 
@@ -224,6 +262,7 @@ def _button_updown(cls: type[MouseDown | MouseUp]) -> Builder:
         at = s.point(a["__fn__"], a["x"], a["y"])
         x, y = at if at else (None, None)
         s.emit(cls(_button(a["__fn__"], a["button"]), x, y))
+
     return build
 
 
@@ -236,6 +275,7 @@ def _drag(relative: bool) -> Builder:
         if not isinstance(a["mouseDownUp"], bool):
             raise ActionError(f"{fn}: mouseDownUp must be True or False")
         s.emit(DragTo(*at, _button(fn, a["button"])) if a["mouseDownUp"] else MoveTo(*at))
+
     return build
 
 
@@ -245,6 +285,7 @@ def _scroller(axis: str) -> Builder:
         x, y = at if at else (None, None)
         n = a["clicks"]
         s.emit(Scroll(dx=n, x=x, y=y) if axis == "x" else Scroll(dy=n, x=x, y=y))
+
     return build
 
 
@@ -288,46 +329,144 @@ def _sleep(s: _Script, a: dict[str, Any]) -> None:
 
 _XY = ("x", "y")
 _TABLE: list[tuple[str, str, inspect.Signature, str, Builder]] = [
-    ("pyautogui", "moveTo", _sig(*_XY, "duration", "tween"), "move the pointer to (x, y)", _move_to),
-    ("pyautogui", "moveRel", _sig("xOffset", "yOffset", "duration", "tween"),
-     "move the pointer by an offset (only after an absolute move in the same action)", _move_rel),
-    ("pyautogui", "move", _sig("xOffset", "yOffset", "duration", "tween"), "same as moveRel", _move_rel),
-    ("pyautogui", "click", _sig(*_XY, "clicks", "interval", "button", "duration", "tween"),
-     "click at (x, y), or where the pointer is if x, y are omitted", _clicker(None, None)),
-    ("pyautogui", "doubleClick", _sig(*_XY, "interval", "button", "duration", "tween"),
-     "double-click", _clicker(None, 2)),
-    ("pyautogui", "tripleClick", _sig(*_XY, "interval", "button", "duration", "tween"),
-     "triple-click", _clicker(None, 3)),
-    ("pyautogui", "rightClick", _sig(*_XY, "duration", "tween"), "right-click", _clicker("right", 1)),
-    ("pyautogui", "middleClick", _sig(*_XY, "duration", "tween"), "middle-click", _clicker("middle", 1)),
-    ("pyautogui", "mouseDown", _sig(*_XY, "button", "duration", "tween"),
-     "press a mouse button (at x, y if given)", _button_updown(MouseDown)),
-    ("pyautogui", "mouseUp", _sig(*_XY, "button", "duration", "tween"),
-     "release a mouse button (at x, y if given)", _button_updown(MouseUp)),
-    ("pyautogui", "dragTo", _sig(*_XY, "duration", "tween", "button", "mouseDownUp"),
-     "drag from the pointer to (x, y) holding a button", _drag(False)),
-    ("pyautogui", "dragRel", _sig("xOffset", "yOffset", "duration", "tween", "button", "mouseDownUp"),
-     "drag by an offset (only after an absolute move in the same action)", _drag(True)),
-    ("pyautogui", "drag", _sig("xOffset", "yOffset", "duration", "tween", "button", "mouseDownUp"),
-     "same as dragRel", _drag(True)),
-    ("pyautogui", "scroll", _sig("clicks!", *_XY), "scroll vertically; positive = up", _scroller("y")),
+    (
+        "pyautogui",
+        "moveTo",
+        _sig(*_XY, "duration", "tween"),
+        "move the pointer to (x, y)",
+        _move_to,
+    ),
+    (
+        "pyautogui",
+        "moveRel",
+        _sig("xOffset", "yOffset", "duration", "tween"),
+        "move the pointer by an offset (only after an absolute move in the same action)",
+        _move_rel,
+    ),
+    (
+        "pyautogui",
+        "move",
+        _sig("xOffset", "yOffset", "duration", "tween"),
+        "same as moveRel",
+        _move_rel,
+    ),
+    (
+        "pyautogui",
+        "click",
+        _sig(*_XY, "clicks", "interval", "button", "duration", "tween"),
+        "click at (x, y), or where the pointer is if x, y are omitted",
+        _clicker(None, None),
+    ),
+    (
+        "pyautogui",
+        "doubleClick",
+        _sig(*_XY, "interval", "button", "duration", "tween"),
+        "double-click",
+        _clicker(None, 2),
+    ),
+    (
+        "pyautogui",
+        "tripleClick",
+        _sig(*_XY, "interval", "button", "duration", "tween"),
+        "triple-click",
+        _clicker(None, 3),
+    ),
+    (
+        "pyautogui",
+        "rightClick",
+        _sig(*_XY, "duration", "tween"),
+        "right-click",
+        _clicker("right", 1),
+    ),
+    (
+        "pyautogui",
+        "middleClick",
+        _sig(*_XY, "duration", "tween"),
+        "middle-click",
+        _clicker("middle", 1),
+    ),
+    (
+        "pyautogui",
+        "mouseDown",
+        _sig(*_XY, "button", "duration", "tween"),
+        "press a mouse button (at x, y if given)",
+        _button_updown(MouseDown),
+    ),
+    (
+        "pyautogui",
+        "mouseUp",
+        _sig(*_XY, "button", "duration", "tween"),
+        "release a mouse button (at x, y if given)",
+        _button_updown(MouseUp),
+    ),
+    (
+        "pyautogui",
+        "dragTo",
+        _sig(*_XY, "duration", "tween", "button", "mouseDownUp"),
+        "drag from the pointer to (x, y) holding a button",
+        _drag(False),
+    ),
+    (
+        "pyautogui",
+        "dragRel",
+        _sig("xOffset", "yOffset", "duration", "tween", "button", "mouseDownUp"),
+        "drag by an offset (only after an absolute move in the same action)",
+        _drag(True),
+    ),
+    (
+        "pyautogui",
+        "drag",
+        _sig("xOffset", "yOffset", "duration", "tween", "button", "mouseDownUp"),
+        "same as dragRel",
+        _drag(True),
+    ),
+    (
+        "pyautogui",
+        "scroll",
+        _sig("clicks!", *_XY),
+        "scroll vertically; positive = up",
+        _scroller("y"),
+    ),
     ("pyautogui", "vscroll", _sig("clicks!", *_XY), "same as scroll", _scroller("y")),
-    ("pyautogui", "hscroll", _sig("clicks!", *_XY), "scroll horizontally; positive = right", _scroller("x")),
-    ("pyautogui", "press", _sig("keys", "presses", "interval"),
-     "press and release a key (or each key of a list) `presses` times", _press),
+    (
+        "pyautogui",
+        "hscroll",
+        _sig("clicks!", *_XY),
+        "scroll horizontally; positive = right",
+        _scroller("x"),
+    ),
+    (
+        "pyautogui",
+        "press",
+        _sig("keys", "presses", "interval"),
+        "press and release a key (or each key of a list) `presses` times",
+        _press,
+    ),
     ("pyautogui", "keyDown", _sig("key"), "hold a key down", _key(KeyDown)),
     ("pyautogui", "keyUp", _sig("key"), "release a held key", _key(KeyUp)),
-    ("pyautogui", "hotkey", _sig(var="args", kwonly=("interval",)),
-     "press keys together, e.g. hotkey('ctrl', 'c')", _hotkey),
-    ("pyautogui", "typewrite", _sig("message", "interval"),
-     "type a string exactly (\\n presses Return), or press each key of a list", _typewrite),
+    (
+        "pyautogui",
+        "hotkey",
+        _sig(var="args", kwonly=("interval",)),
+        "press keys together, e.g. hotkey('ctrl', 'c')",
+        _hotkey,
+    ),
+    (
+        "pyautogui",
+        "typewrite",
+        _sig("message", "interval"),
+        "type a string exactly (\\n presses Return), or press each key of a list",
+        _typewrite,
+    ),
     ("pyautogui", "write", _sig("message", "interval"), "same as typewrite", _typewrite),
     ("pyautogui", "sleep", _sig("secs"), f"wait up to {MAX_WAIT_S:g} s", _sleep),
     ("time", "sleep", _sig("secs"), f"wait up to {MAX_WAIT_S:g} s", _sleep),
 ]
 
 #: Every accepted call, keyed by ``"module.name"`` (the parser and :meth:`describe` both read it).
-FUNCTIONS: dict[str, Function] = {f"{m}.{n}": Function(m, n, sig, doc, b) for m, n, sig, doc, b in _TABLE}
+FUNCTIONS: dict[str, Function] = {
+    f"{m}.{n}": Function(m, n, sig, doc, b) for m, n, sig, doc, b in _TABLE
+}
 _IMPORTABLE = frozenset(f.module for f in FUNCTIONS.values())
 _IGNORED_NUMBERS = ("duration", "interval")
 
@@ -350,8 +489,11 @@ def _bind(fn: Function, call: ast.Call) -> dict[str, Any]:
         if name == "tween":
             dotted = dotted_name(node) if not isinstance(node, ast.Constant) else None
             if not (isinstance(node, ast.Constant) and node.value is None) and not (
-                    dotted and dotted.startswith("pyautogui.") and _TWEEN.fullmatch(dotted[10:])):
-                raise ActionError(f"{where}: tween must be pyautogui.linear or a pyautogui.ease* function")
+                dotted and dotted.startswith("pyautogui.") and _TWEEN.fullmatch(dotted[10:])
+            ):
+                raise ActionError(
+                    f"{where}: tween must be pyautogui.linear or a pyautogui.ease* function"
+                )
             values[name] = None
         elif name == "args":
             values[name] = tuple(literal(n, where=where) for n in node)
@@ -372,14 +514,22 @@ def _statement(s: _Script, stmt: ast.stmt) -> None:
         for alias in stmt.names:
             if alias.name not in _IMPORTABLE or alias.asname:
                 shown = alias.name + (f" as {alias.asname}" if alias.asname else "")
-                raise ActionError(f"only 'import pyautogui' and 'import time' are allowed, not 'import {shown}'")
+                raise ActionError(
+                    f"only 'import pyautogui' and 'import time' are allowed, not 'import {shown}'"
+                )
         return
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+    if (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+    ):
         return  # a docstring or comment-like string
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
         what = describe_node(stmt.value if isinstance(stmt, ast.Expr) else stmt)
-        raise ActionError(f"{what} is not allowed; write only pyautogui.<function>(...) "
-                          "calls with literal arguments")
+        raise ActionError(
+            f"{what} is not allowed; write only pyautogui.<function>(...) "
+            "calls with literal arguments"
+        )
     call = stmt.value
     dotted = dotted_name(call.func)
     fn = FUNCTIONS.get(dotted or "")
@@ -387,8 +537,10 @@ def _statement(s: _Script, stmt: ast.stmt) -> None:
         if dotted and "." in dotted and dotted.split(".")[0] in _IMPORTABLE and "__" not in dotted:
             hint = f"{dotted}() is not supported; supported: " + ", ".join(sorted(FUNCTIONS))
         else:
-            hint = (f"{describe_node(call)} is not allowed; only pyautogui.<function>(...) and "
-                    "time.sleep(...) may be called")
+            hint = (
+                f"{describe_node(call)} is not allowed; only pyautogui.<function>(...) and "
+                "time.sleep(...) may be called"
+            )
         raise ActionError(hint)
     args = _bind(fn, call)
     try:
@@ -410,29 +562,41 @@ class PyAutoGUIActionSet(ActionSet):
     def describe(self) -> str:
         w, h = self.screen_size
         lines = [
-            (f"Act by writing Python code that uses pyautogui. The screen is {w}x{h} pixels; "
-             "(0, 0) is the top-left corner."),
-            ("Write one call per line; arguments must be literal numbers, strings, True/False/None "
-             "or lists of them (no variables, loops or other code). You may start with "
-             "'import pyautogui' and 'import time'."),
-            (f"At most {MAX_CALLS} calls, {MAX_TEXT_CHARS} typed characters and {MAX_WAIT_S:g} s of "
-             "sleeping per action. duration, interval and tween are accepted and ignored (motion is "
-             "instantaneous). Available functions:"),
+            (
+                f"Act by writing Python code that uses pyautogui. The screen is {w}x{h} pixels; "
+                "(0, 0) is the top-left corner."
+            ),
+            (
+                "Write one call per line; arguments must be literal numbers, strings, True/False/None "
+                "or lists of them (no variables, loops or other code). You may start with "
+                "'import pyautogui' and 'import time'."
+            ),
+            (
+                f"At most {MAX_CALLS} calls, {MAX_TEXT_CHARS} typed characters and {MAX_WAIT_S:g} s of "
+                "sleeping per action. duration, interval and tween are accepted and ignored (motion is "
+                "instantaneous). Available functions:"
+            ),
         ]
         lines += [f"- {key}{f.signature}: {f.summary}" for key, f in FUNCTIONS.items()]
-        lines.append("Instead of code you may answer with exactly one of: WAIT (wait for the screen "
-                     "to change), DONE (the task is complete), FAIL (the task cannot be done).")
+        lines.append(
+            "Instead of code you may answer with exactly one of: WAIT (wait for the screen "
+            "to change), DONE (the task is complete), FAIL (the task cannot be done)."
+        )
         return "\n".join(lines)
 
     def parse(self, action: str | dict) -> ParsedAction:
         if type(action) is dict and isinstance(action.get("command"), str):
             action = action["command"]  # OSWorld also accepts {"command": code}
         if not isinstance(action, str):
-            raise ActionError(f"a pyautogui action must be a string of code, got {type(action).__name__}")
+            raise ActionError(
+                f"a pyautogui action must be a string of code, got {type(action).__name__}"
+            )
         action = as_text(action)
         raw = action
         if len(action) > MAX_SOURCE_CHARS:
-            raise ActionError(f"the action is {len(action)} characters long; the limit is {MAX_SOURCE_CHARS}")
+            raise ActionError(
+                f"the action is {len(action)} characters long; the limit is {MAX_SOURCE_CHARS}"
+            )
         code = strip_code_fence(action)
         if (special := special_of(code)) is not None:
             return ParsedAction((), special, raw)
@@ -450,8 +614,10 @@ class PyAutoGUIActionSet(ActionSet):
                     raise
                 raise ActionError(f"line {stmt.lineno}: {e}") from None
         if not script.out:
-            raise ActionError("the code contains no pyautogui call; write e.g. pyautogui.click(x, y), "
-                              "or answer WAIT, DONE or FAIL")
+            raise ActionError(
+                "the code contains no pyautogui call; write e.g. pyautogui.click(x, y), "
+                "or answer WAIT, DONE or FAIL"
+            )
         log.debug("pyautogui action: %d calls -> %d primitives", calls, len(script.out))
         return finish(script.out, raw=raw)
 
@@ -472,7 +638,9 @@ class PyAutoGUIActionSet(ActionSet):
 def _render_one(p: Primitive) -> str:
     match p:
         case Scroll(dy, dx, x, y) if dy and dx:
-            raise ActionError("a diagonal scroll has no single pyautogui call; split it into scroll and hscroll")
+            raise ActionError(
+                "a diagonal scroll has no single pyautogui call; split it into scroll and hscroll"
+            )
         case Scroll(_, dx, x, y) if dx:
             at = f", x={x}, y={y}" if x is not None else ""
             return f"pyautogui.hscroll({dx}{at})"

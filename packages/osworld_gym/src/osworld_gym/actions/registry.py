@@ -23,7 +23,9 @@ ACTION_SETS: dict[str, type[ActionSet]] = {
 }
 
 
-def make_action_set(name: str, *, screen_size: tuple[int, int] = (1920, 1080), **kw: Any) -> ActionSet:
+def make_action_set(
+    name: str, *, screen_size: tuple[int, int] = (1920, 1080), **kw: Any
+) -> ActionSet:
     """Build the action set registered as ``name`` for a ``screen_size`` desktop.
 
     Extra keyword arguments go to the set's constructor (e.g. ``coordinate_mode`` for ``uitars``).

@@ -54,7 +54,7 @@ def strip_code_fence(text: str) -> str:
     # Plain string operations, no regex over the body: linear time on any input.
     if newline < 0 or newline > len(s) - 4 or not _FENCE_LANGUAGE.fullmatch(s[3:newline].strip()):
         return text
-    return s[newline + 1:-3].rstrip()
+    return s[newline + 1 : -3].rstrip()
 
 
 def parse_source(text: str, *, mode: Literal["exec", "eval"], what: str) -> ast.AST:
@@ -124,26 +124,60 @@ def _check_nesting(text: str, what: str) -> None:
     if max_depth > MAX_BRACKET_DEPTH:
         raise ActionError(f"{what} nests brackets more than {MAX_BRACKET_DEPTH} deep")
     if operators > MAX_OPERATORS:
-        raise ActionError(f"{what} has more than {MAX_OPERATORS} operators; actions are simple calls")
+        raise ActionError(
+            f"{what} has more than {MAX_OPERATORS} operators; actions are simple calls"
+        )
 
 
 _NODE_NAMES: dict[type, str] = {
-    ast.Call: "a function call", ast.Name: "a variable name", ast.Attribute: "attribute access",
-    ast.JoinedStr: "an f-string", ast.FormattedValue: "an f-string", ast.BinOp: "arithmetic",
-    ast.BoolOp: "a boolean operator", ast.Compare: "a comparison", ast.Subscript: "subscripting",
-    ast.Lambda: "a lambda", ast.IfExp: "a conditional expression", ast.NamedExpr: "':=' (walrus)",
-    ast.ListComp: "a comprehension", ast.SetComp: "a comprehension", ast.DictComp: "a comprehension",
-    ast.GeneratorExp: "a generator expression", ast.Starred: "star-arguments", ast.Dict: "a dict",
-    ast.Set: "a set", ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield",
-    ast.Slice: "a slice", ast.UnaryOp: "this operator",
-    ast.FunctionDef: "a function definition", ast.AsyncFunctionDef: "a function definition",
-    ast.ClassDef: "a class definition", ast.Return: "return", ast.Delete: "del",
-    ast.Assign: "an assignment", ast.AugAssign: "an assignment", ast.AnnAssign: "an assignment",
-    ast.For: "a for loop", ast.AsyncFor: "a for loop", ast.While: "a while loop",
-    ast.If: "an if statement", ast.With: "a with statement", ast.AsyncWith: "a with statement",
-    ast.Match: "a match statement", ast.Raise: "raise", ast.Try: "a try statement",
-    ast.Assert: "assert", ast.Import: "an import", ast.ImportFrom: "a from-import",
-    ast.Global: "global", ast.Nonlocal: "nonlocal", ast.Pass: "pass", ast.Break: "break",
+    ast.Call: "a function call",
+    ast.Name: "a variable name",
+    ast.Attribute: "attribute access",
+    ast.JoinedStr: "an f-string",
+    ast.FormattedValue: "an f-string",
+    ast.BinOp: "arithmetic",
+    ast.BoolOp: "a boolean operator",
+    ast.Compare: "a comparison",
+    ast.Subscript: "subscripting",
+    ast.Lambda: "a lambda",
+    ast.IfExp: "a conditional expression",
+    ast.NamedExpr: "':=' (walrus)",
+    ast.ListComp: "a comprehension",
+    ast.SetComp: "a comprehension",
+    ast.DictComp: "a comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.Starred: "star-arguments",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+    ast.Await: "await",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield",
+    ast.Slice: "a slice",
+    ast.UnaryOp: "this operator",
+    ast.FunctionDef: "a function definition",
+    ast.AsyncFunctionDef: "a function definition",
+    ast.ClassDef: "a class definition",
+    ast.Return: "return",
+    ast.Delete: "del",
+    ast.Assign: "an assignment",
+    ast.AugAssign: "an assignment",
+    ast.AnnAssign: "an assignment",
+    ast.For: "a for loop",
+    ast.AsyncFor: "a for loop",
+    ast.While: "a while loop",
+    ast.If: "an if statement",
+    ast.With: "a with statement",
+    ast.AsyncWith: "a with statement",
+    ast.Match: "a match statement",
+    ast.Raise: "raise",
+    ast.Try: "a try statement",
+    ast.Assert: "assert",
+    ast.Import: "an import",
+    ast.ImportFrom: "a from-import",
+    ast.Global: "global",
+    ast.Nonlocal: "nonlocal",
+    ast.Pass: "pass",
+    ast.Break: "break",
     ast.Continue: "continue",
 }
 if hasattr(ast, "TryStar"):  # pragma: no branch - Python >= 3.11
@@ -215,8 +249,11 @@ def literal(node: ast.AST, *, where: str, depth: int = 0) -> Any:
         return v
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         operand = node.operand
-        if (isinstance(operand, ast.Constant) and isinstance(operand.value, (int, float))
-                and not isinstance(operand.value, bool)):
+        if (
+            isinstance(operand, ast.Constant)
+            and isinstance(operand.value, (int, float))
+            and not isinstance(operand.value, bool)
+        ):
             value = literal(operand, where=where, depth=depth)
             return -value if isinstance(node.op, ast.USub) else value
         raise ActionError(f"{where}: '-' and '+' may only precede a number; {_HINT}")

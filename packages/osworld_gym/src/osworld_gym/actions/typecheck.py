@@ -36,8 +36,10 @@ def _surrogate_error(text: str) -> str | None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
-        return (f"the action contains a lone surrogate at position {e.start} (a broken "
-                "\\ud83d-style escape?); send the character itself")
+        return (
+            f"the action contains a lone surrogate at position {e.start} (a broken "
+            "\\ud83d-style escape?); send the character itself"
+        )
     return None
 
 

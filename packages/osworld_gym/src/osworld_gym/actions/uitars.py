@@ -75,8 +75,13 @@ IMAGE_FACTOR, MIN_PIXELS, MAX_PIXELS = 28, 56 * 56, 16384 * 28 * 28
 ARPO_MAX_PIXELS = 2116800
 
 
-def smart_resize(height: int, width: int, factor: int = IMAGE_FACTOR, min_pixels: int = MIN_PIXELS,
-                 max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = IMAGE_FACTOR,
+    min_pixels: int = MIN_PIXELS,
+    max_pixels: int = MAX_PIXELS,
+) -> tuple[int, int]:
     """The ``(height, width)`` Qwen2.5-VL resizes an image to: multiples of ``factor``, area within bounds.
 
     Each side is rounded to the nearest multiple of ``factor``; if the area then exceeds
@@ -133,8 +138,10 @@ def read_point(box: str) -> tuple[Fraction, Fraction]:
         if m:
             v = [Fraction(g) for g in m.groups()]
             return (v[0], v[1]) if len(v) == 2 else ((v[0] + v[2]) / 2, (v[1] + v[3]) / 2)
-    raise ActionError(f"cannot read a point from {box[:60]!r}; write "
-                      "'<|box_start|>(x,y)<|box_end|>' with non-negative numbers")
+    raise ActionError(
+        f"cannot read a point from {box[:60]!r}; write "
+        "'<|box_start|>(x,y)<|box_end|>' with non-negative numbers"
+    )
 
 
 def _unescape(content: str) -> str:
@@ -144,7 +151,9 @@ def _unescape(content: str) -> str:
 
 
 def _escape(content: str) -> str:
-    return content.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("'", "\\'")
+    return (
+        content.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t").replace("'", "\\'")
+    )
 
 
 # -- the table -----------------------------------------------------------------------------------
@@ -194,40 +203,125 @@ def _scroll(s: UITarsActionSet, a: dict[str, str]) -> list[Primitive]:
     n = s.scroll_amount
     steps = {"up": (n, 0), "down": (-n, 0), "left": (0, -n), "right": (0, n)}
     if direction not in steps:
-        raise ActionError(f"scroll direction must be 'up', 'down', 'left' or 'right', got {a['direction'][:30]!r}")
+        raise ActionError(
+            f"scroll direction must be 'up', 'down', 'left' or 'right', got {a['direction'][:30]!r}"
+        )
     dy, dx = steps[direction]
     return [Scroll(dy=dy, dx=dx, x=x, y=y)]
 
 
 _ACTIONS = [
-    UITarsAction("click", ("start_box",), ("start_box",), f"click(start_box={_BOX})", "", _clicker("left", 1)),
-    UITarsAction("left_double", ("start_box",), ("start_box",), f"left_double(start_box={_BOX})", "",
-                 _clicker("left", 2)),
-    UITarsAction("right_single", ("start_box",), ("start_box",), f"right_single(start_box={_BOX})", "",
-                 _clicker("right", 1)),
-    UITarsAction("drag", ("start_box", "end_box"), ("start_box", "end_box"),
-                 f"drag(start_box={_BOX}, end_box='<|box_start|>(x3,y3)<|box_end|>')", "", _drag),
-    UITarsAction("hotkey", ("key",), ("key",), "hotkey(key='')",
-                 "keys separated by spaces, lowercase, e.g. 'ctrl c'", _hotkey),
-    UITarsAction("type", ("content",), ("content",), "type(content='')",
-                 "write ' \" and newlines as \\', \\\" and \\n; end content with \\n to submit it", _type),
-    UITarsAction("scroll", ("start_box", "direction"), ("direction",),
-                 f"scroll(start_box={_BOX}, direction='down or up or right or left')", "", _scroll),
-    UITarsAction("wait", (), (), "wait()", "pause, then look at a fresh screenshot", lambda s, a: "WAIT"),
-    UITarsAction("finished", ("content",), (), "finished(content='xxx')",
-                 "the task is complete; content escaped as in type()",
-                 lambda s, a: "DONE"),
+    UITarsAction(
+        "click", ("start_box",), ("start_box",), f"click(start_box={_BOX})", "", _clicker("left", 1)
+    ),
+    UITarsAction(
+        "left_double",
+        ("start_box",),
+        ("start_box",),
+        f"left_double(start_box={_BOX})",
+        "",
+        _clicker("left", 2),
+    ),
+    UITarsAction(
+        "right_single",
+        ("start_box",),
+        ("start_box",),
+        f"right_single(start_box={_BOX})",
+        "",
+        _clicker("right", 1),
+    ),
+    UITarsAction(
+        "drag",
+        ("start_box", "end_box"),
+        ("start_box", "end_box"),
+        f"drag(start_box={_BOX}, end_box='<|box_start|>(x3,y3)<|box_end|>')",
+        "",
+        _drag,
+    ),
+    UITarsAction(
+        "hotkey",
+        ("key",),
+        ("key",),
+        "hotkey(key='')",
+        "keys separated by spaces, lowercase, e.g. 'ctrl c'",
+        _hotkey,
+    ),
+    UITarsAction(
+        "type",
+        ("content",),
+        ("content",),
+        "type(content='')",
+        "write ' \" and newlines as \\', \\\" and \\n; end content with \\n to submit it",
+        _type,
+    ),
+    UITarsAction(
+        "scroll",
+        ("start_box", "direction"),
+        ("direction",),
+        f"scroll(start_box={_BOX}, direction='down or up or right or left')",
+        "",
+        _scroll,
+    ),
+    UITarsAction(
+        "wait", (), (), "wait()", "pause, then look at a fresh screenshot", lambda s, a: "WAIT"
+    ),
+    UITarsAction(
+        "finished",
+        ("content",),
+        (),
+        "finished(content='xxx')",
+        "the task is complete; content escaped as in type()",
+        lambda s, a: "DONE",
+    ),
     # Accepted but not advertised in the UI-TARS computer prompt:
-    UITarsAction("left_single", ("start_box",), ("start_box",), "left_single(start_box=...)", None,
-                 _clicker("left", 1)),
-    UITarsAction("select", ("start_box", "end_box"), ("start_box", "end_box"),
-                 "select(start_box=..., end_box=...)", None, _drag),
-    UITarsAction("hover", ("start_box",), ("start_box",), "hover(start_box=...)", None,
-                 lambda s, a: [MoveTo(*s.point(a["start_box"]))]),
-    UITarsAction("press", ("key",), ("key",), "press(key=...)", None, lambda s, a: [Press(canonical_key(a["key"]))]),
-    UITarsAction("keydown", ("key",), ("key",), "keydown(key=...)", None,
-                 lambda s, a: [KeyDown(canonical_key(a["key"]))]),
-    UITarsAction("keyup", ("key",), ("key",), "keyup(key=...)", None, lambda s, a: [KeyUp(canonical_key(a["key"]))]),
+    UITarsAction(
+        "left_single",
+        ("start_box",),
+        ("start_box",),
+        "left_single(start_box=...)",
+        None,
+        _clicker("left", 1),
+    ),
+    UITarsAction(
+        "select",
+        ("start_box", "end_box"),
+        ("start_box", "end_box"),
+        "select(start_box=..., end_box=...)",
+        None,
+        _drag,
+    ),
+    UITarsAction(
+        "hover",
+        ("start_box",),
+        ("start_box",),
+        "hover(start_box=...)",
+        None,
+        lambda s, a: [MoveTo(*s.point(a["start_box"]))],
+    ),
+    UITarsAction(
+        "press",
+        ("key",),
+        ("key",),
+        "press(key=...)",
+        None,
+        lambda s, a: [Press(canonical_key(a["key"]))],
+    ),
+    UITarsAction(
+        "keydown",
+        ("key",),
+        ("key",),
+        "keydown(key=...)",
+        None,
+        lambda s, a: [KeyDown(canonical_key(a["key"]))],
+    ),
+    UITarsAction(
+        "keyup",
+        ("key",),
+        ("key",),
+        "keyup(key=...)",
+        None,
+        lambda s, a: [KeyUp(canonical_key(a["key"]))],
+    ),
     UITarsAction("call_user", (), (), "call_user()", None, lambda s, a: "FAIL"),
     UITarsAction("error_env", (), (), "error_env()", None, lambda s, a: "FAIL"),
 ]
@@ -244,7 +338,7 @@ def _thought(head: str) -> str | None:
     h = head.strip()
     for label in ("Thought:", "Action_Summary:"):
         if h.startswith(label):
-            return h[len(label):].strip() or None
+            return h[len(label) :].strip() or None
     return h or None
 
 
@@ -253,8 +347,8 @@ def _split(body: str) -> list[str]:
     chunks: list[str] = []
     start = 0
     for m in _BLANK_LINE.finditer(body):
-        if body[start:m.start()].rstrip().endswith(")"):
-            chunks.append(body[start:m.start()].strip())
+        if body[start : m.start()].rstrip().endswith(")"):
+            chunks.append(body[start : m.start()].strip())
             start = m.end()
     chunks.append(body[start:].strip())
     return [c for c in chunks if c]
@@ -266,11 +360,15 @@ def _read_call(chunk: str) -> tuple[UITarsAction, dict[str, str]]:
         return UITARS_ACTIONS[m.group(1)], {"content": _unescape(m.group(3))}
     call = parse_source(chunk, mode="eval", what=f"the action {chunk[:40]!r}").body  # type: ignore[attr-defined]
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
-        raise ActionError(f"each action must be one call such as click(start_box='(x,y)'), "
-                          f"not {describe_node(call)}")
+        raise ActionError(
+            f"each action must be one call such as click(start_box='(x,y)'), "
+            f"not {describe_node(call)}"
+        )
     spec = UITARS_ACTIONS.get(call.func.id)
     if spec is None:
-        raise ActionError(f"unknown action {call.func.id[:40]!r}; use one of {', '.join(UITARS_ACTIONS)}")
+        raise ActionError(
+            f"unknown action {call.func.id[:40]!r}; use one of {', '.join(UITARS_ACTIONS)}"
+        )
     if call.args:
         raise ActionError(f"{spec.name}: use keyword arguments, e.g. {spec.usage}")
     kwargs: dict[str, str] = {}
@@ -282,7 +380,9 @@ def _read_call(chunk: str) -> tuple[UITarsAction, dict[str, str]]:
             takes = ", ".join(spec.params) or "no arguments"
             raise ActionError(f"{spec.name}() does not take {kw.arg[:40]!r}; it takes {takes}")
         if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)):
-            raise ActionError(f"{spec.name}: {kw.arg} must be a quoted string, not {describe_node(kw.value)}")
+            raise ActionError(
+                f"{spec.name}: {kw.arg} must be a quoted string, not {describe_node(kw.value)}"
+            )
         if key in kwargs:
             raise ActionError(f"{spec.name}: {key} given twice")
         kwargs[key] = kw.value.value
@@ -326,9 +426,16 @@ class UITarsActionSet(ActionSet):
 
     name = "uitars"
 
-    def __init__(self, screen_size: tuple[int, int] = (1920, 1080), *,
-                 coordinate_mode: CoordinateMode = "smart_resize", max_pixels: int = ARPO_MAX_PIXELS,
-                 min_pixels: int = MIN_PIXELS, factor: int = IMAGE_FACTOR, scroll_amount: int = 5):
+    def __init__(
+        self,
+        screen_size: tuple[int, int] = (1920, 1080),
+        *,
+        coordinate_mode: CoordinateMode = "smart_resize",
+        max_pixels: int = ARPO_MAX_PIXELS,
+        min_pixels: int = MIN_PIXELS,
+        factor: int = IMAGE_FACTOR,
+        scroll_amount: int = 5,
+    ):
         super().__init__(screen_size)
         w, h = self.screen_size
         match coordinate_mode:
@@ -339,10 +446,18 @@ class UITarsActionSet(ActionSet):
             case "absolute":
                 fh, fw = h, w
             case _:
-                raise ValueError(f"coordinate_mode must be 'smart_resize', 'relative1000' or 'absolute', "
-                                 f"got {coordinate_mode!r}")
-        if isinstance(scroll_amount, bool) or not isinstance(scroll_amount, int) or not 1 <= scroll_amount <= MAX_SCROLL:
-            raise ValueError(f"scroll_amount must be an int in [1, {MAX_SCROLL}], got {scroll_amount!r}")
+                raise ValueError(
+                    f"coordinate_mode must be 'smart_resize', 'relative1000' or 'absolute', "
+                    f"got {coordinate_mode!r}"
+                )
+        if (
+            isinstance(scroll_amount, bool)
+            or not isinstance(scroll_amount, int)
+            or not 1 <= scroll_amount <= MAX_SCROLL
+        ):
+            raise ValueError(
+                f"scroll_amount must be an int in [1, {MAX_SCROLL}], got {scroll_amount!r}"
+            )
         self.coordinate_mode = coordinate_mode
         self.frame = (fw, fh)
         self.scroll_amount = scroll_amount
@@ -352,16 +467,23 @@ class UITarsActionSet(ActionSet):
         mx, my = read_point(box)
         fw, fh = self.frame
         if mx > fw or my > fh:
-            raise ActionError(f"point ({float(mx):g},{float(my):g}) lies outside the model's "
-                              f"{fw}x{fh} image frame")
+            raise ActionError(
+                f"point ({float(mx):g},{float(my):g}) lies outside the model's "
+                f"{fw}x{fh} image frame"
+            )
         w, h = self.screen_size
-        return (min(w - 1, math.floor(mx * w / fw + Fraction(1, 2))),
-                min(h - 1, math.floor(my * h / fh + Fraction(1, 2))))
+        return (
+            min(w - 1, math.floor(mx * w / fw + Fraction(1, 2))),
+            min(h - 1, math.floor(my * h / fh + Fraction(1, 2))),
+        )
 
     def box(self, x: int, y: int) -> str:
         """The box string that :meth:`point` maps back to ``(x, y)``."""
         (w, h), (fw, fh) = self.screen_size, self.frame
-        mx, my = math.floor(Fraction(x * fw, w) + Fraction(1, 2)), math.floor(Fraction(y * fh, h) + Fraction(1, 2))
+        mx, my = (
+            math.floor(Fraction(x * fw, w) + Fraction(1, 2)),
+            math.floor(Fraction(y * fh, h) + Fraction(1, 2)),
+        )
         return f"<|box_start|>({mx},{my})<|box_end|>"
 
     def names(self) -> tuple[str, ...]:
@@ -369,7 +491,11 @@ class UITarsActionSet(ActionSet):
 
     def describe(self) -> str:
         """The UI-TARS computer-use prompt, with an ``{instruction}`` slot (see :meth:`prompt`)."""
-        lines = [a.usage + (f"  # {a.comment}" if a.comment else "") for a in _ACTIONS if a.comment is not None]
+        lines = [
+            a.usage + (f"  # {a.comment}" if a.comment else "")
+            for a in _ACTIONS
+            if a.comment is not None
+        ]
         extra = ", ".join(a.usage for a in _ACTIONS if a.comment is None)
         lines.append(f"(also understood: {extra})")
         if self.coordinate_mode == "relative1000":
@@ -385,32 +511,42 @@ class UITarsActionSet(ActionSet):
             raise ActionError(f"a UI-TARS action must be text, got {type(action).__name__}")
         action = as_text(action)
         if len(action) > MAX_SOURCE_CHARS:
-            raise ActionError(f"the answer is {len(action)} characters long; the limit is {MAX_SOURCE_CHARS}")
+            raise ActionError(
+                f"the answer is {len(action)} characters long; the limit is {MAX_SOURCE_CHARS}"
+            )
         if "\x00" in action:
             raise ActionError("the answer contains a null byte")
         if (special := special_of(action)) is not None:
             return ParsedAction((), special, action)
         m = _ACTION_AT_LINE_START.search(action) or _ACTION_ANYWHERE.search(action)
         if m is None:
-            raise ActionError("no 'Action:' found; answer with 'Thought: ...' and then 'Action: ...'")
-        thought = _thought(action[:m.start()])
-        chunks = _split(action[m.end():])
+            raise ActionError(
+                "no 'Action:' found; answer with 'Thought: ...' and then 'Action: ...'"
+            )
+        thought = _thought(action[: m.start()])
+        chunks = _split(action[m.end() :])
         if not chunks:
-            raise ActionError("'Action:' is followed by nothing; write e.g. Action: click(start_box='(x,y)')")
+            raise ActionError(
+                "'Action:' is followed by nothing; write e.g. Action: click(start_box='(x,y)')"
+            )
         if len(chunks) > MAX_ACTIONS:
             raise ActionError(f"{len(chunks)} actions in one answer; the limit is {MAX_ACTIONS}")
         prims: list[Primitive] = []
         special: Special | None = None
         for chunk in chunks:
             if special is not None:
-                raise ActionError("wait(), finished(), call_user() and error_env() must be the last action")
+                raise ActionError(
+                    "wait(), finished(), call_user() and error_env() must be the last action"
+                )
             spec, kwargs = _read_call(chunk)
             result = spec.build(self, kwargs)
             if isinstance(result, str):
                 special = result  # type: ignore[assignment]
             else:
                 prims.extend(result)
-        log.debug("uitars action: %d calls -> %d primitives, special=%s", len(chunks), len(prims), special)
+        log.debug(
+            "uitars action: %d calls -> %d primitives, special=%s", len(chunks), len(prims), special
+        )
         return finish(prims, special=special, raw=action, thought=thought)
 
     def render(self, parsed: ParsedAction) -> str:
@@ -421,7 +557,9 @@ class UITarsActionSet(ActionSet):
             p, nxt = prims[i], prims[i + 1] if i + 1 < len(prims) else None
             match p, nxt:
                 case MoveTo(x, y), DragTo(ex, ey, "left"):
-                    calls.append(f"drag(start_box='{self.box(x, y)}', end_box='{self.box(ex, ey)}')")
+                    calls.append(
+                        f"drag(start_box='{self.box(x, y)}', end_box='{self.box(ex, ey)}')"
+                    )
                     i += 1
                 case TypeText(text), Press("enter", 1) if not text.endswith("\n"):
                     calls.append(f"type(content='{_escape(text)}\\n')")

@@ -37,49 +37,91 @@ TOKEN_ENV = "OSWORLD_GYM_GUEST_TOKEN"
 
 
 def parse_args(argv: list[str] | None = None) -> GuestConfig:
-    p = argparse.ArgumentParser(prog="python -m osworld_gym.guest",
-                                description="osworld-gym guest server (runs inside the desktop)")
+    p = argparse.ArgumentParser(
+        prog="python -m osworld_gym.guest",
+        description="osworld-gym guest server (runs inside the desktop)",
+    )
     where = p.add_argument_group("listening (one of)")
     where.add_argument("--uds", help="unix socket path to listen on (preferred)")
     where.add_argument("--host", help="loopback address to listen on: 127.0.0.1, localhost, ::1")
     where.add_argument("--port", type=int, help="TCP port (with --host)")
-    where.add_argument("--uds-owner", metavar="UID:GID",
-                       help="hand the unix socket to this uid:gid once bound (the host's user "
-                            "when the guest runs as root)")
+    where.add_argument(
+        "--uds-owner",
+        metavar="UID:GID",
+        help="hand the unix socket to this uid:gid once bound (the host's user "
+        "when the guest runs as root)",
+    )
     p.add_argument("--token-file", help=f"file with the bearer token (else ${TOKEN_ENV})")
     p.add_argument("--display", default=":0", help="X display (default :0)")
     p.add_argument("--screen", default="1920x1080x24", help="Xvfb screen WxHxDEPTH")
-    p.add_argument("--start-x", action="store_true",
-                   help="start Xvfb, a session D-Bus and the window manager as children")
-    p.add_argument("--wm", choices=(*PROFILES, "none"), default="openbox",
-                   help="desktop profile: openbox (bare, fastest), ubuntu (OSWorld's Ubuntu "
-                   "22.04 look: top bar, dock, Yaru, GNOME Terminal, dconf), none")
+    p.add_argument(
+        "--start-x",
+        action="store_true",
+        help="start Xvfb, a session D-Bus and the window manager as children",
+    )
+    p.add_argument(
+        "--wm",
+        choices=(*PROFILES, "none"),
+        default="openbox",
+        help="desktop profile: openbox (bare, fastest), ubuntu (OSWorld's Ubuntu "
+        "22.04 look: top bar, dock, Yaru, GNOME Terminal, dconf), none",
+    )
     p.add_argument("--home", default="/home/user", help="the desktop user's home directory")
-    p.add_argument("--home-template", help="directory copied into --home (default: the "
-                   "packaged skeleton)")
+    p.add_argument(
+        "--home-template", help="directory copied into --home (default: the packaged skeleton)"
+    )
     p.add_argument("--tmp-dir", help="the desktop's temp directory ($TMPDIR of apps)")
-    p.add_argument("--clean-tmp", action="store_true",
-                   help="let a reset empty the temp directory (X11 sockets kept). Only in a "
-                   "sandbox with a private /tmp: on a shared machine this deletes others' files")
+    p.add_argument(
+        "--clean-tmp",
+        action="store_true",
+        help="let a reset empty the temp directory (X11 sockets kept). Only in a "
+        "sandbox with a private /tmp: on a shared machine this deletes others' files",
+    )
     p.add_argument("--state-dir", help="private directory for logs, bus socket, recordings")
-    p.add_argument("--exit-with-parent", action="store_true",
-                   help="exit when the parent process dies")
+    p.add_argument(
+        "--exit-with-parent", action="store_true", help="exit when the parent process dies"
+    )
     ident = p.add_argument_group("judge and player (the guest must run as namespace root)")
-    ident.add_argument("--player-uid", type=int, help="run apps and everything the agent can "
-                       "start as this uid (the guest, X and evaluation stay the judge's)")
+    ident.add_argument(
+        "--player-uid",
+        type=int,
+        help="run apps and everything the agent can "
+        "start as this uid (the guest, X and evaluation stay the judge's)",
+    )
     ident.add_argument("--player-gid", type=int, help="the player's gid (default: its uid)")
     ident.add_argument("--runtime-dir", help="the player's XDG_RUNTIME_DIR (session bus)")
-    ident.add_argument("--player-cgroup", action="append", default=[], metavar="PROCS",
-                       help="cgroup.procs file every player process joins (repeatable)")
-    ident.add_argument("--player-freezer", metavar="DIR",
-                       help="the player's freezer cgroup (with a 'held' child): evaluation "
-                            "commands freeze what the agent started there")
-    ident.add_argument("--player-freezer-version", type=int, choices=(1, 2), default=2,
-                       help="cgroup version of --player-freezer")
-    ident.add_argument("--player-max-memory", type=int, metavar="BYTES",
-                       help="RLIMIT_AS of player processes (where there is no cgroup)")
-    ident.add_argument("--player-max-procs", type=int, metavar="N",
-                       help="RLIMIT_NPROC of the player uid (where there is no cgroup)")
+    ident.add_argument(
+        "--player-cgroup",
+        action="append",
+        default=[],
+        metavar="PROCS",
+        help="cgroup.procs file every player process joins (repeatable)",
+    )
+    ident.add_argument(
+        "--player-freezer",
+        metavar="DIR",
+        help="the player's freezer cgroup (with a 'held' child): evaluation "
+        "commands freeze what the agent started there",
+    )
+    ident.add_argument(
+        "--player-freezer-version",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="cgroup version of --player-freezer",
+    )
+    ident.add_argument(
+        "--player-max-memory",
+        type=int,
+        metavar="BYTES",
+        help="RLIMIT_AS of player processes (where there is no cgroup)",
+    )
+    ident.add_argument(
+        "--player-max-procs",
+        type=int,
+        metavar="N",
+        help="RLIMIT_NPROC of the player uid (where there is no cgroup)",
+    )
     p.add_argument("--log-level", default=os.environ.get("OSWORLD_GYM_LOG_LEVEL", "INFO"))
     a = p.parse_args(argv)
     if (a.uds is None) == (a.host is None):
@@ -94,20 +136,36 @@ def parse_args(argv: list[str] | None = None) -> GuestConfig:
         if m is None or a.uds is None:
             p.error(f"--uds-owner needs --uds and the form UID:GID, got {a.uds_owner!r}")
         uds_owner = (int(m.group(1)), int(m.group(2)))
-    logging.basicConfig(level=a.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return GuestConfig(uds=a.uds, uds_owner=uds_owner, host=a.host, port=a.port,
-                       token_file=a.token_file,
-                       display=a.display, screen=a.screen, start_x=a.start_x, wm=a.wm,
-                       home=a.home, home_template=a.home_template, tmp_dir=a.tmp_dir,
-                       clean_tmp=a.clean_tmp, state_dir=a.state_dir,
-                       exit_with_parent=a.exit_with_parent, player_uid=a.player_uid,
-                       player_gid=a.player_gid, runtime_dir=a.runtime_dir,
-                       player_cgroups=tuple(a.player_cgroup),
-                       player_max_memory=a.player_max_memory,
-                       player_max_procs=a.player_max_procs,
-                       player_freezer=a.player_freezer,
-                       player_freezer_version=a.player_freezer_version)
+    logging.basicConfig(
+        level=a.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return GuestConfig(
+        uds=a.uds,
+        uds_owner=uds_owner,
+        host=a.host,
+        port=a.port,
+        token_file=a.token_file,
+        display=a.display,
+        screen=a.screen,
+        start_x=a.start_x,
+        wm=a.wm,
+        home=a.home,
+        home_template=a.home_template,
+        tmp_dir=a.tmp_dir,
+        clean_tmp=a.clean_tmp,
+        state_dir=a.state_dir,
+        exit_with_parent=a.exit_with_parent,
+        player_uid=a.player_uid,
+        player_gid=a.player_gid,
+        runtime_dir=a.runtime_dir,
+        player_cgroups=tuple(a.player_cgroup),
+        player_max_memory=a.player_max_memory,
+        player_max_procs=a.player_max_procs,
+        player_freezer=a.player_freezer,
+        player_freezer_version=a.player_freezer_version,
+    )
 
 
 def read_token(cfg: GuestConfig) -> str:
@@ -171,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         app.stop()
         return 1
 
-    serving = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},
-                               name="guest-http", daemon=True)
+    serving = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="guest-http", daemon=True
+    )
     serving.start()
     log.info("serving on %s", cfg.uds or f"{cfg.host}:{cfg.port}")
     try:

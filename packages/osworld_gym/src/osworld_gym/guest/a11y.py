@@ -39,28 +39,42 @@ class Accessibility:
 
     def _run(self, mode: str, timeout: float) -> str:
         if not Path(SYSTEM_PYTHON).is_file():
-            raise A11yUnavailable(f"no system Python at {SYSTEM_PYTHON} to run the AT-SPI helper "
-                                  "(set OSWORLD_GYM_A11Y_PYTHON)")
+            raise A11yUnavailable(
+                f"no system Python at {SYSTEM_PYTHON} to run the AT-SPI helper "
+                "(set OSWORLD_GYM_A11Y_PYTHON)"
+            )
         if not self._env.get("DBUS_SESSION_BUS_ADDRESS"):
-            raise A11yUnavailable("no D-Bus session bus: start the guest with --start-x (it starts "
-                                  "one when dbus-daemon is installed) or set "
-                                  "DBUS_SESSION_BUS_ADDRESS")
+            raise A11yUnavailable(
+                "no D-Bus session bus: start the guest with --start-x (it starts "
+                "one when dbus-daemon is installed) or set "
+                "DBUS_SESSION_BUS_ADDRESS"
+            )
         try:
             # as the desktop user: AT-SPI's buses admit only the user who started them (the
             # player, under judge separation); the script comes on stdin because the package
             # checkout it lives in may be the judge's alone
-            res = self._registry.run([SYSTEM_PYTHON, "-I", "-", mode], timeout=timeout,
-                                     env=self._env, input=HELPER.read_bytes(), judge=False)
+            res = self._registry.run(
+                [SYSTEM_PYTHON, "-I", "-", mode],
+                timeout=timeout,
+                env=self._env,
+                input=HELPER.read_bytes(),
+                judge=False,
+            )
         except subprocess.TimeoutExpired:
-            raise A11yFailed(f"the AT-SPI helper did not finish within {timeout:.0f} s "
-                             "(an application may be hung)") from None
+            raise A11yFailed(
+                f"the AT-SPI helper did not finish within {timeout:.0f} s "
+                "(an application may be hung)"
+            ) from None
         err = res.stderr.decode("utf-8", errors="replace").strip()
         if res.returncode == 3:
-            raise A11yUnavailable(f"pyatspi is not installed for {SYSTEM_PYTHON} (Debian package "
-                                  f"python3-pyatspi): {err[-300:]}")
+            raise A11yUnavailable(
+                f"pyatspi is not installed for {SYSTEM_PYTHON} (Debian package "
+                f"python3-pyatspi): {err[-300:]}"
+            )
         if res.returncode == 4:
-            raise A11yUnavailable(f"the AT-SPI registry is unreachable (at-spi2-core missing?): "
-                                  f"{err[-300:]}")
+            raise A11yUnavailable(
+                f"the AT-SPI registry is unreachable (at-spi2-core missing?): {err[-300:]}"
+            )
         if res.returncode != 0:
             raise A11yFailed(f"AT-SPI helper failed with status {res.returncode}: {err[-500:]}")
         return res.stdout.decode("utf-8", errors="replace")

@@ -108,8 +108,10 @@ class Walker:
         try:
             action = acc.queryAction()
             for i in range(min(action.nActions, 16)):
-                el.set(f"{{{NS['act']}}}{_xml_name(action.getName(i))}_kb",
-                       _clean(action.getKeyBinding(i)))
+                el.set(
+                    f"{{{NS['act']}}}{_xml_name(action.getName(i))}_kb",
+                    _clean(action.getKeyBinding(i)),
+                )
         except Exception:
             pass
         if depth >= MAX_DEPTH:
@@ -177,8 +179,9 @@ def terminal_text(pyatspi):
         if role == "terminal":
             try:
                 t = acc.queryText()
-                found.append((active, states.contains(pyatspi.STATE_FOCUSED),
-                              t.getText(0, t.characterCount)))
+                found.append(
+                    (active, states.contains(pyatspi.STATE_FOCUSED), t.getText(0, t.characterCount))
+                )
             except Exception:
                 pass
             return

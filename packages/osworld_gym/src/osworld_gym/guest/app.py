@@ -103,13 +103,27 @@ class GuestConfig:
 #: ``$PATH`` of evaluation and setup commands when the guest has none.
 COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Variables a command environment keeps from the guest's (none of them the player's doing).
-_KEPT = ("DISPLAY", "LANG", "LC_ALL", "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE",
-         "QT_ACCESSIBILITY", "GTK_A11Y", "TMPDIR",
-         # the desktop profile's session (guest/profiles): gsettings in a task's command must
-         # read the same dconf database and schemas as the desktop's apps
-         "XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "XDG_CURRENT_DESKTOP", "XDG_SESSION_DESKTOP",
-         "DESKTOP_SESSION", "GNOME_SHELL_SESSION_MODE", "GSETTINGS_SCHEMA_DIR",
-         "GSETTINGS_BACKEND", "DCONF_PROFILE")
+_KEPT = (
+    "DISPLAY",
+    "LANG",
+    "LC_ALL",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_SESSION_TYPE",
+    "QT_ACCESSIBILITY",
+    "GTK_A11Y",
+    "TMPDIR",
+    # the desktop profile's session (guest/profiles): gsettings in a task's command must
+    # read the same dconf database and schemas as the desktop's apps
+    "XDG_DATA_DIRS",
+    "XDG_CONFIG_DIRS",
+    "XDG_CURRENT_DESKTOP",
+    "XDG_SESSION_DESKTOP",
+    "DESKTOP_SESSION",
+    "GNOME_SHELL_SESSION_MODE",
+    "GSETTINGS_SCHEMA_DIR",
+    "GSETTINGS_BACKEND",
+    "DCONF_PROFILE",
+)
 
 
 @dataclass
@@ -140,8 +154,9 @@ class GuestApp:
         cfg = self.config
         self.player = cfg.player()
         if self.player is not None and os.geteuid() != 0:
-            raise GuestError(f"--player-uid needs a guest running as (namespace) root, not uid "
-                             f"{os.geteuid()}")
+            raise GuestError(
+                f"--player-uid needs a guest running as (namespace) root, not uid {os.geteuid()}"
+            )
         if self.player is not None and cfg.player_freezer:
             self.freezer = Freezer(cfg.player_freezer, cfg.player_freezer_version)
         self.home = Path(os.path.abspath(cfg.home))
@@ -155,9 +170,15 @@ class GuestApp:
         runtime = Path(cfg.runtime_dir) if cfg.runtime_dir else judge_runtime
         runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
         env = dict(os.environ)
-        env.update(DISPLAY=cfg.display, HOME=str(self.home), PWD=str(self.home),
-                   XDG_RUNTIME_DIR=str(runtime), XDG_CONFIG_HOME=str(self.home / ".config"),
-                   QT_ACCESSIBILITY="1", GTK_A11Y="atspi")
+        env.update(
+            DISPLAY=cfg.display,
+            HOME=str(self.home),
+            PWD=str(self.home),
+            XDG_RUNTIME_DIR=str(runtime),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            QT_ACCESSIBILITY="1",
+            GTK_A11Y="atspi",
+        )
         env.pop("NO_AT_BRIDGE", None)
         if self.player is not None:  # the player's runtime dir and (empty) X authority file
             os.chown(runtime, self.player.uid, self.player.gid)
@@ -171,8 +192,9 @@ class GuestApp:
         self.env = env
         self.registry = ProcessRegistry(env=env, cwd=str(self.home), player=self.player)
         self.registry.start_reaper()
-        self.desktop = Desktop(cfg.display, parse_screen(cfg.screen), cfg.wm, self.home,
-                               self.state_dir, self.registry)
+        self.desktop = Desktop(
+            cfg.display, parse_screen(cfg.screen), cfg.wm, self.home, self.state_dir, self.registry
+        )
         if cfg.start_x:
             self.desktop.start_x()
             if (bus := self.desktop.start_bus(env)) is not None:
@@ -181,16 +203,26 @@ class GuestApp:
         self.screen = Screen(cfg.display)
         self.xinput = XInput(cfg.display)
         self.windows = Windows(self.registry, cfg.display)
-        self.recorder = Recorder(self.registry, cfg.display, (self.screen.width,
-                                                               self.screen.height), self.state_dir)
+        self.recorder = Recorder(
+            self.registry, cfg.display, (self.screen.width, self.screen.height), self.state_dir
+        )
         self.a11y = Accessibility(self.registry, env)
         try:
-            self.settle = SettleSignal(cfg.display, exclude=self._not_the_desktop,
-                                       timerless=self._timerless, server=self._x_server)
+            self.settle = SettleSignal(
+                cfg.display,
+                exclude=self._not_the_desktop,
+                timerless=self._timerless,
+                server=self._x_server,
+            )
         except DamageUnavailable as e:
             log.warning("%s: the host will poll screenshots to see the screen settle", e)
-        log.info("guest ready on display %s (%dx%d), home %s", cfg.display, self.screen.width,
-                 self.screen.height, self.home)
+        log.info(
+            "guest ready on display %s (%dx%d), home %s",
+            cfg.display,
+            self.screen.width,
+            self.screen.height,
+            self.home,
+        )
 
     def _x_server(self) -> set[int]:
         return {self.desktop.xvfb.pid} if self.desktop.xvfb is not None else set()
@@ -210,8 +242,13 @@ class GuestApp:
 
         Safe after a partial :meth:`start`.
         """
-        for name, method in (("recorder", "abort"), ("xinput", "close"), ("screen", "close"),
-                             ("windows", "disconnect"), ("settle", "close")):
+        for name, method in (
+            ("recorder", "abort"),
+            ("xinput", "close"),
+            ("screen", "close"),
+            ("windows", "disconnect"),
+            ("settle", "close"),
+        ):
             part = getattr(self, name, None)
             if part is None:
                 continue
@@ -249,10 +286,17 @@ class GuestApp:
         user's runtime dir and X authority (commands run as the desktop user)."""
         base = self.env
         env = {k: base[k] for k in _KEPT if k in base}
-        env.update(PATH=base.get("PATH") or COMMAND_PATH, HOME=str(self.home),
-                   USER=base.get("USER", "user"), LOGNAME=base.get("LOGNAME", "user"),
-                   SHELL=base.get("SHELL", "/bin/bash"), PYTHONNOUSERSITE="1", PYTHONSAFEPATH="1",
-                   PYTHONDONTWRITEBYTECODE="1", XDG_RUNTIME_DIR=base["XDG_RUNTIME_DIR"])
+        env.update(
+            PATH=base.get("PATH") or COMMAND_PATH,
+            HOME=str(self.home),
+            USER=base.get("USER", "user"),
+            LOGNAME=base.get("LOGNAME", "user"),
+            SHELL=base.get("SHELL", "/bin/bash"),
+            PYTHONNOUSERSITE="1",
+            PYTHONSAFEPATH="1",
+            PYTHONDONTWRITEBYTECODE="1",
+            XDG_RUNTIME_DIR=base["XDG_RUNTIME_DIR"],
+        )
         if base.get("XAUTHORITY"):
             env["XAUTHORITY"] = base["XAUTHORITY"]
         return env
@@ -276,8 +320,9 @@ class GuestApp:
             t0 = time.perf_counter()
             self.recorder.abort()
             # Not the kept processes' subtrees: apps the WM started (Ctrl+Alt+T) must die too.
-            killed = self.registry.kill_tree(keep=self.desktop.infrastructure_pids(),
-                                             keep_subtrees=False)
+            killed = self.registry.kill_tree(
+                keep=self.desktop.infrastructure_pids(), keep_subtrees=False
+            )
             self.setup_roots.clear()
             t_kill = time.perf_counter()
             if restore_home:
@@ -285,28 +330,45 @@ class GuestApp:
                 self._hand_home_over()
             t_home = time.perf_counter()
             if self.config.clean_tmp:
-                homedir.clean_tmp(Path(self.config.tmp_dir or tempfile.gettempdir()),
-                                  self.protected_paths())
+                homedir.clean_tmp(
+                    Path(self.config.tmp_dir or tempfile.gettempdir()), self.protected_paths()
+                )
             wm_restarted = self.desktop.ensure_wm(self.env)
             self.xinput.release_all()
             ms = (time.perf_counter() - t0) * 1000
-            log.info("desktop reset: killed %d processes in %.0f ms, total %.0f ms", killed,
-                     (t_kill - t0) * 1000, ms)
-            return {"status": "success", "killed": killed, "ms": round(ms, 1),
-                    "timings": {"kill_ms": round((t_kill - t0) * 1000, 1),
-                                "home_ms": round((t_home - t_kill) * 1000, 1)},
-                    "wm_restarted": wm_restarted}
+            log.info(
+                "desktop reset: killed %d processes in %.0f ms, total %.0f ms",
+                killed,
+                (t_kill - t0) * 1000,
+                ms,
+            )
+            return {
+                "status": "success",
+                "killed": killed,
+                "ms": round(ms, 1),
+                "timings": {
+                    "kill_ms": round((t_kill - t0) * 1000, 1),
+                    "home_ms": round((t_home - t_kill) * 1000, 1),
+                },
+                "wm_restarted": wm_restarted,
+            }
 
     def health(self) -> dict:
         """Liveness of X and the WM, and the app crashes so far (reaped first, waiting for
         processes that are still dying, so a crash that has happened is counted)."""
         self.registry.reap_dying()
-        return {"status": "ok", "display": self.config.display,
-                # judge and player apart: the agent's processes run as another uid
-                "separated": self.player is not None,
-                "screen": [self.screen.width, self.screen.height], "pid": os.getpid(),
-                "x_alive": self.desktop.x_alive(), "wm_alive": self.desktop.wm_alive(),
-                "recording": self.recorder.recording,
-                "crashes": self.registry.crash_count,
-                "recent_crashes": [dataclasses.asdict(c) | {"describe": c.describe()}
-                                   for c in self.registry.crashes]}
+        return {
+            "status": "ok",
+            "display": self.config.display,
+            # judge and player apart: the agent's processes run as another uid
+            "separated": self.player is not None,
+            "screen": [self.screen.width, self.screen.height],
+            "pid": os.getpid(),
+            "x_alive": self.desktop.x_alive(),
+            "wm_alive": self.desktop.wm_alive(),
+            "recording": self.recorder.recording,
+            "crashes": self.registry.crash_count,
+            "recent_crashes": [
+                dataclasses.asdict(c) | {"describe": c.describe()} for c in self.registry.crashes
+            ],
+        }

@@ -71,15 +71,22 @@ def can_connect(name: str) -> bool:
     return True
 
 
-def _wait_for(cond, timeout: float, what: str, proc: subprocess.Popen | None = None,
-              log_path: Path | None = None) -> None:
+def _wait_for(
+    cond,
+    timeout: float,
+    what: str,
+    proc: subprocess.Popen | None = None,
+    log_path: Path | None = None,
+) -> None:
     deadline = time.monotonic() + timeout
     delay = 0.01
     while not cond():
         if proc is not None and proc.poll() is not None:
             tail = _tail(log_path)
-            raise GuestError(f"{what} exited with status {proc.returncode} before it was ready"
-                             + (f": {tail}" if tail else ""))
+            raise GuestError(
+                f"{what} exited with status {proc.returncode} before it was ready"
+                + (f": {tail}" if tail else "")
+            )
         if time.monotonic() > deadline:
             raise GuestError(f"{what} was not ready after {timeout:.0f} s")
         time.sleep(delay)
@@ -155,16 +162,31 @@ class Desktop:
             raise GuestError(f"display {self.display} is already in use; pick another --display")
         w, h, depth = self.screen
         log_path = self.state_dir / "xvfb.log"
-        argv = [*_die_with_us(), "Xvfb", self.display, "-screen", "0", f"{w}x{h}x{depth}",
-                "-nolisten", "tcp", "-noreset", "-br", "+extension", "XTEST", "+extension", "XFIXES",
-                "-dpi", "96"]
+        argv = [
+            *_die_with_us(),
+            "Xvfb",
+            self.display,
+            "-screen",
+            "0",
+            f"{w}x{h}x{depth}",
+            "-nolisten",
+            "tcp",
+            "-noreset",
+            "-br",
+            "+extension",
+            "XTEST",
+            "+extension",
+            "XFIXES",
+            "-dpi",
+            "96",
+        ]
         with open(log_path, "wb") as out:
             # the judge's: the player must not be able to kill the display it is scored on
-            self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                            judge=True)
+            self.xvfb = self.registry.popen(argv, stdout=out, stderr=subprocess.STDOUT, judge=True)
         log.info("started Xvfb %s (pid %d)", self.display, self.xvfb.pid)
-        _wait_for(lambda: can_connect(self.display), timeout, f"Xvfb {self.display}", self.xvfb,
-                  log_path)
+        _wait_for(
+            lambda: can_connect(self.display), timeout, f"Xvfb {self.display}", self.xvfb, log_path
+        )
         self.x_alive()  # opens the liveness connection now, before any player client runs
 
     def x_alive(self) -> bool:
@@ -178,8 +200,7 @@ class Desktop:
                     self._probe = make_impervious(xdisplay.Display(self.display))
                 self._probe.get_input_focus()  # a round trip
                 return True
-            except (xerror.DisplayError, xerror.XError, ConnectionError, OSError,
-                    GrabControlError):
+            except (xerror.DisplayError, xerror.XError, ConnectionError, OSError, GrabControlError):
                 probe, self._probe = self._probe, None
         if probe is not None:
             try:
@@ -211,9 +232,18 @@ class Desktop:
         log_path = self.state_dir / "dbus.log"
         with open(log_path, "wb") as out:
             self.bus = self.registry.popen(
-                [*_die_with_us(), "dbus-daemon", "--session", "--nofork", "--nopidfile",
-                 f"--address={address}"],
-                env=env, stdout=out, stderr=subprocess.STDOUT)
+                [
+                    *_die_with_us(),
+                    "dbus-daemon",
+                    "--session",
+                    "--nofork",
+                    "--nopidfile",
+                    f"--address={address}",
+                ],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
 
         def ready() -> bool:
             with socket.socket(socket.AF_UNIX) as s:
@@ -233,8 +263,9 @@ class Desktop:
         if self.wm == "none":
             return
         if self.wm not in PROFILES:
-            raise ValueError(f"unknown desktop profile {self.wm!r}; use {', '.join(PROFILES)} "
-                             "or none")
+            raise ValueError(
+                f"unknown desktop profile {self.wm!r}; use {', '.join(PROFILES)} or none"
+            )
         if shutil.which("openbox") is None:
             raise MissingDependencyError("openbox is not installed; install the 'openbox' package")
         argv = ["openbox", "--sm-disable"]
@@ -244,16 +275,18 @@ class Desktop:
                 # with judge separation the apps cannot read the judge's state dir: the
                 # profile's files go to a directory of the sandbox's own /run they may read
                 public = Path("/run/osworld-profile") if self.registry.player is not None else None
-                self.session = UbuntuSession(self.display, self.screen[:2], self.state_dir,
-                                             self.registry, public_dir=public)
+                self.session = UbuntuSession(
+                    self.display, self.screen[:2], self.state_dir, self.registry, public_dir=public
+                )
                 self.session.prepare(env)
             rc = self.session.openbox_config
         if rc.is_file():
             argv += ["--config-file", str(rc)]
         log_path = self.state_dir / "wm.log"
         with open(log_path, "ab") as out:
-            self.wm_proc = self.registry.popen(argv, env=env, cwd=str(self.home), stdout=out,
-                                               stderr=subprocess.STDOUT)
+            self.wm_proc = self.registry.popen(
+                argv, env=env, cwd=str(self.home), stdout=out, stderr=subprocess.STDOUT
+            )
         log.info("started %s (pid %d)", self.wm, self.wm_proc.pid)
         _wait_for(self.wm_running, timeout, self.wm, self.wm_proc, log_path)
         if self.session is not None:
@@ -296,8 +329,9 @@ class Desktop:
     def infrastructure_pids(self) -> set[int]:
         """Processes a desktop reset must not kill: X, WM, bus, and the accessibility services
         with their private bus (children of the WM are *not* included)."""
-        pids = {p.pid for p in (self.xvfb, self.wm_proc, self.bus)
-                if p is not None and p.poll() is None}
+        pids = {
+            p.pid for p in (self.xvfb, self.wm_proc, self.bus) if p is not None and p.poll() is None
+        }
         if self.session is not None:
             pids |= self.session.pids()
         procs = descendants(os.getpid())
@@ -309,8 +343,11 @@ class Desktop:
             # starts has not claimed its name yet) shares the bus's signal pipe: a SIGTERM to
             # it stops the bus itself. Spare it; the service under it is killed, and then the
             # babysitter reports the failed activation and exits on its own.
-            elif (self.bus is not None and info.ppid == self.bus.pid
-                  and _program(info.pid) == "dbus-daemon"):
+            elif (
+                self.bus is not None
+                and info.ppid == self.bus.pid
+                and _program(info.pid) == "dbus-daemon"
+            ):
                 pids.add(info.pid)
         return pids
 

@@ -26,7 +26,7 @@ def register(router: Router, app: GuestApp) -> None:
     def actions(req: Request) -> Response:
         raw = req.json().get("actions")
         if not isinstance(raw, list):
-            raise HTTPError(400, "body must be {\"actions\": [primitive, ...]}")
+            raise HTTPError(400, 'body must be {"actions": [primitive, ...]}')
         if len(raw) > MAX_ACTIONS:
             raise HTTPError(400, f"at most {MAX_ACTIONS} actions per request, got {len(raw)}")
         prims = []
@@ -36,17 +36,25 @@ def register(router: Router, app: GuestApp) -> None:
             except ActionError as e:
                 raise HTTPError(400, f"action {i}: {e}") from None
             if isinstance(p, Wait):
-                raise HTTPError(400, f"action {i}: wait is executed by the host, not the guest; "
-                                     "send the actions around it in separate requests")
+                raise HTTPError(
+                    400,
+                    f"action {i}: wait is executed by the host, not the guest; "
+                    "send the actions around it in separate requests",
+                )
             prims.append(p)
         t0 = time.perf_counter()
         if app.settle is not None:
             app.settle.mark_input()  # what the screen does from here on is these actions' doing
         app.xinput.run(prims)
         exec_ms = (time.perf_counter() - t0) * 1000
-        return json_response({"status": "success", "executed": len(prims),
-                              "timings": {"exec_ms": round(exec_ms, 2)},
-                              "crashes": app.registry.crash_count})
+        return json_response(
+            {
+                "status": "success",
+                "executed": len(prims),
+                "timings": {"exec_ms": round(exec_ms, 2)},
+                "crashes": app.registry.crash_count,
+            }
+        )
 
     def screenshot(req: Request) -> Response:
         fmt = req.query.get("format", "png")
@@ -64,11 +72,19 @@ def register(router: Router, app: GuestApp) -> None:
             body, ctype = encode_png(frame.image), "image/png"
         encode_ms = (time.perf_counter() - t0) * 1000
         w, h = frame.image.size
-        return Response(200, body, ctype, {routes.WIDTH_HEADER: str(w), routes.HEIGHT_HEADER: str(h),
-                                           routes.CAPTURE_MS_HEADER: f"{frame.capture_ms:.2f}",
-                                           routes.ENCODE_MS_HEADER: f"{encode_ms:.2f}",
-                                           routes.CRASHES_HEADER: str(app.registry.crash_count),
-                                           **settled})
+        return Response(
+            200,
+            body,
+            ctype,
+            {
+                routes.WIDTH_HEADER: str(w),
+                routes.HEIGHT_HEADER: str(h),
+                routes.CAPTURE_MS_HEADER: f"{frame.capture_ms:.2f}",
+                routes.ENCODE_MS_HEADER: f"{encode_ms:.2f}",
+                routes.CRASHES_HEADER: str(app.registry.crash_count),
+                **settled,
+            },
+        )
 
     def _settle(value: str) -> dict[str, str]:
         """Wait (at most ``value`` seconds after the last input) until the desktop is idle;
@@ -79,16 +95,22 @@ def register(router: Router, app: GuestApp) -> None:
         except ValueError:
             raise HTTPError(400, f"settle must be a number of seconds, got {value!r}") from None
         if not 0 <= max_s <= MAX_SETTLE_S:
-            raise HTTPError(400, f"settle must be between 0 and {MAX_SETTLE_S} seconds, "
-                                 f"got {max_s}")
+            raise HTTPError(
+                400, f"settle must be between 0 and {MAX_SETTLE_S} seconds, got {max_s}"
+            )
         if app.settle is None:
-            raise HTTPError(501, "this desktop's X server has no DAMAGE extension: poll "
-                                 "screenshots to see the screen settle")
+            raise HTTPError(
+                501,
+                "this desktop's X server has no DAMAGE extension: poll "
+                "screenshots to see the screen settle",
+            )
         facts = app.settle.wait(max_s)
         # what kept the wait going (the settle signal's trace, ASCII-safe for a header)
         why = app.settle.last_why.encode("ascii", "replace").decode()[:2000]
-        return {routes.SETTLE_HEADER: json.dumps({k: round(v, 2) for k, v in facts.items()}),
-                routes.SETTLE_WHY_HEADER: why}
+        return {
+            routes.SETTLE_HEADER: json.dumps({k: round(v, 2) for k, v in facts.items()}),
+            routes.SETTLE_WHY_HEADER: why,
+        }
 
     def reset(req: Request) -> Response:
         body = req.json()

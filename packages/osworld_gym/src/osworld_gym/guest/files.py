@@ -77,8 +77,9 @@ def requested_path(raw: str, home: Path | str) -> Path:
     return Path(path)
 
 
-def open_for_reading(path: Path, home: Path | str,
-                     max_bytes: int = MAX_FILE_BYTES) -> tuple[BinaryIO, int]:
+def open_for_reading(
+    path: Path, home: Path | str, max_bytes: int = MAX_FILE_BYTES
+) -> tuple[BinaryIO, int]:
     """Open ``path`` (already checked by :func:`requested_path`) as ``(file, size)``.
 
     Raises:
@@ -88,10 +89,12 @@ def open_for_reading(path: Path, home: Path | str,
     real = _realpath(path, UNUSABLE)
     if not os.path.lexists(path):
         raise FileRefused(404, f"file not found: {path}")
-    if not _within(real, allowed_roots(os.path.realpath(home))) and \
-            not _within(real, allowed_roots(home)):
-        raise FileRefused(UNUSABLE, f"{path} resolves to {real}, outside the desktop user's "
-                                    "home and /tmp")
+    if not _within(real, allowed_roots(os.path.realpath(home))) and not _within(
+        real, allowed_roots(home)
+    ):
+        raise FileRefused(
+            UNUSABLE, f"{path} resolves to {real}, outside the desktop user's home and /tmp"
+        )
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -104,21 +107,29 @@ def open_for_reading(path: Path, home: Path | str,
         # what was opened, not what the path said a moment ago: a directory the player swapped
         # for a symlink between the realpath above and the open is caught here
         opened = os.readlink(f"/proc/self/fd/{fd}")
-        if not (_within(opened, allowed_roots(os.path.realpath(home)))
-                or _within(opened, allowed_roots(home))):
-            raise FileRefused(UNUSABLE, f"{path} changed while it was opened (now {opened}, "
-                                        "outside the desktop user's home and /tmp)")
+        if not (
+            _within(opened, allowed_roots(os.path.realpath(home)))
+            or _within(opened, allowed_roots(home))
+        ):
+            raise FileRefused(
+                UNUSABLE,
+                f"{path} changed while it was opened (now {opened}, "
+                "outside the desktop user's home and /tmp)",
+            )
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise FileRefused(UNUSABLE, f"{path} is a directory, not a file")
         if not stat.S_ISREG(st.st_mode):
             raise FileRefused(UNUSABLE, f"{path} is not a regular file (mode {st.st_mode:o})")
         if st.st_size > max_bytes:
-            raise FileRefused(TOO_LARGE, f"{path} is {st.st_size} bytes, over the "
-                                         f"{max_bytes} byte limit")
+            raise FileRefused(
+                TOO_LARGE, f"{path} is {st.st_size} bytes, over the {max_bytes} byte limit"
+            )
         if not _owner_can_read(st, home):
-            raise FileRefused(UNUSABLE, f"{path} is not readable by the desktop user "
-                                        f"(mode {stat.S_IMODE(st.st_mode):03o})")
+            raise FileRefused(
+                UNUSABLE,
+                f"{path} is not readable by the desktop user (mode {stat.S_IMODE(st.st_mode):03o})",
+            )
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb"), st.st_size
     except BaseException:
@@ -155,10 +166,13 @@ def upload_target(raw: str, home: Path | str) -> Path:
     symlinks are followed (403 otherwise), and not a directory (400)."""
     path = requested_path(raw, home)
     parent = _realpath(path.parent, OUTSIDE)
-    if not (_within(parent, allowed_roots(os.path.realpath(home))) or
-            _within(parent, allowed_roots(home))):
-        raise FileRefused(OUTSIDE, f"{path.parent} resolves to {parent}, outside the desktop "
-                                   "user's home and /tmp")
+    if not (
+        _within(parent, allowed_roots(os.path.realpath(home)))
+        or _within(parent, allowed_roots(home))
+    ):
+        raise FileRefused(
+            OUTSIDE, f"{path.parent} resolves to {parent}, outside the desktop user's home and /tmp"
+        )
     if path.is_dir():
         raise FileRefused(400, f"{path} is a directory")
     return path
@@ -167,8 +181,9 @@ def upload_target(raw: str, home: Path | str) -> Path:
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def write_upload(path: Path, data: bytes, home: Path | str,
-                 owner: tuple[int, int] | None = None) -> None:
+def write_upload(
+    path: Path, data: bytes, home: Path | str, owner: tuple[int, int] | None = None
+) -> None:
     """Write ``data`` to ``path`` (checked by :func:`upload_target`) as the judge, safely in a
     directory the player can change at the same time: the parents are walked from the root
     (home or ``/tmp``) one descriptor at a time with ``O_NOFOLLOW`` (made where missing, 0755,
@@ -176,9 +191,10 @@ def write_upload(path: Path, data: bytes, home: Path | str,
     ``owner`` from the start, and is renamed over the name (a symlink at the name is replaced,
     not followed). A symlink on the way is refused with 403.
     """
-    root = next(r for r in sorted(allowed_roots(home), key=len, reverse=True)
-                if _within(str(path), (r,)))
-    parts = [x for x in str(path.parent)[len(root):].split("/") if x]
+    root = next(
+        r for r in sorted(allowed_roots(home), key=len, reverse=True) if _within(str(path), (r,))
+    )
+    parts = [x for x in str(path.parent)[len(root) :].split("/") if x]
     fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
     try:
         for part in parts:
@@ -191,8 +207,10 @@ def write_upload(path: Path, data: bytes, home: Path | str,
             try:
                 sub = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as e:
-                raise FileRefused(OUTSIDE, f"cannot write {path}: {part!r} on the way is not a "
-                                           f"directory ({e.strerror})") from None
+                raise FileRefused(
+                    OUTSIDE,
+                    f"cannot write {path}: {part!r} on the way is not a directory ({e.strerror})",
+                ) from None
             os.close(fd)
             fd = sub
             if made and owner is not None:
@@ -203,8 +221,12 @@ def write_upload(path: Path, data: bytes, home: Path | str,
         except FileNotFoundError:
             pass
         tmp = f".{path.name}.upload-{os.getpid()}-{threading.get_ident()}"
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                      0o644, dir_fd=fd)
+        out = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=fd,
+        )
         try:
             with open(out, "wb") as f:
                 if owner is not None:

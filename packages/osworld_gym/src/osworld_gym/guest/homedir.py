@@ -24,8 +24,16 @@ MARKER = ".osworld-gym-home"
 SKEL = Path(__file__).with_name("skel")
 #: Folders every home made from :data:`SKEL` has (as on OSWorld's Ubuntu image; git cannot
 #: store empty folders, so they are created here).
-XDG_DIRS = ("Desktop", "Documents", "Downloads", "Music", "Pictures", "Public", "Templates",
-            "Videos")
+XDG_DIRS = (
+    "Desktop",
+    "Documents",
+    "Downloads",
+    "Music",
+    "Pictures",
+    "Public",
+    "Templates",
+    "Videos",
+)
 #: Names in the temp directory that a clean keeps (X11 sockets and locks).
 TMP_KEEP = (".X11-unix", ".ICE-unix", ".font-unix", ".XIM-unix")
 
@@ -113,15 +121,20 @@ def _copy_into(src: Path, dst_fd: int, owner: tuple[int, int] | None, depth: int
                 os.unlink(name, dir_fd=dst_fd)
             except FileNotFoundError:
                 pass
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, entry.stat().st_mode & 0o7777, dir_fd=dst_fd)
+            fd = os.open(
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                entry.stat().st_mode & 0o7777,
+                dir_fd=dst_fd,
+            )
             with open(fd, "wb") as out, open(entry.path, "rb") as data:
                 if owner is not None:
                     os.fchown(out.fileno(), *owner)
                 shutil.copyfileobj(data, out)
             st = entry.stat()
-            os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd,
-                     follow_symlinks=False)
+            os.utime(
+                name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dst_fd, follow_symlinks=False
+            )
 
 
 def _copy_template(template: Path, home: Path, owner: tuple[int, int] | None = None) -> None:
@@ -141,8 +154,11 @@ def _copy_template(template: Path, home: Path, owner: tuple[int, int] | None = N
             os.unlink(MARKER, dir_fd=home_fd)
         except FileNotFoundError:
             pass
-        os.close(os.open(MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                         0o644, dir_fd=home_fd))
+        os.close(
+            os.open(
+                MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=home_fd
+            )
+        )
     finally:
         os.close(home_fd)
 
@@ -169,8 +185,11 @@ def prepare_home(home: Path, template: Path) -> bool:
     if (home / MARKER).exists():
         return True
     if any(home.iterdir()):
-        log.warning("home %s is not empty and was not created by the guest: it will be used as "
-                    "is and never restored", home)
+        log.warning(
+            "home %s is not empty and was not created by the guest: it will be used as "
+            "is and never restored",
+            home,
+        )
         return False
     _copy_template(template, home)
     log.info("populated home %s from %s", home, template)
@@ -181,8 +200,10 @@ def restore_home(home: Path, template: Path, protect: Iterable[Path | str | None
     """Empty ``home`` (keeping its inode and anything in ``protect``) and copy ``template`` back."""
     home = Path(os.path.abspath(home))
     if not (home / MARKER).exists():
-        raise HomeError(f"refusing to restore {home}: it was not populated by the guest (no "
-                        f"{MARKER}); start the guest with an empty or missing --home")
+        raise HomeError(
+            f"refusing to restore {home}: it was not populated by the guest (no "
+            f"{MARKER}); start the guest with an empty or missing --home"
+        )
     if home == Path("/") or len(home.parts) < 2:
         raise HomeError(f"refusing to restore {home}")
     _clear(home, _protected(protect, home))

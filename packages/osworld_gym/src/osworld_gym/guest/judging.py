@@ -77,7 +77,8 @@ RUNS_CODE = re.compile(
     # editors and multiplexers that run commands (`vim -c '!...'`, `:terminal`, M-x shell)
     r"g?vim?(\.\w+)?|nvim|emacs[-\w.]*|tmux|screen|"
     # the dynamic loader runs any program given to it (`ld-linux-x86-64.so.2 /usr/bin/python3`)
-    r"ld(-linux)?[-\w]*\.so(\.\d+)*")
+    r"ld(-linux)?[-\w]*\.so(\.\d+)*"
+)
 #: Where the programs of task apps live; anything else (the home, /tmp) is the player's own.
 APP_ROOTS = ("/usr/", "/opt/")
 #: Read-only scripts of ours that supervise apps (the Chromium supervisor behind the
@@ -110,15 +111,23 @@ WATCH_INTERVAL_S = 0.001
 #: the index (``--assume-unchanged``, ``--skip-worktree``) and ``.git/info/exclude`` are the
 #: agent's to write, so ``git status`` shows what they say.
 JUDGE_GIT_CONFIG = (
-    ("core.fsmonitor", "false"), ("core.hooksPath", "/dev/null"), ("core.pager", "cat"),
-    ("core.sshCommand", "ssh -F /dev/null"), ("core.excludesFile", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.sshCommand", "ssh -F /dev/null"),
+    ("core.excludesFile", "/dev/null"),
     ("status.showUntrackedFiles", "normal"),
-    ("core.attributesFile", "/dev/null"), ("credential.helper", ""),
-    ("log.showSignature", "false"), ("gpg.program", "gpg"), ("gpg.ssh.program", "ssh-keygen"),
-    ("gpg.x509.program", "gpgsm"), ("protocol.ext.allow", "never"),
+    ("core.attributesFile", "/dev/null"),
+    ("credential.helper", ""),
+    ("log.showSignature", "false"),
+    ("gpg.program", "gpg"),
+    ("gpg.ssh.program", "ssh-keygen"),
+    ("gpg.x509.program", "gpgsm"),
+    ("protocol.ext.allow", "never"),
     ("remote.origin.uploadpack", "git-upload-pack"),
     ("remote.origin.receivepack", "git-receive-pack"),
-    ("core.editor", "false"), ("sequence.editor", "false"),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
 )
 #: Environment of judged commands on top of the command environment: programs that read a user
 #: configuration able to run code or change what they print read none, or ours (``pip`` reads
@@ -126,9 +135,14 @@ JUDGE_GIT_CONFIG = (
 #: ``~/.wgetrc``; pagers are ``cat``; ``ssh`` under ``git`` reads no ``~/.ssh/config``, so no
 #: ``ProxyCommand``/``Match exec``).
 JUDGE_ENV = {
-    "GIT_SSH_COMMAND": "ssh -F /dev/null", "GIT_PAGER": "cat", "PAGER": "cat",
-    "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "/bin/false", "SSH_ASKPASS": "/bin/false",
-    "PIP_CONFIG_FILE": "/dev/null", "WGETRC": "/dev/null",
+    "GIT_SSH_COMMAND": "ssh -F /dev/null",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "/bin/false",
+    "SSH_ASKPASS": "/bin/false",
+    "PIP_CONFIG_FILE": "/dev/null",
+    "WGETRC": "/dev/null",
     # curl reads $CURL_HOME/.curlrc when it exists, else falls back to ~/.curlrc (where
     # `write-out = "@file"` prints the agent's JSON for chrome-tabs' `curl .../json/list`)
     "CURL_HOME": str(Path(__file__).with_name("curlhome")),
@@ -212,8 +226,9 @@ def app_program(pid: int) -> bool:
     except OSError:
         return False
     # resolved: `/opt/osworld-gym/shims/../../../tmp/x.py` is the player's script, not ours
-    return len(argv) > 1 and os.path.realpath(
-        argv[1].decode("utf-8", "replace")).startswith(OUR_SCRIPTS)
+    return len(argv) > 1 and os.path.realpath(argv[1].decode("utf-8", "replace")).startswith(
+        OUR_SCRIPTS
+    )
 
 
 _app_program = app_program  # the old name
@@ -234,7 +249,8 @@ def live_app(pid: int) -> bool:
 GUI_APPS = re.compile(
     r"soffice\.bin|oosplash|chromium(-browser)?|chrome|chrome_crashpad_handler|chrome-sandbox|"
     r"vlc|gimp(-\d+(\.\d+)*)?|thunderbird(-bin)?|mousepad|nautilus|evince|eog|gedit|"
-    r"gnome-text-editor|xdg-desktop-portal[-\w]*|dconf-service|gvfsd[-\w]*|gvfs-[-\w]+")
+    r"gnome-text-editor|xdg-desktop-portal[-\w]*|dconf-service|gvfsd[-\w]*|gvfs-[-\w]+"
+)
 #: Roots a shared object of a trusted app must come from (the task python's venv is in /opt).
 LIB_ROOTS = ("/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/opt/")
 #: Where search paths in a trusted app's environment may also point: the desktop profile's data
@@ -249,7 +265,8 @@ INJECTING_ENV = re.compile(r"LD_\w*|GCONV_PATH|GLIBC_TUNABLES|NODE_OPTIONS|PYTHO
 INJECTING_PATHS = re.compile(
     r"PYTHONPATH|PYTHONHOME|PYTHONUSERBASE|GIO_EXTRA_MODULES|GTK_PATH|GTK_MODULES|GTK_EXE_PREFIX|"
     r"GST_PLUGIN[_\w]*|VLC_PLUGIN_PATH|VLC_DATA_PATH|LUA_C?PATH[_\d]*|QT_PLUGIN_PATH|"
-    r"QT_QPA_PLATFORM_PLUGIN_PATH|URE_BOOTSTRAP|XDG_DATA_HOME|XDG_DATA_DIRS|MOZ_PLUGIN_PATH")
+    r"QT_QPA_PLATFORM_PLUGIN_PATH|URE_BOOTSTRAP|XDG_DATA_HOME|XDG_DATA_DIRS|MOZ_PLUGIN_PATH"
+)
 #: Flags (without their leading dashes) that make an app run, load or serve what the agent
 #: chose: a command prefix for Chromium's children, an extension, rewritten DNS or a proxy;
 #: a VLC interface (``--extraintf http --http-src ~/fake`` serves a forged ``status.xml``),
@@ -261,13 +278,15 @@ DENIED_FLAGS = {
         r"host-resolver-rules|host-rules|proxy-server|proxy-pac-url|proxy-auto-detect|"
         r"remote-debugging-pipe|utility-and-browser|single-process|in-process-gpu|"
         r"enable-logging|log-file|js-flags|register-pepper-plugins|ppapi-in-process|"
-        r"user-agent|explicitly-allowed-ports"),
-    "vlc": re.compile(r"I\w*|intf|extraintf|control|lua[-\w]*|http[-\w]*|config|"
-                      r"plugin-path|data-path|sout[-\w]*|rc[-\w]*|telnet[-\w]*|cli[-\w]*"),
+        r"user-agent|explicitly-allowed-ports"
+    ),
+    "vlc": re.compile(
+        r"I\w*|intf|extraintf|control|lua[-\w]*|http[-\w]*|config|"
+        r"plugin-path|data-path|sout[-\w]*|rc[-\w]*|telnet[-\w]*|cli[-\w]*"
+    ),
 }
 #: vlcrc keys that point VLC's web interface at the agent's files or scripts.
-DENIED_VLCRC = re.compile(r"^\s*(http-src|lua-intf|lua-config|rc-\w+|cli-\w+|telnet-\w+)\s*=",
-                          re.M)
+DENIED_VLCRC = re.compile(r"^\s*(http-src|lua-intf|lua-config|rc-\w+|cli-\w+|telnet-\w+)\s*=", re.M)
 
 
 def _family(exe: str) -> str:
@@ -297,22 +316,38 @@ def injected(pid: int) -> str | None:
     for key, value in env.items():
         if value and INJECTING_ENV.fullmatch(key):
             return f"{key} in its environment"
-        if value and INJECTING_PATHS.fullmatch(key) and any(
+        if (
+            value
+            and INJECTING_PATHS.fullmatch(key)
+            and any(
                 not os.path.realpath(v).startswith(LIB_ROOTS + ENV_PATH_ROOTS)
-                for v in re.split(r"[:;]+", value) if "/" in v):
+                for v in re.split(r"[:;]+", value)
+                if "/" in v
+            )
+        ):
             return f"{key} in its environment"
     deny = DENIED_FLAGS.get(_family(exe))
     if deny is not None:
         # Chromium rewrites its cmdline into one space-joined string (its process title)
-        for a in " ".join(x.decode("utf-8", "replace") for x in argv[1:]).split() + " ".join(
-                x.decode("utf-8", "replace") for x in argv[:1]).split()[1:]:
+        for a in (
+            " ".join(x.decode("utf-8", "replace") for x in argv[1:]).split()
+            + " ".join(x.decode("utf-8", "replace") for x in argv[:1]).split()[1:]
+        ):
             if a.startswith("-") and a not in ("-", "--"):
                 name = a.lstrip("-").split("=", 1)[0]
-                if deny.fullmatch(name) or (_family(exe) == "vlc" and a.startswith("-I")) or (
+                if (
+                    deny.fullmatch(name)
+                    or (_family(exe) == "vlc" and a.startswith("-I"))
+                    or (
                         # Debian's wrapper always adds both, empty or naming /usr/share's
-                        name in ("load-extension", "disable-extensions-except") and any(
+                        name in ("load-extension", "disable-extensions-except")
+                        and any(
                             not os.path.realpath(v).startswith(LIB_ROOTS)
-                            for v in a.partition("=")[2].split(",") if v)):
+                            for v in a.partition("=")[2].split(",")
+                            if v
+                        )
+                    )
+                ):
                     return f"flag {a.split('=', 1)[0]}"
     for line in maps.splitlines():
         f = line.split(None, 5)
@@ -338,8 +373,11 @@ def gui_app(pid: int) -> bool:
     """A desktop GUI app (:data:`GUI_APPS`, by executable) running as installed
     (:func:`injected`)."""
     exe = _exe(pid).removesuffix(" (deleted)")
-    return (exe.startswith(APP_ROOTS) and bool(GUI_APPS.fullmatch(os.path.basename(exe)))
-            and injected(pid) is None)
+    return (
+        exe.startswith(APP_ROOTS)
+        and bool(GUI_APPS.fullmatch(os.path.basename(exe)))
+        and injected(pid) is None
+    )
 
 
 def trusted_child(pid: int, parent: int, of_setup: bool = False) -> bool:
@@ -394,8 +432,9 @@ class SetupRoots:
             self._roots.clear()
 
 
-def trusted_pids(infrastructure: set[int], roots: set[int],
-                 procs: list[ProcInfo] | None = None) -> set[int]:
+def trusted_pids(
+    infrastructure: set[int], roots: set[int], procs: list[ProcInfo] | None = None
+) -> set[int]:
     """Processes the judge trusts (see the module's docstring): ``infrastructure`` and setup
     ``roots``, and below them, from parent to child, installed applications with no
     controlling terminal."""
@@ -463,8 +502,9 @@ def command_ports(argv: list[str] | str) -> set[int]:
     ([1337, 9222], set())
     """
     text = argv if isinstance(argv, str) else " ".join(argv)
-    return {int(m) for m in re.findall(r"(?<![\w.])(\d{4,5})(?![\w.])", text)
-            if 1024 <= int(m) < 65536}
+    return {
+        int(m) for m in re.findall(r"(?<![\w.])(\d{4,5})(?![\w.])", text) if 1024 <= int(m) < 65536
+    }
 
 
 def untrusted_listeners(ports: set[int], trusted: set[int]) -> dict[int, list[int]]:
@@ -534,8 +574,9 @@ class Freezer:
         return [int(x) for x in text.split()]
 
     @contextmanager
-    def hold(self, trusted: Callable[[], set[int]],
-             timeout: float = FREEZE_TIMEOUT_S) -> Iterator[int]:
+    def hold(
+        self, trusted: Callable[[], set[int]], timeout: float = FREEZE_TIMEOUT_S
+    ) -> Iterator[int]:
         """Freeze the player, move every process not in ``trusted()`` (asked while everything
         is frozen) into ``held``, thaw the rest; thaw ``held`` on exit. Yields how many
         processes are held."""
@@ -545,8 +586,9 @@ class Freezer:
             if self._holders == 1:
                 self._known = set(keep)
                 self._watching.set()
-                self._watcher = threading.Thread(target=self._watch, daemon=True,
-                                                 name="freezer-watch")
+                self._watcher = threading.Thread(
+                    target=self._watch, daemon=True, name="freezer-watch"
+                )
                 self._watcher.start()
         try:
             held = len(self.members(self.held))
@@ -619,8 +661,11 @@ class Freezer:
             try:
                 root_frozen = self._wait(self.root, timeout)
                 if not root_frozen:
-                    log.warning("the player's cgroup did not freeze within %.0f s; its untrusted "
-                                "processes are stopped with SIGSTOP too", timeout)
+                    log.warning(
+                        "the player's cgroup did not freeze within %.0f s; its untrusted "
+                        "processes are stopped with SIGSTOP too",
+                        timeout,
+                    )
                 keep = trusted()
                 for pid in self.members():
                     if pid in keep:
@@ -635,8 +680,11 @@ class Freezer:
             if not self._wait(self.held, timeout) or not root_frozen:
                 # never evaluate with the agent live: what the freezer did not stop, SIGSTOP
                 # does (SIGCONT when the hold ends); the watcher stops what comes later
-                log.warning("held player processes did not freeze within %.0f s; stopping them "
-                            "with SIGSTOP", timeout)
+                log.warning(
+                    "held player processes did not freeze within %.0f s; stopping them "
+                    "with SIGSTOP",
+                    timeout,
+                )
                 self._sigstop = True
                 for pid in self.members(self.held):
                     try:
@@ -663,9 +711,15 @@ def player_held(player_uid: int, keep: set[int]) -> Iterator[int]:
     seen: set[int] = set()
     try:
         for _ in range(8):  # a process may fork while we scan: rescan until nothing is new
-            new = [p.pid for p in descendants(os.getpid())
-                   if p.pid not in seen and p.pid not in keep and p.state not in "ZXT"
-                   and _uid(p.pid) == player_uid and not app_program(p.pid)]
+            new = [
+                p.pid
+                for p in descendants(os.getpid())
+                if p.pid not in seen
+                and p.pid not in keep
+                and p.state not in "ZXT"
+                and _uid(p.pid) == player_uid
+                and not app_program(p.pid)
+            ]
             if not new:
                 break
             for pid in new:

@@ -83,7 +83,7 @@ def _parse_multipart(boundary: bytes, body: bytes) -> dict[str, Field]:
         head_end = body.find(b"\r\n\r\n", eol)
         if head_end < 0:
             raise FormError("multipart part without a header/body separator")
-        headers = BytesHeaderParser(policy=HTTP).parsebytes(body[eol + 2:head_end + 2])
+        headers = BytesHeaderParser(policy=HTTP).parsebytes(body[eol + 2 : head_end + 2])
         start = head_end + 4
         end = body.find(b"\r\n" + delim, start)
         if end < 0:
@@ -94,6 +94,10 @@ def _parse_multipart(boundary: bytes, body: bytes) -> dict[str, Field]:
         name = disp.params.get("name")
         if not name:
             raise FormError("multipart part without a name")
-        fields[name] = Field(name, body[start:end], disp.params.get("filename"),
-                             headers.get_content_type() if "Content-Type" in headers else None)
+        fields[name] = Field(
+            name,
+            body[start:end],
+            disp.params.get("filename"),
+            headers.get_content_type() if "Content-Type" in headers else None,
+        )
         pos = end + 2 + len(delim)

@@ -24,8 +24,9 @@ _FILE_CODES = {"%f", "%F", "%u", "%U"}
 _DROPPED_CODES = {"%i", "%c", "%k", "%d", "%D", "%n", "%N", "%v", "%m"}
 
 
-def _query(registry: ProcessRegistry, args: list[str], env: dict[str, str],
-           timeout: float = 10.0) -> str | None:
+def _query(
+    registry: ProcessRegistry, args: list[str], env: dict[str, str], timeout: float = 10.0
+) -> str | None:
     # through the registry: its reaper would otherwise take the exit status of a child it did
     # not spawn, and a failed query would read as success
     try:
@@ -88,8 +89,7 @@ def exec_argv(desktop_file: Path, target: str) -> list[str] | None:
     return argv
 
 
-def default_command(path: Path, env: dict[str, str],
-                    registry: ProcessRegistry) -> list[str] | None:
+def default_command(path: Path, env: dict[str, str], registry: ProcessRegistry) -> list[str] | None:
     """The command ``xdg-open path`` would run, or None when it cannot be worked out here.
     ``xdg-mime`` runs as a child of ``registry``."""
     if shutil.which("xdg-mime", path=env.get("PATH")) is None:

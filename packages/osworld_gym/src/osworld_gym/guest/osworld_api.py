@@ -138,34 +138,48 @@ def register(router: Router, app: GuestApp) -> None:
             raise HTTPError(504, f"command timed out after {timeout:g} s and was killed") from None
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
             raise HTTPError(400, f"cannot run {argv!r}: {e}") from None
-        return {"status": "success", "output": res.stdout.decode("utf-8", errors="replace"),
-                "error": res.stderr.decode("utf-8", errors="replace"),
-                "returncode": res.returncode}
+        return {
+            "status": "success",
+            "output": res.stdout.decode("utf-8", errors="replace"),
+            "error": res.stderr.decode("utf-8", errors="replace"),
+            "returncode": res.returncode,
+        }
 
-    def run_as_user(argv: list[str] | str, shell: bool, timeout: float,
-                    judge: bool) -> subprocess.CompletedProcess:
+    def run_as_user(
+        argv: list[str] | str, shell: bool, timeout: float, judge: bool
+    ) -> subprocess.CompletedProcess:
         """Run as the desktop user; for the judge: in its cgroup, the player held still."""
         # task-author commands find the task python first on PATH (guest/task_python.py)
         env, cwd = task_python.env(app.command_env()), str(app.home)
         if judge:  # the agent's ~/.gitconfig, pip.conf... run none of its code for the judge
             env = judged_env(env)
         if app.player is None or not judge:
-            return app.registry.run(argv, shell=shell, timeout=timeout, env=env, cwd=cwd,
-                                    judge=False)
+            return app.registry.run(
+                argv, shell=shell, timeout=timeout, env=env, cwd=cwd, judge=False
+            )
         evaluator = dataclasses.replace(app.player, cgroup_procs=(), rlimit_prefix=())
-        hold = (app.freezer.hold(app.trusted_pids) if app.freezer is not None
-                else player_held(app.player.uid, app.desktop.infrastructure_pids()))
+        hold = (
+            app.freezer.hold(app.trusted_pids)
+            if app.freezer is not None
+            else player_held(app.player.uid, app.desktop.infrastructure_pids())
+        )
         with hold:
             # an app port the command talks to must be served by what setup launched: the
             # agent's `socat TCP-LISTEN:1337 SYSTEM:'cat forged'` in place of Chromium's DevTools
             # is the agent's doing (409, scored 0), never an answer to believe
             bad = untrusted_listeners(command_ports(argv), app.trusted_pids())
             if bad:
-                raise HTTPError(UNTRUSTED_LISTENER, "; ".join(
-                    f"port {port} is served by {', '.join(describe(p) for p in pids)}, which "
-                    f"the agent started, not the task's setup" for port, pids in bad.items()))
-            return app.registry.run(evaluator.wrap(argv, shell), timeout=timeout, env=env,
-                                    cwd=cwd, judge=True)
+                raise HTTPError(
+                    UNTRUSTED_LISTENER,
+                    "; ".join(
+                        f"port {port} is served by {', '.join(describe(p) for p in pids)}, which "
+                        f"the agent started, not the task's setup"
+                        for port, pids in bad.items()
+                    ),
+                )
+            return app.registry.run(
+                evaluator.wrap(argv, shell), timeout=timeout, env=env, cwd=cwd, judge=True
+            )
 
     def execute(req: Request) -> Response:
         return json_response(run_command(req.json(), judge=True))
@@ -193,28 +207,35 @@ def register(router: Router, app: GuestApp) -> None:
                     ok = False
             waited = time.monotonic() - t0
             if ok:
-                return json_response({**result, "verification": "passed",
-                                      "wait_time": round(waited, 2)})
+                return json_response(
+                    {**result, "verification": "passed", "wait_time": round(waited, 2)}
+                )
             if waited >= max_wait:
-                return json_response({"status": "verification_failed",
-                                      "message": f"verification not met within {max_wait:g} s",
-                                      "wait_time": round(waited, 2), **{
-                                          k: result[k] for k in ("output", "error", "returncode")}},
-                                     500)
+                return json_response(
+                    {
+                        "status": "verification_failed",
+                        "message": f"verification not met within {max_wait:g} s",
+                        "wait_time": round(waited, 2),
+                        **{k: result[k] for k in ("output", "error", "returncode")},
+                    },
+                    500,
+                )
             time.sleep(interval)
 
     def launch(req: Request) -> Response:
         argv, shell = command_from(app, req.json())
         try:
             with open(app.state_dir / "apps.log", "ab") as out:
-                proc = app.registry.popen(argv, shell=shell, stdout=out, stderr=subprocess.STDOUT,
-                                          app=True)
+                proc = app.registry.popen(
+                    argv, shell=shell, stdout=out, stderr=subprocess.STDOUT, app=True
+                )
                 app.setup_roots.add(proc.pid)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
             raise HTTPError(400, f"cannot launch {argv!r}: {e}") from None
         log.info("launched %r (pid %d)", argv, proc.pid)
-        return text_response(f"{argv if isinstance(argv, str) else shlex.join(argv)} "
-                             "launched successfully")
+        return text_response(
+            f"{argv if isinstance(argv, str) else shlex.join(argv)} launched successfully"
+        )
 
     def upload(req: Request) -> Response:
         form = req.form()
@@ -257,11 +278,17 @@ def register(router: Router, app: GuestApp) -> None:
                     app.windows.activate_id(w.id)
                     return text_response("File opened successfully")
             if not is_command and proc.poll() not in (None, 0):
-                raise HTTPError(500, f"opening {path} with {shlex.join(argv)} failed with status "
-                                     f"{proc.returncode} (no application for this file type?)")
+                raise HTTPError(
+                    500,
+                    f"opening {path} with {shlex.join(argv)} failed with status "
+                    f"{proc.returncode} (no application for this file type?)",
+                )
             if time.monotonic() >= deadline:
-                raise HTTPError(504, f"opened {raw}, but no window with {needle!r} in its title "
-                                     f"appeared within {timeout:.0f} s")
+                raise HTTPError(
+                    504,
+                    f"opened {raw}, but no window with {needle!r} in its title "
+                    f"appeared within {timeout:.0f} s",
+                )
             time.sleep(0.2)
 
     def _window_args(req: Request) -> tuple[str, bool, bool]:
@@ -289,9 +316,13 @@ def register(router: Router, app: GuestApp) -> None:
     def get_file(req: Request) -> Response:
         path = files.requested_path(req.field("file_path"), app.home)
         stream, size = files.open_for_reading(path, app.home)  # before any status is sent
-        return Response(200, content_type="application/octet-stream", stream=stream,
-                        stream_size=size,
-                        headers={"Content-Disposition": f'attachment; filename="{path.name}"'})
+        return Response(
+            200,
+            content_type="application/octet-stream",
+            stream=stream,
+            stream_size=size,
+            headers={"Content-Disposition": f'attachment; filename="{path.name}"'},
+        )
 
     def list_directory(req: Request) -> Response:
         raw = req.json().get("path")
@@ -363,15 +394,19 @@ def register(router: Router, app: GuestApp) -> None:
             raise HTTPError(400, str(e)) from None
         except RecordingFailed as e:
             raise HTTPError(500, str(e)) from None
-        return Response(200, data, "video/mp4",
-                        {"Content-Disposition": 'attachment; filename="recording.mp4"'})
+        return Response(
+            200, data, "video/mp4", {"Content-Disposition": 'attachment; filename="recording.mp4"'}
+        )
 
     router.add("GET", routes.SCREENSHOT, screenshot)
     router.add("POST", routes.EXECUTE, execute)
     router.add("POST", routes.EXECUTE_WITH_VERIFICATION, execute_with_verification)
     router.add("POST", routes.SETUP_EXECUTE, setup_execute)
-    router.add("POST", routes.SETUP_EXECUTE_WITH_VERIFICATION,
-               lambda req: execute_with_verification(req, judge=False))
+    router.add(
+        "POST",
+        routes.SETUP_EXECUTE_WITH_VERIFICATION,
+        lambda req: execute_with_verification(req, judge=False),
+    )
     router.add("POST", routes.SETUP_LAUNCH, launch)
     router.add("POST", routes.SETUP_UPLOAD, upload)
     router.add("POST", routes.SETUP_OPEN_FILE, open_file)

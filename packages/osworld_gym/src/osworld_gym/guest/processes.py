@@ -89,10 +89,15 @@ def read_proc(pid: int) -> ProcInfo | None:
         return None
     # comm is in parentheses and may itself contain spaces or parentheses.
     lpar, rpar = raw.find("("), raw.rfind(")")
-    rest = raw[rpar + 2:].split()
+    rest = raw[rpar + 2 :].split()
     try:
-        return ProcInfo(pid=pid, ppid=int(rest[1]), state=rest[0], start_time=int(rest[19]),
-                        comm=raw[lpar + 1:rpar])
+        return ProcInfo(
+            pid=pid,
+            ppid=int(rest[1]),
+            state=rest[0],
+            start_time=int(rest[19]),
+            comm=raw[lpar + 1 : rpar],
+        )
     except (IndexError, ValueError):
         return None
 
@@ -122,8 +127,18 @@ def descendants(root: int, procs: Iterable[ProcInfo] | None = None) -> list[Proc
 
 #: Deaths that are crashes, not exits: faults, aborts, and SIGKILL (the OOM killer's, or a kill
 #: from outside the desktop). SIGTERM/SIGINT/SIGHUP are how apps are asked to quit, so they are not.
-CRASH_SIGNALS = frozenset({signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS,
-                           signal.SIGILL, signal.SIGFPE, signal.SIGSYS, signal.SIGTRAP})
+CRASH_SIGNALS = frozenset(
+    {
+        signal.SIGKILL,
+        signal.SIGSEGV,
+        signal.SIGABRT,
+        signal.SIGBUS,
+        signal.SIGILL,
+        signal.SIGFPE,
+        signal.SIGSYS,
+        signal.SIGTRAP,
+    }
+)
 #: Crash records kept for :attr:`ProcessRegistry.crashes` (the count keeps growing).
 MAX_CRASH_RECORDS = 32
 #: How long a launcher (``oosplash``, a wrapper script) gets to exit after the app below it died.
@@ -193,9 +208,17 @@ class PlayerIdentity:
     def wrap(self, argv: Sequence[str] | str, shell: bool) -> list[str]:
         """``argv`` (or the shell command ``argv``) as a player process."""
         inner = ["/bin/sh", "-c", argv] if shell else list(argv)
-        drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-                "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--",
-                *self.rlimit_prefix]
+        drop = [
+            "setpriv",
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+            *self.rlimit_prefix,
+        ]
         if not self.cgroup_procs:
             return [*drop, *inner]
         joins = " && ".join(f"echo $$ > '{p}'" for p in self.cgroup_procs)
@@ -240,9 +263,18 @@ class ProcessRegistry:
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
 
     # ---- spawning ---------------------------------------------------------------------------
-    def popen(self, argv: Sequence[str] | str, *, shell: bool = False, new_session: bool = True,
-              env: dict[str, str] | None = None, cwd: str | None = None, app: bool = False,
-              judge: bool = False, **kwargs: Any) -> subprocess.Popen:
+    def popen(
+        self,
+        argv: Sequence[str] | str,
+        *,
+        shell: bool = False,
+        new_session: bool = True,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        app: bool = False,
+        judge: bool = False,
+        **kwargs: Any,
+    ) -> subprocess.Popen:
         """Start a child (not waited for) and track it. ``new_session`` gives it its own group.
 
         ``app`` marks a task app: if it dies of a crash signal, that is recorded as a
@@ -254,25 +286,45 @@ class ProcessRegistry:
         if self.player is not None and not judge:
             argv, shell = self.player.wrap(argv, shell), False
         with self._lock:
-            proc = subprocess.Popen(argv, shell=shell, start_new_session=new_session,
-                                    env=env if env is not None else self.env,
-                                    cwd=cwd if cwd is not None else self.cwd, **kwargs)
+            proc = subprocess.Popen(
+                argv,
+                shell=shell,
+                start_new_session=new_session,
+                env=env if env is not None else self.env,
+                cwd=cwd if cwd is not None else self.cwd,
+                **kwargs,
+            )
             self._tracked[proc.pid] = proc
             if app:
                 self._apps[proc.pid] = name
         return proc
 
-    def run(self, argv: Sequence[str] | str, *, timeout: float, shell: bool = False,
-            input: bytes | None = None, env: dict[str, str] | None = None,
-            cwd: str | None = None, judge: bool = True) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        argv: Sequence[str] | str,
+        *,
+        timeout: float,
+        shell: bool = False,
+        input: bytes | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        judge: bool = True,
+    ) -> subprocess.CompletedProcess:
         """Run to completion with a hard timeout; on timeout the child's whole group is killed.
 
         Runs as the judge unless ``judge=False``. Raises :class:`subprocess.TimeoutExpired`
         after killing.
         """
-        proc = self.popen(argv, shell=shell, env=env, cwd=cwd, judge=judge, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE,
-                          stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL)
+        proc = self.popen(
+            argv,
+            shell=shell,
+            env=env,
+            cwd=cwd,
+            judge=judge,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        )
         try:
             out, err = proc.communicate(input=input, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -377,8 +429,9 @@ class ProcessRegistry:
                     watched.pop(pid, None)
                     if top != pid:
                         grace.setdefault(top, now + LAUNCHER_GRACE_S)
-            grace = {top: until for top, until in grace.items()
-                     if until > now and _alive_below_me(top)}
+            grace = {
+                top: until for top, until in grace.items() if until > now and _alive_below_me(top)
+            }
         self._stuck |= {_identity(pid) for pid in watched} - {None}
         return reaped
 
@@ -410,9 +463,15 @@ class ProcessRegistry:
         if sig is None or pid in self._expected:
             return
         self.crash_count += 1
-        crash = Crash(seq=self.crash_count, pid=pid, name=name, signal=sig.name, status=status,
-                      time=time.time())
-        self.crashes = [*self.crashes[-(MAX_CRASH_RECORDS - 1):], crash]
+        crash = Crash(
+            seq=self.crash_count,
+            pid=pid,
+            name=name,
+            signal=sig.name,
+            status=status,
+            time=time.time(),
+        )
+        self.crashes = [*self.crashes[-(MAX_CRASH_RECORDS - 1) :], crash]
         log.warning("crash: %s", crash.describe())
 
     def wake(self) -> None:
@@ -457,8 +516,9 @@ class ProcessRegistry:
                 os.close(fd)
 
     # ---- killing ----------------------------------------------------------------------------
-    def kill_tree(self, keep: set[int] | None = None, *, grace: float = 0.3,
-                  keep_subtrees: bool = True) -> int:
+    def kill_tree(
+        self, keep: set[int] | None = None, *, grace: float = 0.3, keep_subtrees: bool = True
+    ) -> int:
         """Kill every descendant of this process except ``keep`` (and, by default, their subtrees).
 
         SIGTERM first, up to ``grace`` seconds for them to exit, then SIGKILL; repeats for
@@ -474,8 +534,11 @@ class ProcessRegistry:
             if keep_subtrees:
                 for pid in keep:
                     spared.update(p.pid for p in descendants(pid, procs))
-            return [p for p in descendants(me, procs)
-                    if p.pid not in spared and p.state not in ("Z", "X")]
+            return [
+                p
+                for p in descendants(me, procs)
+                if p.pid not in spared and p.state not in ("Z", "X")
+            ]
 
         def send(p: ProcInfo, sig: int) -> None:
             with self._lock:
@@ -546,8 +609,11 @@ def _crash_pending(pid: int) -> bool:
     """Whether ``pid`` has a crash signal (:data:`CRASH_SIGNALS`) pending that it neither
     blocks nor handles: it is about to die of it."""
     try:
-        fields = dict(line.split(":", 1) for line in
-                      Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+        fields = dict(
+            line.split(":", 1)
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+            if ":" in line
+        )
         pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
         spared = int(fields["SigBlk"], 16) | int(fields["SigCgt"], 16) | int(fields["SigIgn"], 16)
     except (OSError, KeyError, ValueError):

@@ -31,8 +31,9 @@ class RecordingFailed(RuntimeError):
 class Recorder:
     """At most one ffmpeg recording at a time; the mp4 lives in the guest's state directory."""
 
-    def __init__(self, registry: ProcessRegistry, display: str, size: tuple[int, int],
-                 state_dir: Path):
+    def __init__(
+        self, registry: ProcessRegistry, display: str, size: tuple[int, int], state_dir: Path
+    ):
         self._registry = registry
         self._display = display
         self._size = size
@@ -55,26 +56,52 @@ class Recorder:
             if self._proc is not None:
                 raise RecordingStateError("a recording is already running; end it first")
             if shutil.which("ffmpeg") is None:
-                raise MissingDependencyError("ffmpeg is not installed; install the 'ffmpeg' "
-                                             "package")
+                raise MissingDependencyError(
+                    "ffmpeg is not installed; install the 'ffmpeg' package"
+                )
             self._n += 1
             path = self._dir / f"recording-{self._n}.mp4"
             path.unlink(missing_ok=True)
             w, h = self._size
-            argv = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
-                    "-f", "x11grab", "-draw_mouse", "1", "-framerate", str(FRAMERATE),
-                    "-video_size", f"{w}x{h}", "-i", self._display,
-                    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-                    "-movflags", "+faststart", str(path)]
+            argv = [
+                "ffmpeg",
+                "-hide_banner",
+                "-loglevel",
+                "error",
+                "-nostdin",
+                "-y",
+                "-f",
+                "x11grab",
+                "-draw_mouse",
+                "1",
+                "-framerate",
+                str(FRAMERATE),
+                "-video_size",
+                f"{w}x{h}",
+                "-i",
+                self._display,
+                "-c:v",
+                "libx264",
+                "-preset",
+                "ultrafast",
+                "-pix_fmt",
+                "yuv420p",
+                "-movflags",
+                "+faststart",
+                str(path),
+            ]
             log_path = self._dir / "ffmpeg.log"
             with open(log_path, "wb") as out:
-                proc = self._registry.popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                            judge=True)  # writes into the judge's state dir
+                proc = self._registry.popen(
+                    argv, stdout=out, stderr=subprocess.STDOUT, judge=True
+                )  # writes into the judge's state dir
             # x11grab fails within a few ms if it cannot open the display.
             time.sleep(0.05)
             if proc.poll() is not None:
-                raise RecordingFailed(f"ffmpeg exited at once (status {proc.returncode}): "
-                                      + log_path.read_text(errors="replace")[-400:])
+                raise RecordingFailed(
+                    f"ffmpeg exited at once (status {proc.returncode}): "
+                    + log_path.read_text(errors="replace")[-400:]
+                )
             self._proc, self._path = proc, path
             log.info("recording %s to %s (ffmpeg pid %d)", self._display, path, proc.pid)
 

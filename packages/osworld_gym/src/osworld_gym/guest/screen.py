@@ -61,8 +61,9 @@ class Screen:
         """Grab the whole screen as RGB; with ``cursor`` the pointer is drawn on top."""
         t0 = time.perf_counter()
         with self._grab_lock:
-            shot = self._grabber.grab({"left": 0, "top": 0, "width": self.width,
-                                       "height": self.height})
+            shot = self._grabber.grab(
+                {"left": 0, "top": 0, "width": self.width, "height": self.height}
+            )
         image = Image.frombuffer("RGB", shot.size, shot.raw, "raw", "BGRX", 0, 1)
         if cursor:
             image = image.copy() if image.readonly else image
@@ -102,7 +103,7 @@ class Screen:
         if w == 0 or h == 0 or len(reply.cursor_image) < w * h:
             return None
         # 32-bit premultiplied ARGB in native (little-endian) order = bytes B, G, R, A.
-        data = array.array("I", (v & 0xFFFFFFFF for v in reply.cursor_image[:w * h])).tobytes()
+        data = array.array("I", (v & 0xFFFFFFFF for v in reply.cursor_image[: w * h])).tobytes()
         rgba = Image.frombytes("RGBa", (w, h), data, "raw", "BGRa").convert("RGBA")
         return rgba, reply.x - reply.xhot, reply.y - reply.yhot
 
@@ -122,8 +123,10 @@ def keep_frame_buffers(mmap_threshold: int = 32 << 20, trim_threshold: int = 256
     """
     try:
         libc = ctypes.CDLL(None)
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
-                    and libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold))
+        return bool(
+            libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
+            and libc.mallopt(_M_TRIM_THRESHOLD, trim_threshold)
+        )
     except (OSError, AttributeError):
         return False
 

@@ -148,6 +148,7 @@ class Router:
         def deco(fn: Handler) -> Handler:
             self.add(methods, path, fn)
             return fn
+
         return deco
 
     def authorized(self, headers: Message) -> bool:
@@ -161,11 +162,13 @@ class Router:
         by_method = self._routes.get(req.path)
         if by_method is None:
             raise HTTPError(404, f"no such endpoint: {req.path}")
-        handler = by_method.get(req.method) or (by_method.get("GET") if req.method == "HEAD"
-                                                else None)
+        handler = by_method.get(req.method) or (
+            by_method.get("GET") if req.method == "HEAD" else None
+        )
         if handler is None:
-            raise HTTPError(405, f"{req.path} accepts {', '.join(sorted(by_method))}, "
-                                 f"not {req.method}")
+            raise HTTPError(
+                405, f"{req.path} accepts {', '.join(sorted(by_method))}, not {req.method}"
+            )
         try:
             return handler(req)
         except HTTPError:
@@ -231,13 +234,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True  # the body was not read
             raise HTTPError(401, "missing or wrong token: send 'Authorization: Bearer <token>'")
         body = self._read_body()
-        return self.router.dispatch(Request(self.command, url.path or "/", query, self.headers,
-                                            body))
+        return self.router.dispatch(
+            Request(self.command, url.path or "/", query, self.headers, body)
+        )
 
     def _read_body(self) -> bytes:
         length = self.headers.get("Content-Length")
-        budget = BODY_TIMEOUT_S + (int(length) / BODY_MIN_RATE
-                                   if length and length.isdigit() and len(length) < 19 else 0)
+        budget = BODY_TIMEOUT_S + (
+            int(length) / BODY_MIN_RATE if length and length.isdigit() and len(length) < 19 else 0
+        )
         self.watchdog.arm(self.connection, min(budget, BODY_TIMEOUT_S + MAX_BODY / BODY_MIN_RATE))
         try:
             return self._read_body_unguarded()
@@ -296,8 +301,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 resp.stream = open(resp.file, "rb")
                 resp.stream_size = os.fstat(resp.stream.fileno()).st_size
             except OSError as e:
-                resp = error_response(404 if isinstance(e, FileNotFoundError) else 422,
-                                      f"cannot read {resp.file}: {e.strerror}")
+                resp = error_response(
+                    404 if isinstance(e, FileNotFoundError) else 422,
+                    f"cannot read {resp.file}: {e.strerror}",
+                )
         size = resp.stream_size if resp.stream is not None else len(resp.body)
         self.send_response(resp.status)
         self.send_header("Content-Type", resp.content_type)
@@ -349,8 +356,9 @@ class _Watchdog:
         with self._lock:
             self._deadlines[sock] = time.monotonic() + seconds
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="guest-deadlines",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="guest-deadlines", daemon=True
+                )
                 self._thread.start()
 
     def disarm(self, sock: socket.socket) -> None:
@@ -386,9 +394,13 @@ class _Bounded:
             try:
                 request.settimeout(1.0)
                 body = b'{"status": "error", "message": "too many connections"}'
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
-                                b"Content-Type: application/json\r\nContent-Length: "
-                                + str(len(body)).encode() + b"\r\n\r\n" + body)
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: "
+                    + str(len(body)).encode()
+                    + b"\r\n\r\n"
+                    + body
+                )
             except OSError:
                 pass
             self.shutdown_request(request)
@@ -425,11 +437,13 @@ class _TCP6HTTPServer(_TCPHTTPServer):
     address_family = socket.AF_INET6
 
 
-def make_server(router: Router, *, uds: str | None = None, host: str | None = None,
-                port: int | None = None) -> socketserver.BaseServer:
+def make_server(
+    router: Router, *, uds: str | None = None, host: str | None = None, port: int | None = None
+) -> socketserver.BaseServer:
     """A threading HTTP server on a unix socket (mode 0600) or on a loopback TCP port."""
-    handler = type("GuestRequestHandler", (_RequestHandler,),
-                   {"router": router, "watchdog": _Watchdog()})
+    handler = type(
+        "GuestRequestHandler", (_RequestHandler,), {"router": router, "watchdog": _Watchdog()}
+    )
     if uds is not None:
         path = Path(uds)
         if path.is_socket():
@@ -442,8 +456,10 @@ def make_server(router: Router, *, uds: str | None = None, host: str | None = No
         finally:
             os.umask(old)
     if host not in LOOPBACK_HOSTS:
-        raise ValueError(f"the guest only listens on loopback ({', '.join(sorted(LOOPBACK_HOSTS))})"
-                         f" or a unix socket, not on {host!r}")
+        raise ValueError(
+            f"the guest only listens on loopback ({', '.join(sorted(LOOPBACK_HOSTS))})"
+            f" or a unix socket, not on {host!r}"
+        )
     if port is None:
         raise ValueError("--port is required with --host")
     if host == "::1":

@@ -96,22 +96,45 @@ _DAMAGE_REPORT_NON_EMPTY = 3
 
 
 class _DamageQueryVersion(rq.ReplyRequest):
-    _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(0), rq.RequestLength(),
-                         rq.Card32("major_version"), rq.Card32("minor_version"))
-    _reply = rq.Struct(rq.ReplyCode(), rq.Pad(1), rq.Card16("sequence_number"),
-                       rq.ReplyLength(), rq.Card32("major_version"),
-                       rq.Card32("minor_version"), rq.Pad(16))
+    _request = rq.Struct(
+        rq.Card8("opcode"),
+        rq.Opcode(0),
+        rq.RequestLength(),
+        rq.Card32("major_version"),
+        rq.Card32("minor_version"),
+    )
+    _reply = rq.Struct(
+        rq.ReplyCode(),
+        rq.Pad(1),
+        rq.Card16("sequence_number"),
+        rq.ReplyLength(),
+        rq.Card32("major_version"),
+        rq.Card32("minor_version"),
+        rq.Pad(16),
+    )
 
 
 class _DamageCreate(rq.Request):
-    _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(1), rq.RequestLength(),
-                         rq.Card32("damage"), rq.Card32("drawable"), rq.Card8("level"),
-                         rq.Pad(3))
+    _request = rq.Struct(
+        rq.Card8("opcode"),
+        rq.Opcode(1),
+        rq.RequestLength(),
+        rq.Card32("damage"),
+        rq.Card32("drawable"),
+        rq.Card8("level"),
+        rq.Pad(3),
+    )
 
 
 class _DamageSubtract(rq.Request):
-    _request = rq.Struct(rq.Card8("opcode"), rq.Opcode(3), rq.RequestLength(),
-                         rq.Card32("damage"), rq.Card32("repair"), rq.Card32("parts"))
+    _request = rq.Struct(
+        rq.Card8("opcode"),
+        rq.Opcode(3),
+        rq.RequestLength(),
+        rq.Card32("damage"),
+        rq.Card32("repair"),
+        rq.Card32("parts"),
+    )
 
 
 class DamageUnavailable(RuntimeError):
@@ -138,11 +161,17 @@ class DamageMonitor:
             raise DamageUnavailable(f"X server {display_name} lacks the DAMAGE extension")
         self._opcode = info.major_opcode
         self._event = info.first_event  # DamageNotify is event 0 of the extension
-        _DamageQueryVersion(display=self._d.display, opcode=self._opcode, major_version=1,
-                            minor_version=1)
+        _DamageQueryVersion(
+            display=self._d.display, opcode=self._opcode, major_version=1, minor_version=1
+        )
         self._damage = self._d.display.allocate_resource_id()
-        _DamageCreate(display=self._d.display, opcode=self._opcode, damage=self._damage,
-                      drawable=self._d.screen().root.id, level=_DAMAGE_REPORT_NON_EMPTY)
+        _DamageCreate(
+            display=self._d.display,
+            opcode=self._opcode,
+            damage=self._damage,
+            drawable=self._d.screen().root.id,
+            level=_DAMAGE_REPORT_NON_EMPTY,
+        )
         self._d.sync()
         self.look()  # forget what was drawn before we started
 
@@ -155,8 +184,13 @@ class DamageMonitor:
             if (ev.type & 0x7F) == self._event:
                 drawn = True
         if drawn:
-            _DamageSubtract(display=self._d.display, opcode=self._opcode, damage=self._damage,
-                            repair=X.NONE, parts=X.NONE)
+            _DamageSubtract(
+                display=self._d.display,
+                opcode=self._opcode,
+                damage=self._damage,
+                repair=X.NONE,
+                parts=X.NONE,
+            )
             self._d.flush()
         return drawn
 
@@ -188,15 +222,14 @@ def _stat(pid: int | str, task: str | None = None) -> list[str] | None:
             raw = f.read()
     except OSError:
         return None
-    return raw[raw.rfind(b")") + 2:].decode("ascii", "replace").split()
+    return raw[raw.rfind(b")") + 2 :].decode("ascii", "replace").split()
 
 
 class ProcessActivity:
     """Samples the processes below ``root`` (the guest: Xvfb, WM, apps), minus ``exclude()``
     (e.g. the recorder's encoder, which is busy by design)."""
 
-    def __init__(self, root: int | None = None,
-                 exclude: Callable[[], set[int]] = lambda: set()):
+    def __init__(self, root: int | None = None, exclude: Callable[[], set[int]] = lambda: set()):
         """``exclude()`` names processes whose whole subtree is left out."""
         self.root = os.getpid() if root is None else root
         self.exclude = exclude
@@ -217,8 +250,12 @@ class ProcessActivity:
             if f[0] in ("R", "D"):
                 busy.add(pid)
         ours = self._descendants(parent, self.exclude())
-        return ProcSample(frozenset(ours), sum(ticks[p] for p in ours), frozenset(busy & ours),
-                          {p: ticks[p] for p in ours})
+        return ProcSample(
+            frozenset(ours),
+            sum(ticks[p] for p in ours),
+            frozenset(busy & ours),
+            {p: ticks[p] for p in ours},
+        )
 
     def _descendants(self, parent: dict[int, int], skip: set[int]) -> set[int]:
         children: dict[int, list[int]] = {}
@@ -315,18 +352,26 @@ class _Why:
             self.spans.append([cause, names, ms, ms])
 
     def text(self) -> str:
-        return " ".join(f"{c}{f'[{n}]' if n else ''}@{a}" + (f"-{b}" if b != a else "")
-                        for c, n, a, b in self.spans)
+        return " ".join(
+            f"{c}{f'[{n}]' if n else ''}@{a}" + (f"-{b}" if b != a else "")
+            for c, n, a, b in self.spans
+        )
 
 
 class SettleSignal:
     """Waits until the desktop has gone idle after input. Thread-safe (one lock)."""
 
-    def __init__(self, display_name: str, exclude: Callable[[], set[int]] = lambda: set(),
-                 quiet_s: float = QUIET_S, poll_s: float = POLL_S,
-                 first_change_s: float = FIRST_CHANGE_S, timer_s: float = TIMER_S,
-                 timerless: Callable[[], set[int]] = lambda: set(),
-                 server: Callable[[], set[int]] = lambda: set()):
+    def __init__(
+        self,
+        display_name: str,
+        exclude: Callable[[], set[int]] = lambda: set(),
+        quiet_s: float = QUIET_S,
+        poll_s: float = POLL_S,
+        first_change_s: float = FIRST_CHANGE_S,
+        timer_s: float = TIMER_S,
+        timerless: Callable[[], set[int]] = lambda: set(),
+        server: Callable[[], set[int]] = lambda: set(),
+    ):
         """``timerless()`` names desktop processes whose timers never draw the input's effect:
         the X server (it draws only what clients ask, at once) and the profile's panels (their
         timers tick the clock; they redraw their task lists on X events at once). Their
@@ -393,8 +438,12 @@ class SettleSignal:
             if cur.busy:
                 why.add(now, "runnable", cur.busy)
             if cur.ticks != prev.ticks:
-                why.add(now, "cpu", {p for p, t in cur.per_pid.items()
-                                     if t != prev.per_pid.get(p, t)} or prev.pids - cur.pids)
+                why.add(
+                    now,
+                    "cpu",
+                    {p for p, t in cur.per_pid.items() if t != prev.per_pid.get(p, t)}
+                    or prev.pids - cur.pids,
+                )
             if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
                 last_activity = now
             prev = cur
@@ -421,17 +470,21 @@ class SettleSignal:
                 if busy:
                     why.add(now, "thread", busy)
                     last_activity = time.monotonic()
-                elif ((chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
-                      and self._drawn_since_mark
-                      and (soon := self._timer_due(cur.pids, mark, timerless, CHUNK_S))
-                      is not None):
+                elif (
+                    (chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
+                    and self._drawn_since_mark
+                    and (soon := self._timer_due(cur.pids, mark, timerless, CHUNK_S)) is not None
+                ):
                     # an event loop waking every few ms is working through a job in slices
                     # (LibreOffice lays out and counts words so, at 1-4 % CPU): busy, not idle
                     chunked_since = now if chunked_since is None else chunked_since
                     why.add(now, f"chunk+{round(1000 * soon[0])}", {soon[1]})
                     last_activity = time.monotonic() + soon[0]
-                elif (draws > draws_before_timer and sum(timers) < 1000 * TIMER_BUDGET_S
-                      and (soon := self._timer_due(cur.pids, mark, timerless)) is not None):
+                elif (
+                    draws > draws_before_timer
+                    and sum(timers) < 1000 * TIMER_BUDGET_S
+                    and (soon := self._timer_due(cur.pids, mark, timerless)) is not None
+                ):
                     # something drew since the input (or since the last timer we waited for)
                     # and a timer is about to fire: let it fire, then look again. A timer that
                     # draws nothing ends this (periodic timers would hold us to max_s).
@@ -448,10 +501,15 @@ class SettleSignal:
         self._mark = None
         end = time.monotonic()
         self.last_why = why.text()
-        return {"settle_ms": 1000 * (end - t0), "since_input_ms": 1000 * (end - start),
-                "settle_looks": float(looks), "settle_capped": float(capped),
-                "screen_changed": float(self._drawn_since_mark),
-                "settle_launch": float(launched), "settle_timers": float(len(timers))}
+        return {
+            "settle_ms": 1000 * (end - t0),
+            "since_input_ms": 1000 * (end - start),
+            "settle_looks": float(looks),
+            "settle_capped": float(capped),
+            "screen_changed": float(self._drawn_since_mark),
+            "settle_launch": float(launched),
+            "settle_timers": float(len(timers)),
+        }
 
     @staticmethod
     def _note_sleepers(why: _Why, now: float, pids: frozenset[int], mark: _Mark) -> None:
@@ -475,8 +533,9 @@ class SettleSignal:
             why.add(now, "asleep")
             why.spans[-1][1] = ";".join(notes)
 
-    def _timer_due(self, pids: frozenset[int], mark: _Mark, timerless: set[int],
-                   within: float | None = None) -> tuple[float, int] | None:
+    def _timer_due(
+        self, pids: frozenset[int], mark: _Mark, timerless: set[int], within: float | None = None
+    ) -> tuple[float, int] | None:
         """The soonest wake-up, if within ``within`` (default ``timer_s``) seconds, of a desktop
         process's main thread that ran since the input (so may have armed it in reaction to
         it), not one of ``timerless``: ``(seconds, pid)``."""

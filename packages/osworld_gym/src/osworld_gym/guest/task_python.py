@@ -85,10 +85,17 @@ def write_xauthority(path: Path) -> Path:
     on *stdout* at every import, which would end up in a task command's output. One entry for a
     display that does not exist silences it and still connects without a cookie.
     """
+
     def field(b: bytes) -> bytes:
         return struct.pack(">H", len(b)) + b
-    entry = (struct.pack(">H", 256) + field(b"osworld-gym-no-such-host") + field(b"65535")
-             + field(b"MIT-MAGIC-COOKIE-1") + field(bytes(16)))
+
+    entry = (
+        struct.pack(">H", 256)
+        + field(b"osworld-gym-no-such-host")
+        + field(b"65535")
+        + field(b"MIT-MAGIC-COOKIE-1")
+        + field(bytes(16))
+    )
     path.write_bytes(entry)
     return path
 
@@ -127,8 +134,11 @@ class TaskPython:
         if python:
             log.info("task commands get python -> %s", python)
         else:
-            log.warning("no task python (run scripts/install.sh, or set %s): task steps that "
-                        "run `python -c ...` will fail", ENV_VAR)
+            log.warning(
+                "no task python (run scripts/install.sh, or set %s): task steps that "
+                "run `python -c ...` will fail",
+                ENV_VAR,
+            )
 
     def env(self, base: dict[str, str]) -> dict[str, str]:
         """The environment for a task-author command."""

@@ -27,14 +27,14 @@ _X86_64 = platform.machine() in ("x86_64", "AMD64")
 # syscall number -> (argument index of the timeout, how it is passed)
 _MS, _TIMESPEC, _TIMEVAL = "ms", "timespec", "timeval"
 _TIMEOUTS: dict[int, tuple[int, str]] = {
-    7: (2, _MS),          # poll(fds, nfds, timeout_ms)
-    23: (4, _TIMEVAL),    # select(n, r, w, x, struct timeval *)
-    232: (3, _MS),        # epoll_wait(epfd, events, max, timeout_ms)
+    7: (2, _MS),  # poll(fds, nfds, timeout_ms)
+    23: (4, _TIMEVAL),  # select(n, r, w, x, struct timeval *)
+    232: (3, _MS),  # epoll_wait(epfd, events, max, timeout_ms)
     270: (4, _TIMESPEC),  # pselect6(n, r, w, x, struct timespec *, sigmask)
     271: (2, _TIMESPEC),  # ppoll(fds, nfds, struct timespec *, sigmask)
-    281: (3, _MS),        # epoll_pwait(epfd, events, max, timeout_ms, sigmask)
+    281: (3, _MS),  # epoll_pwait(epfd, events, max, timeout_ms, sigmask)
     441: (3, _TIMESPEC),  # epoll_pwait2(epfd, events, max, struct timespec *, sigmask)
-    35: (0, _TIMESPEC),   # nanosleep(struct timespec *, rem)
+    35: (0, _TIMESPEC),  # nanosleep(struct timespec *, rem)
 }
 
 

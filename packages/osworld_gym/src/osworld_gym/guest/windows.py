@@ -37,13 +37,26 @@ ACTIVATE_WAIT_S = 2.0
 CLICK_FOCUS_WAIT_S = 0.5
 #: Window types openbox does not focus when clicked (its ``client_mouse_focusable``), and the
 #: desktop, whose clicks our openbox configuration does not bind.
-NOT_CLICK_FOCUSED = ("_NET_WM_WINDOW_TYPE_DOCK", "_NET_WM_WINDOW_TYPE_DESKTOP",
-                     "_NET_WM_WINDOW_TYPE_TOOLBAR", "_NET_WM_WINDOW_TYPE_MENU",
-                     "_NET_WM_WINDOW_TYPE_SPLASH")
+NOT_CLICK_FOCUSED = (
+    "_NET_WM_WINDOW_TYPE_DOCK",
+    "_NET_WM_WINDOW_TYPE_DESKTOP",
+    "_NET_WM_WINDOW_TYPE_TOOLBAR",
+    "_NET_WM_WINDOW_TYPE_MENU",
+    "_NET_WM_WINDOW_TYPE_SPLASH",
+)
 #: Modifiers and buttons held during a press: the window manager's click binding (plain Left,
 #: Middle, Right) would not fire, so neither does ours.
-_HELD_MASK = (X.ShiftMask | X.ControlMask | X.Mod1Mask | X.Mod4Mask | X.Button1Mask
-              | X.Button2Mask | X.Button3Mask | X.Button4Mask | X.Button5Mask)
+_HELD_MASK = (
+    X.ShiftMask
+    | X.ControlMask
+    | X.Mod1Mask
+    | X.Mod4Mask
+    | X.Button1Mask
+    | X.Button2Mask
+    | X.Button3Mask
+    | X.Button4Mask
+    | X.Button5Mask
+)
 _OPENBOX_NS = "{http://openbox.org/3.4/rc}"
 
 
@@ -134,8 +147,9 @@ class Windows:
 
     def find(self, name: str, *, strict: bool = False, by_class: bool = False) -> Window | None:
         """The first window wmctrl would pick for ``name``."""
-        return next((w for w in self.list() if matches(w, name, strict=strict, by_class=by_class)),
-                    None)
+        return next(
+            (w for w in self.list() if matches(w, name, strict=strict, by_class=by_class)), None
+        )
 
     def active_id(self) -> int | None:
         """``_NET_ACTIVE_WINDOW`` of the root window (None if unset or no WM)."""
@@ -144,8 +158,9 @@ class Windows:
                 if self._x is None:
                     self._x = make_impervious(xdisplay.Display(self._display_name))
                 root = self._x.screen().root
-                prop = root.get_full_property(self._x.intern_atom("_NET_ACTIVE_WINDOW"),
-                                              X.AnyPropertyType)
+                prop = root.get_full_property(
+                    self._x.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType
+                )
             except (xerror.XError, ConnectionError, OSError):
                 self._x = None
                 return None
@@ -236,10 +251,21 @@ class ClickFocus:
     def __init__(self, d: xdisplay.Display):
         self._d = d
         self._root = d.screen().root
-        self._atoms = {name: d.intern_atom(name) for name in (
-            "WM_STATE", "_NET_ACTIVE_WINDOW", "_NET_CLIENT_LIST_STACKING", "_NET_WM_WINDOW_TYPE",
-            "_NET_SUPPORTING_WM_CHECK", "_NET_WM_NAME", "_OB_CONFIG_FILE",
-            "_NET_REQUEST_FRAME_EXTENTS", "_NET_FRAME_EXTENTS", *NOT_CLICK_FOCUSED)}
+        self._atoms = {
+            name: d.intern_atom(name)
+            for name in (
+                "WM_STATE",
+                "_NET_ACTIVE_WINDOW",
+                "_NET_CLIENT_LIST_STACKING",
+                "_NET_WM_WINDOW_TYPE",
+                "_NET_SUPPORTING_WM_CHECK",
+                "_NET_WM_NAME",
+                "_OB_CONFIG_FILE",
+                "_NET_REQUEST_FRAME_EXTENTS",
+                "_NET_FRAME_EXTENTS",
+                *NOT_CLICK_FOCUSED,
+            )
+        }
         self._probe = None  # our unmapped window: grab probe and barrier (see _activate)
         self._rc: tuple[str, int, bool] | None = None  # (path, mtime, grabs client clicks)
 
@@ -260,13 +286,13 @@ class ClickFocus:
             check = self._ids(self._root, "_NET_SUPPORTING_WM_CHECK")
             if not check:
                 return FocusMode.NONE
-            name = self._prop(self._d.create_resource_object("window", check[0]),
-                              "_NET_WM_NAME")
+            name = self._prop(self._d.create_resource_object("window", check[0]), "_NET_WM_NAME")
             path = self._prop(self._root, "_OB_CONFIG_FILE")
         except xerror.XError:  # a stale check window: the window manager is gone
             return FocusMode.NONE
-        name, path = (v.decode(errors="replace") if isinstance(v, bytes) else v
-                      for v in (name, path))
+        name, path = (
+            v.decode(errors="replace") if isinstance(v, bytes) else v for v in (name, path)
+        )
         if name != "Openbox" or not path or not os.path.isabs(path):
             return FocusMode.WM  # (openbox reads a relative path from its home directory)
         try:
@@ -293,8 +319,9 @@ class ClickFocus:
             client = frame.query_pointer().child
             if not client or self._prop(client, "WM_STATE") is None:
                 return  # the frame's decorations: openbox's own bindings handle those
-            if (self._ids(root, "_NET_ACTIVE_WINDOW")[:1] == [client.id]
-                    and self._ids(root, "_NET_CLIENT_LIST_STACKING")[-1:] == [client.id]):
+            if self._ids(root, "_NET_ACTIVE_WINDOW")[:1] == [client.id] and self._ids(
+                root, "_NET_CLIENT_LIST_STACKING"
+            )[-1:] == [client.id]:
                 return
             types = self._prop(client, "_NET_WM_WINDOW_TYPE")
             if types is not None and any(self._atoms[t] in types for t in NOT_CLICK_FOCUSED):
@@ -307,8 +334,9 @@ class ClickFocus:
 
     def _probe_window(self):
         if self._probe is None:
-            self._probe = self._root.create_window(-10, -10, 1, 1, 0, X.CopyFromParent,
-                                                   event_mask=X.PropertyChangeMask)
+            self._probe = self._root.create_window(
+                -10, -10, 1, 1, 0, X.CopyFromParent, event_mask=X.PropertyChangeMask
+            )
         return self._probe
 
     def _pointer_grabbed(self) -> bool:
@@ -316,8 +344,9 @@ class ClickFocus:
         unmapped window answers AlreadyGrabbed if so and GrabNotViewable otherwise (confining
         to it too keeps the server from releasing another grab's confinement)."""
         probe = self._probe_window()
-        status = probe.grab_pointer(False, 0, X.GrabModeAsync, X.GrabModeAsync, probe, X.NONE,
-                                    X.CurrentTime)
+        status = probe.grab_pointer(
+            False, 0, X.GrabModeAsync, X.GrabModeAsync, probe, X.NONE, X.CurrentTime
+        )
         if status == X.GrabSuccess:  # not for an unmapped window; be safe anyway
             self._d.ungrab_pointer(X.CurrentTime)
         return status == X.AlreadyGrabbed
@@ -334,23 +363,32 @@ class ClickFocus:
         while self._d.pending_events():  # stale answers of an earlier, timed-out barrier
             self._d.next_event()
         mask = X.SubstructureRedirectMask | X.SubstructureNotifyMask
-        for window, atom, data in ((client, "_NET_ACTIVE_WINDOW", [2, X.CurrentTime, 0, 0, 0]),
-                                   (probe, "_NET_REQUEST_FRAME_EXTENTS", [0, 0, 0, 0, 0])):
-            msg = xevent.ClientMessage(window=window, client_type=self._atoms[atom],
-                                       data=(32, data))
+        for window, atom, data in (
+            (client, "_NET_ACTIVE_WINDOW", [2, X.CurrentTime, 0, 0, 0]),
+            (probe, "_NET_REQUEST_FRAME_EXTENTS", [0, 0, 0, 0, 0]),
+        ):
+            msg = xevent.ClientMessage(
+                window=window, client_type=self._atoms[atom], data=(32, data)
+            )
             self._root.send_event(msg, event_mask=mask)
         self._d.flush()
         deadline = time.monotonic() + CLICK_FOCUS_WAIT_S
         while True:
             while self._d.pending_events():
                 e = self._d.next_event()
-                if (e.type == X.PropertyNotify and e.window.id == probe.id
-                        and e.atom == self._atoms["_NET_FRAME_EXTENTS"]):
+                if (
+                    e.type == X.PropertyNotify
+                    and e.window.id == probe.id
+                    and e.atom == self._atoms["_NET_FRAME_EXTENTS"]
+                ):
                     return
             left = deadline - time.monotonic()
             if left <= 0:
-                log.warning("the window manager did not handle a click-to-focus request "
-                            "within %.1f s; clicking anyway", CLICK_FOCUS_WAIT_S)
+                log.warning(
+                    "the window manager did not handle a click-to-focus request "
+                    "within %.1f s; clicking anyway",
+                    CLICK_FOCUS_WAIT_S,
+                )
                 self._probe.destroy()  # its late answer must not end the next wait early
                 self._probe = None
                 return

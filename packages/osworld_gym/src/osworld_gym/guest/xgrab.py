@@ -46,8 +46,12 @@ class _Extension(ctypes.Structure):  # xcb_extension_t
 
 
 class _ProtocolRequest(ctypes.Structure):  # xcb_protocol_request_t
-    _fields_ = (("count", ctypes.c_size_t), ("ext", ctypes.POINTER(_Extension)),
-                ("opcode", ctypes.c_uint8), ("isvoid", ctypes.c_uint8))
+    _fields_ = (
+        ("count", ctypes.c_size_t),
+        ("ext", ctypes.POINTER(_Extension)),
+        ("opcode", ctypes.c_uint8),
+        ("isvoid", ctypes.c_uint8),
+    )
 
 
 class _IOVec(ctypes.Structure):  # struct iovec
@@ -59,16 +63,26 @@ class _VoidCookie(ctypes.Structure):  # xcb_void_cookie_t
 
 
 class _QueryExtensionReply(ctypes.Structure):  # xcb_query_extension_reply_t
-    _fields_ = (("response_type", ctypes.c_uint8), ("pad0", ctypes.c_uint8),
-                ("sequence", ctypes.c_uint16), ("length", ctypes.c_uint32),
-                ("present", ctypes.c_uint8), ("major_opcode", ctypes.c_uint8),
-                ("first_event", ctypes.c_uint8), ("first_error", ctypes.c_uint8))
+    _fields_ = (
+        ("response_type", ctypes.c_uint8),
+        ("pad0", ctypes.c_uint8),
+        ("sequence", ctypes.c_uint16),
+        ("length", ctypes.c_uint32),
+        ("present", ctypes.c_uint8),
+        ("major_opcode", ctypes.c_uint8),
+        ("first_event", ctypes.c_uint8),
+        ("first_error", ctypes.c_uint8),
+    )
 
 
 class _GrabControlRequest(ctypes.Structure):  # xcb_test_grab_control_request_t
-    _fields_ = (("major_opcode", ctypes.c_uint8), ("minor_opcode", ctypes.c_uint8),
-                ("length", ctypes.c_uint16), ("impervious", ctypes.c_uint8),
-                ("pad0", ctypes.c_uint8 * 3))
+    _fields_ = (
+        ("major_opcode", ctypes.c_uint8),
+        ("minor_opcode", ctypes.c_uint8),
+        ("length", ctypes.c_uint16),
+        ("impervious", ctypes.c_uint8),
+        ("pad0", ctypes.c_uint8 * 3),
+    )
 
 
 #: libxcb keys its per-connection extension cache on this struct's global_id: one, for ever.
@@ -83,9 +97,12 @@ def _libxcb() -> ctypes.CDLL:
         lib = ctypes.CDLL(ctypes.util.find_library("xcb") or "libxcb.so.1")
         lib.xcb_get_extension_data.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Extension)]
         lib.xcb_get_extension_data.restype = ctypes.POINTER(_QueryExtensionReply)
-        lib.xcb_send_request.argtypes = [ctypes.c_void_p, ctypes.c_int,
-                                         ctypes.POINTER(_IOVec),
-                                         ctypes.POINTER(_ProtocolRequest)]
+        lib.xcb_send_request.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.POINTER(_IOVec),
+            ctypes.POINTER(_ProtocolRequest),
+        ]
         lib.xcb_send_request.restype = ctypes.c_uint
         lib.xcb_request_check.argtypes = [ctypes.c_void_p, _VoidCookie]
         lib.xcb_request_check.restype = ctypes.c_void_p
@@ -111,16 +128,16 @@ def make_xcb_impervious(conn: Any) -> None:
         raise GrabControlError("the XCB connection is closed or in error")
     ext = lib.xcb_get_extension_data(c, ctypes.byref(_XTEST_ID))
     if not ext or not ext.contents.present:
-        raise GrabControlError("the X server lacks XTEST: the screenshot connection stays "
-                               "grab-sensitive")
+        raise GrabControlError(
+            "the X server lacks XTEST: the screenshot connection stays grab-sensitive"
+        )
     body = _GrabControlRequest(0, _X_XTEST_GRAB_CONTROL, 0, 1)  # libxcb fills opcode, length
     # xcb_send_request wants two spare iovecs before the request's own (it uses them itself)
     parts = (_IOVec * 4)()
     parts[2] = _IOVec(ctypes.cast(ctypes.byref(body), ctypes.c_void_p), ctypes.sizeof(body))
     parts[3] = _IOVec(None, 0)  # 8 bytes: already 4-aligned, no padding
     request = _ProtocolRequest(2, ctypes.pointer(_XTEST_ID), _X_XTEST_GRAB_CONTROL, 1)
-    first = ctypes.cast(ctypes.addressof(parts) + 2 * ctypes.sizeof(_IOVec),
-                        ctypes.POINTER(_IOVec))
+    first = ctypes.cast(ctypes.addressof(parts) + 2 * ctypes.sizeof(_IOVec), ctypes.POINTER(_IOVec))
     seq = lib.xcb_send_request(c, _XCB_REQUEST_CHECKED, first, ctypes.byref(request))
     if seq == 0:
         raise GrabControlError("xcb_send_request failed for XTEST GrabControl")
@@ -135,6 +152,8 @@ def make_mss_impervious(grabber: Any) -> None:
     impl = getattr(grabber, "_impl", grabber)
     conn = getattr(impl, "conn", None)
     if conn is None:
-        raise GrabControlError(f"mss backend {type(impl).__name__} has no XCB connection "
-                               "(expected mss 10's XCB backends)")
+        raise GrabControlError(
+            f"mss backend {type(impl).__name__} has no XCB connection "
+            "(expected mss 10's XCB backends)"
+        )
     make_xcb_impervious(conn)

@@ -189,8 +189,10 @@ class XInput:
             case TypeText(text):
                 self._type(text)
             case Wait():
-                raise ActionError("wait is executed by the host; send the actions around it "
-                                  "separately (GuestClient.run_actions does this)")
+                raise ActionError(
+                    "wait is executed by the host; send the actions around it "
+                    "separately (GuestClient.run_actions does this)"
+                )
             case _:
                 raise ActionError(f"not a primitive action: {p!r}")
 
@@ -228,8 +230,12 @@ class XInput:
         self._d.sync()
         for i in range(1, DRAG_STEPS + 1):
             time.sleep(DRAG_STEP_S)
-            xtest.fake_input(self._d, X.MotionNotify, x=round(x0 + (x - x0) * i / DRAG_STEPS),
-                             y=round(y0 + (y - y0) * i / DRAG_STEPS))
+            xtest.fake_input(
+                self._d,
+                X.MotionNotify,
+                x=round(x0 + (x - x0) * i / DRAG_STEPS),
+                y=round(y0 + (y - y0) * i / DRAG_STEPS),
+            )
             self._d.sync()
         time.sleep(DRAG_STEP_S)
         self._button(button, False)

@@ -42,8 +42,7 @@ _RETURN, _TAB, _NO_SYMBOL = 0xFF0D, 0xFF09, 0
 def _xk() -> ModuleType:
     from Xlib import XK
 
-    for group in ("xf86", "korean", "katakana", "latin2", "latin3", "latin4", "greek",
-                  "cyrillic"):
+    for group in ("xf86", "korean", "katakana", "latin2", "latin3", "latin4", "greek", "cyrillic"):
         XK.load_keysym_group(group)
     return XK
 

@@ -130,7 +130,20 @@ class Wait:
     seconds: float
 
 
-Primitive = MoveTo | Click | MouseDown | MouseUp | DragTo | Scroll | KeyDown | KeyUp | Press | Hotkey | TypeText | Wait
+Primitive = (
+    MoveTo
+    | Click
+    | MouseDown
+    | MouseUp
+    | DragTo
+    | Scroll
+    | KeyDown
+    | KeyUp
+    | Press
+    | Hotkey
+    | TypeText
+    | Wait
+)
 
 _BY_NAME: dict[str, type] = {
     "move_to": MoveTo,
@@ -187,20 +200,31 @@ def validate(p: Primitive) -> Primitive:
         case Click(x, y, button, clicks):
             if (x is None) != (y is None):
                 raise ActionError("click needs both x and y, or neither")
-            return Click(_opt_coord("x", x), _opt_coord("y", y), _button(button),
-                         _int("clicks", clicks, 1, MAX_CLICKS))
+            return Click(
+                _opt_coord("x", x),
+                _opt_coord("y", y),
+                _button(button),
+                _int("clicks", clicks, 1, MAX_CLICKS),
+            )
         case MouseDown(button, x, y) | MouseUp(button, x, y):
             if (x is None) != (y is None):
                 raise ActionError("mouse_down/mouse_up need both x and y, or neither")
             return type(p)(_button(button), _opt_coord("x", x), _opt_coord("y", y))
         case DragTo(x, y, button):
-            return DragTo(_int("x", x, -MAX_COORD, MAX_COORD), _int("y", y, -MAX_COORD, MAX_COORD),
-                          _button(button))
+            return DragTo(
+                _int("x", x, -MAX_COORD, MAX_COORD),
+                _int("y", y, -MAX_COORD, MAX_COORD),
+                _button(button),
+            )
         case Scroll(dy, dx, x, y):
             if (x is None) != (y is None):
                 raise ActionError("scroll needs both x and y, or neither")
-            return Scroll(_int("dy", dy, -MAX_SCROLL, MAX_SCROLL), _int("dx", dx, -MAX_SCROLL, MAX_SCROLL),
-                          _opt_coord("x", x), _opt_coord("y", y))
+            return Scroll(
+                _int("dy", dy, -MAX_SCROLL, MAX_SCROLL),
+                _int("dx", dx, -MAX_SCROLL, MAX_SCROLL),
+                _opt_coord("x", x),
+                _opt_coord("y", y),
+            )
         case KeyDown(key) | KeyUp(key):
             return type(p)(canonical_key(key))
         case Press(key, presses):
@@ -219,12 +243,18 @@ def validate(p: Primitive) -> Primitive:
             if any(ord(c) < 32 and c not in "\n\t" for c in text):
                 raise ActionError("text may contain \\n and \\t but no other control characters")
             if any(0xD800 <= ord(c) <= 0xDFFF for c in text):
-                raise ActionError("text contains a lone surrogate (a '\\ud83d\\ude00'-style "
-                                  "escape of UTF-16 halves); write the character itself, e.g. "
-                                  "'\\U0001f600'")
+                raise ActionError(
+                    "text contains a lone surrogate (a '\\ud83d\\ude00'-style "
+                    "escape of UTF-16 halves); write the character itself, e.g. "
+                    "'\\U0001f600'"
+                )
             return p
         case Wait(seconds):
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+            if (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, (int, float))
+                or not math.isfinite(seconds)
+            ):
                 raise ActionError(f"wait seconds must be a finite number, got {seconds!r}")
             if not 0 <= seconds <= MAX_WAIT_S:
                 raise ActionError(f"wait seconds={seconds} is out of range [0, {MAX_WAIT_S}]")

@@ -19,8 +19,9 @@ PROVIDERS: dict[str, str] = {
 }
 
 
-def make_provider(spec: str | Provider, *, screen_size: tuple[int, int] = (1920, 1080),
-                  **kwargs: Any) -> Provider:
+def make_provider(
+    spec: str | Provider, *, screen_size: tuple[int, int] = (1920, 1080), **kwargs: Any
+) -> Provider:
     """Build a provider from its name (``"local"``, ``"fake"``) or return a given instance.
 
     >>> make_provider("fake", screen_size=(640, 480)).screen_size
@@ -31,8 +32,10 @@ def make_provider(spec: str | Provider, *, screen_size: tuple[int, int] = (1920,
             raise TypeError("provider_kwargs only apply when the provider is given by name")
         return spec
     if spec not in PROVIDERS:
-        raise ValueError(f"unknown provider {spec!r}; choose one of {sorted(PROVIDERS)} "
-                         "or pass a Provider instance")
+        raise ValueError(
+            f"unknown provider {spec!r}; choose one of {sorted(PROVIDERS)} "
+            "or pass a Provider instance"
+        )
     w, h = screen_size
     return provider_class(spec)(screen_size=(w, h), **kwargs)
 

@@ -94,8 +94,15 @@ def local_capabilities(profile: str | None = None) -> Capabilities:
     vscode = shutil.which("code", path=path) is not None
     profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
     gsettings = profile == "ubuntu" and not profile_missing()
-    return Capabilities(network=False, google=False, vscode=vscode, gnome=False, apps=apps,
-                        path=path, gsettings=gsettings)
+    return Capabilities(
+        network=False,
+        google=False,
+        vscode=vscode,
+        gnome=False,
+        apps=apps,
+        path=path,
+        gsettings=gsettings,
+    )
 
 
 #: OSWorld's own image: what a provider offers unless it says otherwise.

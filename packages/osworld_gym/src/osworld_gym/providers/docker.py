@@ -71,14 +71,23 @@ HOME_TEMPLATE_MOUNT = "/opt/osworld-gym-home-template"
 _stale_checked = False
 
 
-def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int], *,
-                           depth: int = 24, network: str = "none", shm_size: str = "1g",
-                           cpus: float | None = None, mem_limit: str | None = None,
-                           extra_binds: dict[str, str] | None = None,
-                           home_template: str | None = None, profile: str = "ubuntu",
-                           labels: dict[str, str] | None = None,
-                           cgroup_binds: dict[str, str] | None = None,
-                           guest_args: list[str] | None = None) -> dict[str, Any]:
+def desktop_container_spec(
+    image: str,
+    run_dir: str,
+    screen_size: tuple[int, int],
+    *,
+    depth: int = 24,
+    network: str = "none",
+    shm_size: str = "1g",
+    cpus: float | None = None,
+    mem_limit: str | None = None,
+    extra_binds: dict[str, str] | None = None,
+    home_template: str | None = None,
+    profile: str = "ubuntu",
+    labels: dict[str, str] | None = None,
+    cgroup_binds: dict[str, str] | None = None,
+    guest_args: list[str] | None = None,
+) -> dict[str, Any]:
     """``containers.run`` arguments for a desktop of our image (``cgroup_binds``: host cgroup
     files and directories bound read-write below :data:`JUDGE_CGROUP_MOUNT`; ``guest_args``:
     more arguments for the guest)."""
@@ -93,9 +102,15 @@ def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int
     for src, dst in (cgroup_binds or {}).items():
         volumes[src] = {"bind": dst, "mode": "rw"}
     spec: dict[str, Any] = {
-        "image": image, "command": command, "detach": True, "auto_remove": True,
-        "network_mode": network, "hostname": "osworld", "shm_size": shm_size,
-        "volumes": volumes, "labels": {**(labels or {}), containers.LABEL_RUN_DIR: run_dir},
+        "image": image,
+        "command": command,
+        "detach": True,
+        "auto_remove": True,
+        "network_mode": network,
+        "hostname": "osworld",
+        "shm_size": shm_size,
+        "volumes": volumes,
+        "labels": {**(labels or {}), containers.LABEL_RUN_DIR: run_dir},
         # no setuid program (sudo, su, mount) raises anyone: the guest starts as root and drops
         "security_opt": ["no-new-privileges"],
     }
@@ -110,9 +125,17 @@ def desktop_container_spec(image: str, run_dir: str, screen_size: tuple[int, int
     return spec
 
 
-def osworld_container_spec(image: str, vm_path: str, *, ram_size: str = "4G", cpu_cores: int = 4,
-                           disk_size: str = "32G", kvm: bool = True, host_ip: str = "127.0.0.1",
-                           labels: dict[str, str] | None = None) -> dict[str, Any]:
+def osworld_container_spec(
+    image: str,
+    vm_path: str,
+    *,
+    ram_size: str = "4G",
+    cpu_cores: int = 4,
+    disk_size: str = "32G",
+    kvm: bool = True,
+    host_ip: str = "127.0.0.1",
+    labels: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """``containers.run`` arguments for OSWorld's QEMU image, as OSWorld's docker provider
     passes them (ports published on Docker-chosen free host ports of ``host_ip``).
 
@@ -122,7 +145,10 @@ def osworld_container_spec(image: str, vm_path: str, *, ram_size: str = "4G", cp
     """
     env = {"DISK_SIZE": disk_size, "RAM_SIZE": ram_size, "CPU_CORES": str(cpu_cores)}
     spec: dict[str, Any] = {
-        "image": image, "detach": True, "environment": env, "cap_add": ["NET_ADMIN"],
+        "image": image,
+        "detach": True,
+        "environment": env,
+        "cap_add": ["NET_ADMIN"],
         "volumes": {os.path.abspath(vm_path): {"bind": "/System.qcow2", "mode": "ro"}},
         "ports": {f"{port}/tcp": (host_ip, None) for port in OSWORLD_PORTS.values()},
         "labels": dict(labels or {}),
@@ -215,8 +241,10 @@ class DockerProvider(Provider):
         self.image = image or (OSWORLD_IMAGE if vm_path is not None else default_tag("minimal"))
         self.osworld = vm_path is not None or self.image.split(":")[0].endswith("osworld-docker")
         if self.osworld and vm_path is None:
-            raise ValueError(f"{self.image} runs OSWorld's VM: pass vm_path= with its Ubuntu.qcow2 "
-                             "(from the xlangai/ubuntu_osworld dataset on Hugging Face, unzipped)")
+            raise ValueError(
+                f"{self.image} runs OSWorld's VM: pass vm_path= with its Ubuntu.qcow2 "
+                "(from the xlangai/ubuntu_osworld dataset on Hugging Face, unzipped)"
+            )
         self.vm_path = os.path.abspath(vm_path) if vm_path is not None else None
         self.depth, self.network, self.shm_size = depth, network, shm_size
         self.start_timeout = start_timeout or (300.0 if self.osworld else 60.0)
@@ -227,9 +255,11 @@ class DockerProvider(Provider):
         self.owner_watchdog = owner_watchdog
         self.profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
         if self.profile not in PROFILES:
-            raise ValueError(f"unknown desktop profile {self.profile!r} (from "
-                             f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "
-                             f"{', '.join(PROFILES)}")
+            raise ValueError(
+                f"unknown desktop profile {self.profile!r} (from "
+                f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "
+                f"{', '.join(PROFILES)}"
+            )
         self.ram_size, self.cpu_cores, self.disk_size = ram_size, cpu_cores, disk_size
         self.kvm = kvm
         self.host_ip = host_ip
@@ -281,8 +311,12 @@ class DockerProvider(Provider):
                 except InfraError as e:  # a desktop that died while starting: try a new one
                     if attempt == self.start_attempts:
                         raise
-                    log.warning("docker desktop start %d/%d failed, retrying: %s", attempt,
-                                self.start_attempts, e)
+                    log.warning(
+                        "docker desktop start %d/%d failed, retrying: %s",
+                        attempt,
+                        self.start_attempts,
+                        e,
+                    )
             assert self._client is not None
             return self._client
 
@@ -340,8 +374,11 @@ class DockerProvider(Provider):
         try:
             dk.images.get(self.image)
         except docker.errors.ImageNotFound:
-            hint = ("build it with `osworld-gym image build`" if not self.osworld else
-                    f"pull it with `docker pull {self.image}`")
+            hint = (
+                "build it with `osworld-gym image build`"
+                if not self.osworld
+                else f"pull it with `docker pull {self.image}`"
+            )
             raise MissingDependencyError(f"docker image {self.image} is not here; {hint}") from None
         t0 = time.monotonic()
         spec = self._osworld_spec() if self.osworld else self._desktop_spec()
@@ -366,10 +403,17 @@ class DockerProvider(Provider):
                 raise InfraError(f"docker desktop did not start: {e}\n--- log ---\n{tail}") from e
             raise
         self._fresh = True
-        self.timings = {"container_s": t1 - t0, "ready_s": time.monotonic() - t1,
-                        "start_s": time.monotonic() - t0}
-        log.info("docker desktop %s up in %.2f s (%s)", self._container.short_id,
-                 self.timings["start_s"], self.image)
+        self.timings = {
+            "container_s": t1 - t0,
+            "ready_s": time.monotonic() - t1,
+            "start_s": time.monotonic() - t0,
+        }
+        log.info(
+            "docker desktop %s up in %.2f s (%s)",
+            self._container.short_id,
+            self.timings["start_s"],
+            self.image,
+        )
 
     def _desktop_spec(self) -> dict[str, Any]:
         prefix = containers.RUN_DIR_PREFIX
@@ -387,10 +431,21 @@ class DockerProvider(Provider):
         containers.write_owner_file(self._dir, labels)
         binds, args = self._cgroups()
         return desktop_container_spec(
-            self.image, str(self._dir), self.screen_size, depth=self.depth, network=self.network,
-            shm_size=self.shm_size, cpus=self.cpus, mem_limit=self.mem_limit,
-            extra_binds=self.extra_binds, home_template=self.home_template,
-            profile=self.profile or DEFAULT_PROFILE, labels=labels, cgroup_binds=binds, guest_args=args)
+            self.image,
+            str(self._dir),
+            self.screen_size,
+            depth=self.depth,
+            network=self.network,
+            shm_size=self.shm_size,
+            cpus=self.cpus,
+            mem_limit=self.mem_limit,
+            extra_binds=self.extra_binds,
+            home_template=self.home_template,
+            profile=self.profile or DEFAULT_PROFILE,
+            labels=labels,
+            cgroup_binds=binds,
+            guest_args=args,
+        )
 
     def _cgroups(self) -> tuple[dict[str, str], list[str]]:
         """On a root host: the desktop's cgroups (limits, judge and player apart) and the
@@ -404,16 +459,22 @@ class DockerProvider(Provider):
         binds: dict[str, str] = {}
         args: list[str] = []
         if self._cgroup is not None:
-            for i, (judge, player) in enumerate(zip(self._cgroup.judge_procs,
-                                                    self._cgroup.player_procs)):
+            for i, (judge, player) in enumerate(
+                zip(self._cgroup.judge_procs, self._cgroup.player_procs)
+            ):
                 binds[str(judge)] = f"{JUDGE_CGROUP_MOUNT}/judge-{i}.procs"
                 binds[str(player)] = f"{JUDGE_CGROUP_MOUNT}/player-{i}.procs"
                 args += ["--player-cgroup", f"{JUDGE_CGROUP_MOUNT}/player-{i}.procs"]
         if self._freezer is not None:
             binds[str(self._freezer.dir)] = f"{JUDGE_CGROUP_MOUNT}/freezer"
-            args += ["--player-cgroup", f"{JUDGE_CGROUP_MOUNT}/freezer/cgroup.procs",
-                     "--player-freezer", f"{JUDGE_CGROUP_MOUNT}/freezer",
-                     "--player-freezer-version", str(self._freezer.version)]
+            args += [
+                "--player-cgroup",
+                f"{JUDGE_CGROUP_MOUNT}/freezer/cgroup.procs",
+                "--player-freezer",
+                f"{JUDGE_CGROUP_MOUNT}/freezer",
+                "--player-freezer-version",
+                str(self._freezer.version),
+            ]
         if binds:
             self._janitor = start_janitor(self._dir)
         return binds, args
@@ -423,15 +484,24 @@ class DockerProvider(Provider):
         if not os.path.isfile(self.vm_path):
             raise MissingDependencyError(
                 f"OSWorld's VM image {self.vm_path} does not exist: download Ubuntu.qcow2.zip from "
-                "the xlangai/ubuntu_osworld dataset on Hugging Face and unzip it")
+                "the xlangai/ubuntu_osworld dataset on Hugging Face and unzip it"
+            )
         kvm = os.path.exists("/dev/kvm") if self.kvm is None else self.kvm
         if not kvm:
-            log.warning("no /dev/kvm: OSWorld's VM runs without hardware virtualisation "
-                        "(KVM=N) and will be much slower")
+            log.warning(
+                "no /dev/kvm: OSWorld's VM runs without hardware virtualisation "
+                "(KVM=N) and will be much slower"
+            )
         return osworld_container_spec(
-            self.image, self.vm_path, ram_size=self.ram_size, cpu_cores=self.cpu_cores,
-            disk_size=self.disk_size, kvm=kvm, host_ip=self.host_ip,
-            labels=containers.owner_labels("osworld-vm"))
+            self.image,
+            self.vm_path,
+            ram_size=self.ram_size,
+            cpu_cores=self.cpu_cores,
+            disk_size=self.disk_size,
+            kvm=kvm,
+            host_ip=self.host_ip,
+            labels=containers.owner_labels("osworld-vm"),
+        )
 
     def _connect_desktop(self, t0: float) -> None:
         import docker
@@ -460,9 +530,12 @@ class DockerProvider(Provider):
             client.close()
             raise
         if not self.separated:
-            log.warning("docker desktop %s: judge and player are NOT separated (the host user "
-                        "is uid %d, the player's, or the image predates separation: rebuild it)",
-                        self._container.short_id, self._dir.stat().st_uid)
+            log.warning(
+                "docker desktop %s: judge and player are NOT separated (the host user "
+                "is uid %d, the player's, or the image predates separation: rebuild it)",
+                self._container.short_id,
+                self._dir.stat().st_uid,
+            )
         self._client = client
 
     def _connect_osworld(self) -> None:

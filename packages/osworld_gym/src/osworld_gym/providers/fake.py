@@ -68,7 +68,7 @@ class FakeClient:
         frame = np.full((h, w, 3), 40, np.uint8)
         if cursor:
             x, y = self.pointer
-            frame[max(0, y - 4): y + 4, max(0, x - 4): x + 4] = 255
+            frame[max(0, y - 4) : y + 4, max(0, x - 4) : x + 4] = 255
         return frame
 
     def settled_screenshot_array(
@@ -99,8 +99,9 @@ class FakeClient:
         self.pointer = (0, 0)
         return {"status": "success", "killed": 0, "ms": 0.0}
 
-    def execute(self, command: Any, shell: bool = False, timeout: float = 120.0,
-                setup: bool = False) -> dict[str, Any]:
+    def execute(
+        self, command: Any, shell: bool = False, timeout: float = 120.0, setup: bool = False
+    ) -> dict[str, Any]:
         self._check()
         return {"status": "success", "output": "", "error": "", "returncode": 0}
 
@@ -131,9 +132,7 @@ class FakeClient:
     ) -> None:
         self._check()
 
-    def close_window(
-        self, window_name: str, strict: bool = False, by_class: bool = False
-    ) -> None:
+    def close_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
         self._check()
 
     def list_directory(self, path: str) -> dict[str, Any]:
@@ -145,7 +144,7 @@ class FakeClient:
 
     def accessibility(self) -> str | None:
         self._check()
-        return "<desktop-frame name=\"fake\"/>"
+        return '<desktop-frame name="fake"/>'
 
     def close(self) -> None:
         self.closed = True

@@ -67,15 +67,19 @@ class DesktopLimits:
     def __post_init__(self) -> None:
         for name in ("memory_bytes", "pids", "home_bytes", "tmp_bytes"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value <= 0):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value <= 0
+            ):
                 raise ValueError(f"{name} must be a positive int or None, got {value!r}")
         if self.memory_bytes is not None and self.memory_bytes <= self.judge_memory_reserve:
-            raise ValueError(f"memory_bytes ({self.memory_bytes}) must exceed the judge's reserve "
-                             f"({self.judge_memory_reserve})")
+            raise ValueError(
+                f"memory_bytes ({self.memory_bytes}) must exceed the judge's reserve "
+                f"({self.judge_memory_reserve})"
+            )
         if self.pids is not None and self.pids <= self.judge_pids_reserve:
-            raise ValueError(f"pids ({self.pids}) must exceed the judge's reserve "
-                             f"({self.judge_pids_reserve})")
+            raise ValueError(
+                f"pids ({self.pids}) must exceed the judge's reserve ({self.judge_pids_reserve})"
+            )
 
     @property
     def player_memory(self) -> int | None:
@@ -152,11 +156,16 @@ class DesktopCgroup:
             if (CGROUP_ROOT / "memory").is_dir() and (CGROUP_ROOT / "pids").is_dir():
                 return cls._create_v1(name, limits)
         except OSError as e:
-            log.warning("cannot create a cgroup for the desktop (%s); falling back to per-process "
-                        "rlimits for the player", e)
+            log.warning(
+                "cannot create a cgroup for the desktop (%s); falling back to per-process "
+                "rlimits for the player",
+                e,
+            )
             return None
-        log.warning("no writable cgroup memory+pids controllers; falling back to per-process "
-                    "rlimits for the player")
+        log.warning(
+            "no writable cgroup memory+pids controllers; falling back to per-process "
+            "rlimits for the player"
+        )
         return None
 
     @classmethod
@@ -172,8 +181,10 @@ class DesktopCgroup:
         cg = cls(2, [d])
         try:
             _enable_v2(d)
-            for leaf, mem, pids in (("judge", None, None),
-                                    ("player", limits.player_memory, limits.player_pids)):
+            for leaf, mem, pids in (
+                ("judge", None, None),
+                ("player", limits.player_memory, limits.player_pids),
+            ):
                 (d / leaf).mkdir()
                 cls._limit_v2(d / leaf, mem, pids)
             cls._limit_v2(d, limits.memory_bytes, limits.pids)
@@ -299,11 +310,15 @@ class PlayerFreezer:
                 (d / HELD).mkdir(parents=True)
                 return cls(1, d, [top])
         except OSError as e:
-            log.warning("no freezer cgroup for the player (%s): evaluation holds its processes "
-                        "with SIGSTOP instead", e)
+            log.warning(
+                "no freezer cgroup for the player (%s): evaluation holds its processes "
+                "with SIGSTOP instead",
+                e,
+            )
             return None
-        log.warning("no freezer cgroup for the player: evaluation holds its processes with "
-                    "SIGSTOP instead")
+        log.warning(
+            "no freezer cgroup for the player: evaluation holds its processes with SIGSTOP instead"
+        )
         return None
 
     def remove(self, timeout: float = 5.0) -> None:
@@ -333,15 +348,20 @@ def mount_home_tmpfs(path: Path, options: str) -> None:
     """Mount a size-limited tmpfs at ``path`` (root hosts): the desktop's home cannot fill the
     host's disk, and its pages are charged to the desktop's memory cgroup. It is mounted on the
     host (not only inside the sandbox) so the host side keeps reading the home where it did."""
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", options, HOME_FSNAME, str(path)],
-                         capture_output=True, text=True, timeout=30)
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, HOME_FSNAME, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if res.returncode != 0:
         raise OSError(f"cannot mount the home tmpfs at {path}: {res.stderr.strip()}")
 
 
 def unmount(path: Path) -> None:
-    res = subprocess.run(["umount", "--lazy", str(path)], capture_output=True, text=True,
-                         timeout=30)
+    res = subprocess.run(
+        ["umount", "--lazy", str(path)], capture_output=True, text=True, timeout=30
+    )
     if res.returncode != 0:
         log.warning("cannot unmount %s: %s", path, res.stderr.strip())
 
@@ -368,9 +388,11 @@ def _owner_alive(state_dir: Path) -> bool:
 
 def _home_mounted(state: Path) -> bool:
     try:
-        return any(line.split()[4] == str(state / "home") for line in
-                   Path("/proc/self/mountinfo").read_text().splitlines()
-                   if HOME_FSNAME in line)
+        return any(
+            line.split()[4] == str(state / "home")
+            for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            if HOME_FSNAME in line
+        )
     except (OSError, IndexError):
         return False
 
@@ -412,9 +434,13 @@ def start_janitor(state: Path) -> subprocess.Popen[bytes]:
     dies (SIGKILL included): it waits for EOF on a pipe only we hold. Its own session, so a
     signal to our process group does not reach it. Close its stdin after a normal stop (which
     cleans up itself): it then finds nothing left and exits."""
-    return subprocess.Popen([sys.executable, "-I", __file__, "janitor", str(state)],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-I", __file__, "janitor", str(state)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _janitor(state: Path) -> None:

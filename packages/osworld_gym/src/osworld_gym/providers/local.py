@@ -174,14 +174,19 @@ class LocalProvider(Provider):
         self.extra_binds = dict(extra_binds or {})
         self.profile = profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
         if self.profile not in PROFILES:
-            raise ValueError(f"unknown desktop profile {self.profile!r} (from "
-                             f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "
-                             f"{', '.join(PROFILES)}")
+            raise ValueError(
+                f"unknown desktop profile {self.profile!r} (from "
+                f"{'profile=' if profile else '$' + PROFILE_ENV}); use one of "
+                f"{', '.join(PROFILES)}"
+            )
         self.judge_separation = judge_separation
         self.player_host_id = int(player_host_id)
-        self.limits = DesktopLimits(memory_bytes=parse_size(memory_limit), pids=pids_limit,
-                                    home_bytes=parse_size(home_size),
-                                    tmp_bytes=parse_size(tmp_size))
+        self.limits = DesktopLimits(
+            memory_bytes=parse_size(memory_limit),
+            pids=pids_limit,
+            home_bytes=parse_size(home_size),
+            tmp_bytes=parse_size(tmp_size),
+        )
         self._cgroup: DesktopCgroup | None = None
         self._freezer: PlayerFreezer | None = None
         self._janitor: subprocess.Popen[bytes] | None = None
@@ -215,8 +220,10 @@ class LocalProvider(Provider):
             self._stop_locked()
             check_system(self.sandbox, self.profile or DEFAULT_PROFILE)
             if not self.sandbox:
-                log.warning("LocalProvider(sandbox=False): the desktop shares this machine's network, "
-                            "process table and files; use it only where bubblewrap cannot run")
+                log.warning(
+                    "LocalProvider(sandbox=False): the desktop shares this machine's network, "
+                    "process table and files; use it only where bubblewrap cannot run"
+                )
             t0 = time.monotonic()
             if self.sandbox and os.geteuid() == 0:  # what SIGKILLed owners left mounted
                 sweep_stale(self.root_dir or Path(tempfile.gettempdir()))
@@ -240,9 +247,13 @@ class LocalProvider(Provider):
                     # bwrap's --die-with-parent follows the *thread* that forks it; fork from one
                     # long-lived thread so a desktop outlives the thread that happened to start it
                     self._proc = _SPAWNER.submit(
-                        subprocess.Popen, self._command(home, run, userns_fd),
-                        stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                        start_new_session=True, env=self._host_env(home),
+                        subprocess.Popen,
+                        self._command(home, run, userns_fd),
+                        stdin=subprocess.DEVNULL,
+                        stdout=logf,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        env=self._host_env(home),
                         pass_fds=() if userns_fd is None else (userns_fd,),
                     ).result()
                 finally:
@@ -262,7 +273,9 @@ class LocalProvider(Provider):
             except Exception as e:
                 tail = self.log_tail()
                 self._stop_locked()
-                raise InfraError(f"local desktop did not start: {e}\n--- guest log ---\n{tail}") from e
+                raise InfraError(
+                    f"local desktop did not start: {e}\n--- guest log ---\n{tail}"
+                ) from e
             self._client = client
             log.info("local desktop up in %.0f ms (%s)", 1000 * (time.monotonic() - t0), self._dir)
             return client
@@ -347,11 +360,16 @@ class LocalProvider(Provider):
             except sbx.UserNamespaceError as e:
                 if want:
                     raise InfraError(f"judge separation is unavailable: {e}") from e
-                log.warning("LocalProvider: %s; the desktop user IS the judge (it can forge "
-                            "scores): do not train on this machine", e)
+                log.warning(
+                    "LocalProvider: %s; the desktop user IS the judge (it can forge "
+                    "scores): do not train on this machine",
+                    e,
+                )
         else:
-            log.warning("LocalProvider(judge_separation=False): the desktop user is the judge "
-                        "(it can forge scores and, on a root host, read root's files)")
+            log.warning(
+                "LocalProvider(judge_separation=False): the desktop user is the judge "
+                "(it can forge scores and, on a root host, read root's files)"
+            )
         self.separated = fd is not None
         try:
             self._limit(home, run)
@@ -368,8 +386,11 @@ class LocalProvider(Provider):
             uid = self.player_host_id if self.separated else 0
             nr_inodes = max(4096, self.limits.home_bytes // 8192)
             try:
-                mount_home_tmpfs(home, f"size={self.limits.home_bytes},nr_inodes={nr_inodes},"
-                                       f"mode=0755,uid={uid},gid={uid}")
+                mount_home_tmpfs(
+                    home,
+                    f"size={self.limits.home_bytes},nr_inodes={nr_inodes},"
+                    f"mode=0755,uid={uid},gid={uid}",
+                )
             except OSError as e:
                 raise InfraError(str(e)) from e
             self._home_mounted = True
@@ -385,10 +406,24 @@ class LocalProvider(Provider):
 
     def _guest_args(self, home: str, run: str, display: str) -> list[str]:
         w, h = self.screen_size
-        args = [sys.executable, "-m", "osworld_gym.guest", "--uds", f"{run}/guest.sock",
-                "--token-file", f"{run}/token", "--display", display,
-                "--screen", f"{w}x{h}x{self.depth}", "--start-x", "--wm", self.profile,
-                "--home", home]
+        args = [
+            sys.executable,
+            "-m",
+            "osworld_gym.guest",
+            "--uds",
+            f"{run}/guest.sock",
+            "--token-file",
+            f"{run}/token",
+            "--display",
+            display,
+            "--screen",
+            f"{w}x{h}x{self.depth}",
+            "--start-x",
+            "--wm",
+            self.profile,
+            "--home",
+            home,
+        ]
         if self.home_template is not None:
             args += ["--home-template", str(self.home_template)]
         if self.sandbox:  # /tmp is the sandbox's own: a reset may empty it
@@ -398,15 +433,26 @@ class LocalProvider(Provider):
             (self._dir / "tmp").mkdir(exist_ok=True)
             args += ["--tmp-dir", str(self._dir / "tmp"), "--exit-with-parent"]
         if self.sandbox and self.separated:
-            args += ["--player-uid", str(sbx.PLAYER_ID), "--player-gid", str(sbx.PLAYER_ID),
-                     "--runtime-dir", f"/run/user/{sbx.PLAYER_ID}"]
+            args += [
+                "--player-uid",
+                str(sbx.PLAYER_ID),
+                "--player-gid",
+                str(sbx.PLAYER_ID),
+                "--runtime-dir",
+                f"/run/user/{sbx.PLAYER_ID}",
+            ]
             if self._cgroup is not None:
                 for i, _ in enumerate(self._cgroup.player_procs):
                     args += ["--player-cgroup", f"{run}/player-cgroup-{i}.procs"]
             if self._freezer is not None:
-                args += ["--player-cgroup", f"{run}/freezer/cgroup.procs",
-                         "--player-freezer", f"{run}/freezer",
-                         "--player-freezer-version", str(self._freezer.version)]
+                args += [
+                    "--player-cgroup",
+                    f"{run}/freezer/cgroup.procs",
+                    "--player-freezer",
+                    f"{run}/freezer",
+                    "--player-freezer-version",
+                    str(self._freezer.version),
+                ]
             else:
                 if self.limits.player_memory is not None:
                     args += ["--player-max-memory", str(self.limits.player_memory)]
@@ -419,23 +465,52 @@ class LocalProvider(Provider):
             return self._guest_args(str(home), str(run), _free_display())
         assert self._dir is not None
         if userns_fd is None:  # one identity: the caller's uid maps to the desktop user
-            cmd = ["bwrap", "--die-with-parent", "--unshare-all", "--unshare-user",
-                   "--uid", str(sbx.PLAYER_ID), "--gid", str(sbx.PLAYER_ID)]
+            cmd = [
+                "bwrap",
+                "--die-with-parent",
+                "--unshare-all",
+                "--unshare-user",
+                "--uid",
+                str(sbx.PLAYER_ID),
+                "--gid",
+                str(sbx.PLAYER_ID),
+            ]
         else:  # two identities; no cgroup namespace, so the guest can still move pids
-            cmd = ["bwrap", "--die-with-parent", "--userns", str(userns_fd), "--unshare-pid",
-                   "--unshare-net", "--unshare-ipc", "--unshare-uts", "--cap-add", "ALL"]
+            cmd = [
+                "bwrap",
+                "--die-with-parent",
+                "--userns",
+                str(userns_fd),
+                "--unshare-pid",
+                "--unshare-net",
+                "--unshare-ipc",
+                "--unshare-uts",
+                "--cap-add",
+                "ALL",
+            ]
         empty = self._dir / "empty"
         if not empty.exists():
             empty.write_bytes(b"")
-        cmd += ["--hostname", "osworld", *sbx.filesystem_args(
-            home=home, run=run, empty=empty, passwd=self._etc_file("passwd"),
-            group=self._etc_file("group"), shims=_SHIMS, shims_at=SANDBOX_SHIMS,
-            tmp_bytes=self.limits.tmp_bytes)]
+        cmd += [
+            "--hostname",
+            "osworld",
+            *sbx.filesystem_args(
+                home=home,
+                run=run,
+                empty=empty,
+                passwd=self._etc_file("passwd"),
+                group=self._etc_file("group"),
+                shims=_SHIMS,
+                shims_at=SANDBOX_SHIMS,
+                tmp_bytes=self.limits.tmp_bytes,
+            ),
+        ]
         judge_args, exposed = sbx.judge_mounts(_python_paths())
         cmd += judge_args
         if exposed:
-            log.info("the guest's Python paths %s lie in host directories the desktop sees",
-                     exposed)
+            log.info(
+                "the guest's Python paths %s lie in host directories the desktop sees", exposed
+            )
         if self._cgroup is not None and userns_fd is not None:
             for i, procs in enumerate(self._cgroup.player_procs):
                 cmd += ["--bind", str(procs), f"/run/osworld/player-cgroup-{i}.procs"]
@@ -444,17 +519,27 @@ class LocalProvider(Provider):
         for src, dst in self.extra_binds.items():
             cmd += ["--ro-bind", str(src), dst]
         cmd += ["--clearenv"]
-        env = {"HOME": "/home/user", "USER": "user", "LOGNAME": "user", "SHELL": "/bin/bash",
-               "PATH": f"{SANDBOX_SHIMS}:{_PATH}", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-               "XDG_RUNTIME_DIR": f"/run/user/{sbx.PLAYER_ID}", "DISPLAY": ":0",
-               "NO_AT_BRIDGE": "0", "XDG_SESSION_TYPE": "x11"}
+        env = {
+            "HOME": "/home/user",
+            "USER": "user",
+            "LOGNAME": "user",
+            "SHELL": "/bin/bash",
+            "PATH": f"{SANDBOX_SHIMS}:{_PATH}",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "XDG_RUNTIME_DIR": f"/run/user/{sbx.PLAYER_ID}",
+            "DISPLAY": ":0",
+            "NO_AT_BRIDGE": "0",
+            "XDG_SESSION_TYPE": "x11",
+        }
         for k, v in env.items():
             cmd += ["--setenv", k, v]
         cmd += ["--chdir", "/", "--"]
         cmd += self._guest_args("/home/user", "/run/osworld", ":0")
         if self._cgroup is not None:  # the sandbox starts in the judge's cgroup
-            joins = " && ".join(f"echo $$ > {shlex.quote(str(p))}"
-                                for p in self._cgroup.judge_procs)
+            joins = " && ".join(
+                f"echo $$ > {shlex.quote(str(p))}" for p in self._cgroup.judge_procs
+            )
             cmd = ["sh", "-c", f'{joins} && exec "$@"', "sh", *cmd]
         return cmd
 
@@ -468,9 +553,11 @@ class LocalProvider(Provider):
         assert self._dir is not None
         path = self._dir / name
         if name == "passwd":
-            path.write_text("root:x:0:0:root:/root:/bin/bash\n"
-                            "user:x:1000:1000:user:/home/user:/bin/bash\n"
-                            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+            path.write_text(
+                "root:x:0:0:root:/root:/bin/bash\n"
+                "user:x:1000:1000:user:/home/user:/bin/bash\n"
+                "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+            )
         else:
             path.write_text("root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n")
         return path

@@ -35,8 +35,9 @@ log = logging.getLogger(__name__)
 ResetMode = Literal["guest", "none"] | Callable[["RemoteProvider"], None]
 
 
-def connect(url: str, *, token: str | None = None, osworld_compat: bool = False,
-            timeout: float = 30.0) -> GuestClient:
+def connect(
+    url: str, *, token: str | None = None, osworld_compat: bool = False, timeout: float = 30.0
+) -> GuestClient:
     """A client for the guest at ``url`` (not yet checked for readiness).
 
     >>> connect("http://127.0.0.1:5000", osworld_compat=True).base_url
@@ -47,8 +48,10 @@ def connect(url: str, *, token: str | None = None, osworld_compat: bool = False,
     if osworld_compat:
         return OSWorldCompatClient(url.rstrip("/"), token=token, timeout=timeout)
     if not token:
-        raise ValueError("our guest server needs its token: pass token= (or token_file=), or "
-                         "osworld_compat=True for OSWorld's own guest server")
+        raise ValueError(
+            "our guest server needs its token: pass token= (or token_file=), or "
+            "osworld_compat=True for OSWorld's own guest server"
+        )
     return GuestClient(base_url=url.rstrip("/"), token=token, timeout=timeout)
 
 
@@ -94,8 +97,10 @@ class RemoteProvider(Provider):
         if reset is None:
             reset = "none" if osworld_compat else "guest"
         if reset == "guest" and osworld_compat:
-            raise ValueError("OSWorld's guest server cannot reset its desktop: use reset='none' or "
-                             "a function that reverts the machine")
+            raise ValueError(
+                "OSWorld's guest server cannot reset its desktop: use reset='none' or "
+                "a function that reverts the machine"
+            )
         if not (reset in ("guest", "none") or callable(reset)):
             raise ValueError(f"reset must be 'guest', 'none' or a function, got {reset!r}")
         self.reset = reset
@@ -115,8 +120,9 @@ class RemoteProvider(Provider):
         with self._lock:
             if self._client is not None:
                 return self._client
-            client = connect(self.url, token=self.token, osworld_compat=self.osworld_compat,
-                             timeout=self.timeout)
+            client = connect(
+                self.url, token=self.token, osworld_compat=self.osworld_compat, timeout=self.timeout
+            )
             try:
                 client.wait_ready(timeout=self.start_timeout)
             except InfraError:
@@ -133,8 +139,11 @@ class RemoteProvider(Provider):
             self._client.reset_desktop(restore_home=True)
         elif self.reset == "none":
             if not self._warned:
-                log.warning("remote desktop %s is not reset between episodes (reset='none'): "
-                            "tasks start from what the previous episode left", self.url)
+                log.warning(
+                    "remote desktop %s is not reset between episodes (reset='none'): "
+                    "tasks start from what the previous episode left",
+                    self.url,
+                )
                 self._warned = True
         elif callable(self.reset):
             self.reset(self)

@@ -49,13 +49,29 @@ PLAYER_ID = 1000
 PLAYER_HOST_ID = 2_000_001_000
 
 #: Host directories the player may read (bound read-only where they exist; symlinks kept).
-HOST_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
-             "/var/cache/fontconfig", "/var/lib/dbus",
-             # the task python (guest/task_python.py): task-author `python -c ...` steps
-             "/opt/osworld-gym-task-python")
+HOST_DIRS = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/var/cache/fontconfig",
+    "/var/lib/dbus",
+    # the task python (guest/task_python.py): task-author `python -c ...` steps
+    "/opt/osworld-gym-task-python",
+)
 #: Files under /etc replaced by an empty file (unreadable for the player anyway: defence in depth).
-ETC_SECRETS = ("/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
-               "/etc/security/opasswd", "/etc/sudoers")
+ETC_SECRETS = (
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/security/opasswd",
+    "/etc/sudoers",
+)
 #: Directories under /etc replaced by an empty tmpfs.
 ETC_SECRET_DIRS = ("/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d")
 #: Directories the sandbox creates empty (tmpfs) and populates itself.
@@ -74,8 +90,10 @@ def two_identity_userns(player_host_id: int = PLAYER_HOST_ID, timeout: float = 5
     open it and let the holder exit: the open fd keeps the namespace alive.
     """
     if os.geteuid() != 0:
-        raise UserNamespaceError("a two-identity sandbox needs a root host (uid_map with two "
-                                 "lines); run as root or pass judge_separation=False")
+        raise UserNamespaceError(
+            "a two-identity sandbox needs a root host (uid_map with two "
+            "lines); run as root or pass judge_separation=False"
+        )
     holder = subprocess.Popen(["unshare", "--user", "sleep", "30"], stdin=subprocess.DEVNULL)
     try:
         mine = os.readlink("/proc/self/ns/user")
@@ -87,12 +105,14 @@ def two_identity_userns(player_host_id: int = PLAYER_HOST_ID, timeout: float = 5
             except OSError:
                 pass
             if holder.poll() is not None or time.monotonic() > deadline:
-                raise UserNamespaceError(f"unshare --user did not make a namespace "
-                                         f"(status {holder.poll()})")
+                raise UserNamespaceError(
+                    f"unshare --user did not make a namespace (status {holder.poll()})"
+                )
             time.sleep(0.002)
         for kind in ("uid", "gid"):
             Path(f"/proc/{holder.pid}/{kind}_map").write_text(
-                f"0 0 1\n{PLAYER_ID} {player_host_id} 1\n")
+                f"0 0 1\n{PLAYER_ID} {player_host_id} 1\n"
+            )
         return os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
     except OSError as e:
         raise UserNamespaceError(f"cannot make the sandbox's user namespace: {e}") from e
@@ -109,7 +129,7 @@ def parent_dirs(path: str) -> list[str]:
     ['--dir', '/var', '--dir', '/var/cache']
     """
     parts = PurePosixPath(path).parts[1:-1]
-    return [a for i in range(len(parts)) for a in ("--dir", "/" + "/".join(parts[:i + 1]))]
+    return [a for i in range(len(parts)) for a in ("--dir", "/" + "/".join(parts[: i + 1]))]
 
 
 def host_dir_args() -> list[str]:
@@ -135,8 +155,17 @@ def etc_masks(empty: Path) -> list[str]:
     return args
 
 
-def filesystem_args(*, home: Path, run: Path, empty: Path, passwd: Path, group: Path,
-                    shims: Path, shims_at: str, tmp_bytes: int | None) -> list[str]:
+def filesystem_args(
+    *,
+    home: Path,
+    run: Path,
+    empty: Path,
+    passwd: Path,
+    group: Path,
+    shims: Path,
+    shims_at: str,
+    tmp_bytes: int | None,
+) -> list[str]:
     """bwrap arguments for everything the sandbox sees but the judge's own paths: the host
     allowlist, ``/etc`` with our passwd/group and its secrets masked, sticky world-writable
     temp dirs, the home at ``/home/user``, the judge's run dir (0700) at ``/run/osworld``, the
@@ -148,11 +177,33 @@ def filesystem_args(*, home: Path, run: Path, empty: Path, passwd: Path, group: 
             args += ["--size", str(tmp_bytes)]
         args += ["--tmpfs", path]
     return args + [
-        "--tmpfs", "/run", "--tmpfs", "/home",
-        "--bind", str(home), "/home/user", "--bind", str(run), "/run/osworld",
-        "--dir", "/run/user", "--perms", "0700", "--dir", f"/run/user/{PLAYER_ID}",
-        *parent_dirs(shims_at), "--ro-bind", str(shims), shims_at,
-        "--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+        "--tmpfs",
+        "/run",
+        "--tmpfs",
+        "/home",
+        "--bind",
+        str(home),
+        "/home/user",
+        "--bind",
+        str(run),
+        "/run/osworld",
+        "--dir",
+        "/run/user",
+        "--perms",
+        "0700",
+        "--dir",
+        f"/run/user/{PLAYER_ID}",
+        *parent_dirs(shims_at),
+        "--ro-bind",
+        str(shims),
+        shims_at,
+        "--ro-bind",
+        str(passwd),
+        "/etc/passwd",
+        "--ro-bind",
+        str(group),
+        "/etc/group",
+    ]
 
 
 def _visible_roots() -> list[str]:
@@ -210,8 +261,12 @@ def judge_python_paths() -> list[str]:
     """
     import osworld_gym
 
-    wanted = {sys.prefix, sys.base_prefix, os.path.realpath(sys.executable),
-              str(Path(osworld_gym.__file__).resolve().parent.parent)}
+    wanted = {
+        sys.prefix,
+        sys.base_prefix,
+        os.path.realpath(sys.executable),
+        str(Path(osworld_gym.__file__).resolve().parent.parent),
+    }
     visible = [p for p in HOST_DIRS if os.path.isdir(p) and not os.path.islink(p)]
     out: set[str] = set()
     for p in wanted:

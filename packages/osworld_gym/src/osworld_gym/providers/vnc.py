@@ -82,8 +82,9 @@ class Pointer:
     mask: int = 0
 
 
-def rfb_events(prims: Sequence[Primitive], ptr: Pointer,
-               size: tuple[int, int] = (65535, 65535)) -> list[Event]:
+def rfb_events(
+    prims: Sequence[Primitive], ptr: Pointer, size: tuple[int, int] = (65535, 65535)
+) -> list[Event]:
     """Translate primitives into RFB events, updating ``ptr``. Coordinates are clamped to the
     screen ``size``; :class:`Wait` becomes a sleep.
 
@@ -168,8 +169,9 @@ def _vncdotool() -> tuple[Any, Any]:
         from vncdotool import api
         from vncdotool.client import VNCDoToolClient, VNCDoToolFactory
     except ImportError:
-        raise MissingDependencyError("VNC needs vncdotool: "
-                                     "pip install 'osworld-gym[vnc]'") from None
+        raise MissingDependencyError(
+            "VNC needs vncdotool: pip install 'osworld-gym[vnc]'"
+        ) from None
 
     # vncdotool chains every call on the connection's Deferred, so each method must return the
     # protocol itself; results come back through the list the caller passes.
@@ -205,8 +207,14 @@ class VNCClient:
     :class:`GuestError` (501) without one.
     """
 
-    def __init__(self, server: str, *, password: str | None = None, timeout: float = 30.0,
-                 guest: GuestClient | None = None):
+    def __init__(
+        self,
+        server: str,
+        *,
+        password: str | None = None,
+        timeout: float = 30.0,
+        guest: GuestClient | None = None,
+    ):
         self.server = server
         self.password = password
         self.timeout = timeout
@@ -224,8 +232,9 @@ class VNCClient:
     def _rfb(self) -> Any:
         if self._proxy is None:
             api, factory = _vncdotool()
-            self._proxy = api.connect(self.server, password=self.password, factory_class=factory,
-                                      timeout=self.timeout)
+            self._proxy = api.connect(
+                self.server, password=self.password, factory_class=factory, timeout=self.timeout
+            )
         return self._proxy
 
     def _call(self, method: str, *args: Any) -> Any:
@@ -234,8 +243,9 @@ class VNCClient:
                 result = getattr(self._rfb(), method)(*args)
             except Exception as e:
                 self._drop()
-                raise GuestError(f"VNC {self.server}: {type(e).__name__}: {e}",
-                                 endpoint=f"vnc:{method}") from e
+                raise GuestError(
+                    f"VNC {self.server}: {type(e).__name__}: {e}", endpoint=f"vnc:{method}"
+                ) from e
             self._connected = True
             return result
 
@@ -274,8 +284,10 @@ class VNCClient:
                 return
             except GuestError as e:
                 if time.monotonic() + delay > deadline:
-                    raise GuestError(f"VNC server {self.server} not ready after {timeout:g} s: {e}",
-                                     endpoint="vnc") from None
+                    raise GuestError(
+                        f"VNC server {self.server} not ready after {timeout:g} s: {e}",
+                        endpoint="vnc",
+                    ) from None
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
 
@@ -287,9 +299,11 @@ class VNCClient:
         frame = out[0]
         h, w = frame.shape[:2]
         self._size = (w, h)
-        self.last_timings = {"capture_ms": (time.perf_counter() - t0) * 1000,
-                             "total_ms": (time.perf_counter() - t0) * 1000,
-                             "bytes": float(frame.nbytes)}
+        self.last_timings = {
+            "capture_ms": (time.perf_counter() - t0) * 1000,
+            "total_ms": (time.perf_counter() - t0) * 1000,
+            "bytes": float(frame.nbytes),
+        }
         return frame
 
     def screen_size(self) -> tuple[int, int]:
@@ -312,8 +326,11 @@ class VNCClient:
                     time.sleep(ev[1])
             else:
                 batch.append(ev)
-        return {"status": "success", "executed": len(prims),
-                "timings": {"exec_ms": (time.perf_counter() - t0) * 1000}}
+        return {
+            "status": "success",
+            "executed": len(prims),
+            "timings": {"exec_ms": (time.perf_counter() - t0) * 1000},
+        }
 
     @property
     def crash_count(self) -> int | None:
@@ -323,10 +340,14 @@ class VNCClient:
     # ---- what needs a guest server (task setup, evaluation, reset) ---------------------------
     def _guest(self, name: str) -> GuestClient:
         if self.guest is None:
-            raise GuestError(f"{name}() needs a guest server, but this desktop is reached over VNC "
-                             f"only ({self.server}): task setup and evaluation are unavailable. "
-                             "Pass guest_url= (and token=, or osworld_compat=True) to the vnc "
-                             "provider", status=501, endpoint=name)
+            raise GuestError(
+                f"{name}() needs a guest server, but this desktop is reached over VNC "
+                f"only ({self.server}): task setup and evaluation are unavailable. "
+                "Pass guest_url= (and token=, or osworld_compat=True) to the vnc "
+                "provider",
+                status=501,
+                endpoint=name,
+            )
         return self.guest
 
     def reset_desktop(self, restore_home: bool = True) -> dict:
@@ -335,8 +356,9 @@ class VNCClient:
     def crashes_after(self, count: int) -> list[dict]:
         return [] if self.guest is None else self.guest.crashes_after(count)
 
-    def settled_screenshot_array(self, max_s: float = 3.0, cursor: bool = True
-                                 ) -> tuple[np.ndarray, dict[str, float]] | None:
+    def settled_screenshot_array(
+        self, max_s: float = 3.0, cursor: bool = True
+    ) -> tuple[np.ndarray, dict[str, float]] | None:
         return None  # frames come over RFB, which cannot tell when the screen has settled
 
     def accessibility(self) -> str | None:
@@ -345,8 +367,13 @@ class VNCClient:
     def terminal(self) -> str | None:
         return self._guest("terminal").terminal()
 
-    def execute(self, command: str | Sequence[str], shell: bool = False, timeout: float = 120.0,
-                setup: bool = False) -> dict:
+    def execute(
+        self,
+        command: str | Sequence[str],
+        shell: bool = False,
+        timeout: float = 120.0,
+        setup: bool = False,
+    ) -> dict:
         return self._guest("execute").execute(command, shell=shell, timeout=timeout, setup=setup)
 
     def launch(self, command: str | Sequence[str], shell: bool = False) -> None:
@@ -358,19 +385,18 @@ class VNCClient:
     def open_file(self, path: str, timeout: float = 60.0) -> None:
         self._guest("open_file").open_file(path, timeout=timeout)
 
-    def activate_window(self, window_name: str, strict: bool = False,
-                        by_class: bool = False) -> None:
+    def activate_window(
+        self, window_name: str, strict: bool = False, by_class: bool = False
+    ) -> None:
         self._guest("activate_window").activate_window(window_name, strict, by_class)
 
-    def close_window(self, window_name: str, strict: bool = False,
-                     by_class: bool = False) -> None:
+    def close_window(self, window_name: str, strict: bool = False, by_class: bool = False) -> None:
         self._guest("close_window").close_window(window_name, strict, by_class)
 
     def get_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
         return self._guest("get_file").get_file(path, max_bytes)
 
-    def download_file(self, path: str, dest: Path, max_bytes: int = MAX_FILE_BYTES
-                      ) -> int | None:
+    def download_file(self, path: str, dest: Path, max_bytes: int = MAX_FILE_BYTES) -> int | None:
         return self._guest("download_file").download_file(path, dest, max_bytes)
 
     def list_directory(self, path: str) -> dict:
@@ -394,25 +420,43 @@ class VNCProvider(Provider):
 
     name = "vnc"
 
-    def __init__(self, screen_size: tuple[int, int] = (1920, 1080), *, vnc: str,
-                 password: str | None = None, guest_url: str | None = None,
-                 token: str | None = None, osworld_compat: bool = False,
-                 reset: ResetMode | None = None, start_timeout: float = 60.0,
-                 timeout: float = 30.0, client_password: str = "password"):
+    def __init__(
+        self,
+        screen_size: tuple[int, int] = (1920, 1080),
+        *,
+        vnc: str,
+        password: str | None = None,
+        guest_url: str | None = None,
+        token: str | None = None,
+        osworld_compat: bool = False,
+        reset: ResetMode | None = None,
+        start_timeout: float = 60.0,
+        timeout: float = 30.0,
+        client_password: str = "password",
+    ):
         super().__init__(screen_size)
         if vnc.startswith("vnc://"):
-            host, _, port = vnc[len("vnc://"):].rstrip("/").rpartition(":")
+            host, _, port = vnc[len("vnc://") :].rstrip("/").rpartition(":")
             vnc = f"{host or '127.0.0.1'}::{port or 5900}"
         self.server = vnc
         self.password = password
         self.start_timeout = start_timeout
         self.timeout = timeout
         self.client_password = client_password
-        self._guest = (RemoteProvider(screen_size, url=guest_url, token=token,
-                                      osworld_compat=osworld_compat, reset=reset,
-                                      start_timeout=start_timeout, timeout=timeout,
-                                      client_password=client_password)
-                       if guest_url else None)
+        self._guest = (
+            RemoteProvider(
+                screen_size,
+                url=guest_url,
+                token=token,
+                osworld_compat=osworld_compat,
+                reset=reset,
+                start_timeout=start_timeout,
+                timeout=timeout,
+                client_password=client_password,
+            )
+            if guest_url
+            else None
+        )
         self._client: VNCClient | None = None
         self._warned = False
         self._lock = threading.Lock()
@@ -426,8 +470,9 @@ class VNCProvider(Provider):
             if self._client is not None:
                 return self._client
             guest = self._guest.start() if self._guest is not None else None
-            client = VNCClient(self.server, password=self.password, timeout=self.timeout,
-                               guest=guest)
+            client = VNCClient(
+                self.server, password=self.password, timeout=self.timeout, guest=guest
+            )
             try:
                 client.wait_ready(timeout=self.start_timeout)
             except InfraError:
@@ -442,8 +487,9 @@ class VNCProvider(Provider):
         if self._guest is not None:
             self._guest.reset_state()
         elif not self._warned:
-            log.warning("VNC desktop %s has no guest server: it is not reset between episodes",
-                        self.server)
+            log.warning(
+                "VNC desktop %s has no guest server: it is not reset between episodes", self.server
+            )
             self._warned = True
 
     def stop(self) -> None:

@@ -40,17 +40,27 @@ DATA = Path(__file__).resolve().parent / "ubuntu"
 
 #: program -> Debian package, for the ``ubuntu`` profile.
 UBUNTU_PROGRAMS: dict[str, str] = {
-    "tint2": "tint2", "gnome-terminal": "gnome-terminal", "nautilus": "nautilus",
-    "dconf": "dconf-cli", "glib-compile-schemas": "libglib2.0-bin", "gsettings": "libglib2.0-bin",
+    "tint2": "tint2",
+    "gnome-terminal": "gnome-terminal",
+    "nautilus": "nautilus",
+    "dconf": "dconf-cli",
+    "glib-compile-schemas": "libglib2.0-bin",
+    "gsettings": "libglib2.0-bin",
 }
 #: Themes the profile uses (directories under /usr/share), with their packages.
 UBUNTU_THEMES: dict[str, str] = {"themes/Yaru": "yaru-theme-gtk", "icons/Yaru": "yaru-theme-icon"}
 
 #: Ubuntu Dock's favourites on OSWorld's image, limited to the apps Debian packages here.
-FAVOURITES = ("google-chrome.desktop", "org.gnome.Nautilus.desktop", "vlc.desktop",
-              "libreoffice-writer.desktop", "libreoffice-calc.desktop",
-              "libreoffice-impress.desktop", "org.gnome.Terminal.desktop",
-              "org.xfce.mousepad.desktop")
+FAVOURITES = (
+    "google-chrome.desktop",
+    "org.gnome.Nautilus.desktop",
+    "vlc.desktop",
+    "libreoffice-writer.desktop",
+    "libreoffice-calc.desktop",
+    "libreoffice-impress.desktop",
+    "org.gnome.Terminal.desktop",
+    "org.xfce.mousepad.desktop",
+)
 
 _SYSTEM_DATA = ("/usr/local/share", "/usr/share")
 _YARU_ICONS = Path("/usr/share/icons/Yaru/scalable")
@@ -59,8 +69,13 @@ _YARU_ICONS = Path("/usr/share/icons/Yaru/scalable")
 def missing_programs() -> dict[str, str]:
     """What the ``ubuntu`` profile needs that is not installed: {program or path: package}."""
     missing = {p: pkg for p, pkg in UBUNTU_PROGRAMS.items() if shutil.which(p) is None}
-    missing.update({f"/usr/share/{d}": pkg for d, pkg in UBUNTU_THEMES.items()
-                    if not Path("/usr/share", d).is_dir()})
+    missing.update(
+        {
+            f"/usr/share/{d}": pkg
+            for d, pkg in UBUNTU_THEMES.items()
+            if not Path("/usr/share", d).is_dir()
+        }
+    )
     return missing
 
 
@@ -109,8 +124,15 @@ def _readable(root: Path) -> None:
 
 def _run(argv: list[str], env: dict[str, str], what: str, timeout: float = 10.0) -> None:
     try:
-        subprocess.run(argv, env=env, check=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run(
+            argv,
+            env=env,
+            check=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
     except subprocess.CalledProcessError as e:
         raise GuestError(f"{what} failed: {e.stderr.decode(errors='replace').strip()}") from e
     except subprocess.TimeoutExpired as e:
@@ -159,25 +181,35 @@ class UbuntuSession:
             raise MissingDependencyError(
                 f"the 'ubuntu' desktop profile needs {', '.join(sorted(missing))}; install with: "
                 f"sudo apt-get install -y --no-install-recommends "
-                f"{' '.join(sorted(set(missing.values())))}")
+                f"{' '.join(sorted(set(missing.values())))}"
+            )
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o755)
         shutil.copytree(DATA, self.data, dirs_exist_ok=True)
         data_dirs = [str(self.data), *_SYSTEM_DATA]
         schemas = self.dir / "schemas"
         schemas.mkdir(exist_ok=True)
-        _run(["glib-compile-schemas", "--strict", f"--targetdir={schemas}", str(DATA / "schemas")],
-             env, "compiling the profile's GSettings schemas")
+        _run(
+            ["glib-compile-schemas", "--strict", f"--targetdir={schemas}", str(DATA / "schemas")],
+            env,
+            "compiling the profile's GSettings schemas",
+        )
         dconf_db = self.dir / "dconf-ubuntu"
-        _run(["dconf", "compile", str(dconf_db), str(DATA / "dconf")], env,
-             "compiling the profile's dconf defaults")
+        _run(
+            ["dconf", "compile", str(dconf_db), str(DATA / "dconf")],
+            env,
+            "compiling the profile's dconf defaults",
+        )
         (self.dir / "dconf-profile").write_text(f"user-db:user\nfile-db:{dconf_db}\n")
         env.update(
             XDG_DATA_DIRS=":".join(data_dirs),
             XDG_CONFIG_DIRS=f"{self.data}:/etc/xdg",  # gtk-3.0/settings.ini: Yaru
-            XDG_CURRENT_DESKTOP="ubuntu:GNOME", XDG_SESSION_DESKTOP="ubuntu",
-            DESKTOP_SESSION="ubuntu", GNOME_SHELL_SESSION_MODE="ubuntu",
-            GSETTINGS_SCHEMA_DIR=str(schemas), GSETTINGS_BACKEND="dconf",
+            XDG_CURRENT_DESKTOP="ubuntu:GNOME",
+            XDG_SESSION_DESKTOP="ubuntu",
+            DESKTOP_SESSION="ubuntu",
+            GNOME_SHELL_SESSION_MODE="ubuntu",
+            GSETTINGS_SCHEMA_DIR=str(schemas),
+            GSETTINGS_BACKEND="dconf",
             DCONF_PROFILE=str(self.dir / "dconf-profile"),
         )
         self._write_panels(data_dirs)
@@ -192,8 +224,11 @@ class UbuntuSession:
         address = env.get("DBUS_SESSION_BUS_ADDRESS", "")
         runtime = Path(f"/run/user/{os.getuid()}")
         try:
-            if (not address.startswith("unix:path=") or not os.access(runtime, os.W_OK)
-                    or any(runtime.iterdir())):
+            if (
+                not address.startswith("unix:path=")
+                or not os.access(runtime, os.W_OK)
+                or any(runtime.iterdir())
+            ):
                 return
             link = runtime / "bus"
             link.symlink_to(address.removeprefix("unix:path=").split(",", 1)[0])
@@ -204,15 +239,25 @@ class UbuntuSession:
 
     def _write_panels(self, data_dirs: list[str]) -> None:
         g = Geometry(*self.size)
-        launchers = "\n".join(f"launcher_item_app = {p}" for f in FAVOURITES
-                              if (p := _application(f, data_dirs)) is not None)
-        values = dict(topbar=g.topbar, dock=g.dock, dock_length=g.height - g.topbar, icon=g.icon,
-                      spacing=max(2, round(10 * g.scale)), pad=max(2, round(8 * g.scale)),
-                      font="DejaVu Sans",
-                      launchers=launchers, icon_network=_icon("network-wired-symbolic"),
-                      icon_volume=_icon("audio-volume-high-symbolic"),
-                      icon_power=_icon("system-shutdown-symbolic"),
-                      icon_grid=_icon("view-app-grid-symbolic"))
+        launchers = "\n".join(
+            f"launcher_item_app = {p}"
+            for f in FAVOURITES
+            if (p := _application(f, data_dirs)) is not None
+        )
+        values = dict(
+            topbar=g.topbar,
+            dock=g.dock,
+            dock_length=g.height - g.topbar,
+            icon=g.icon,
+            spacing=max(2, round(10 * g.scale)),
+            pad=max(2, round(8 * g.scale)),
+            font="DejaVu Sans",
+            launchers=launchers,
+            icon_network=_icon("network-wired-symbolic"),
+            icon_volume=_icon("audio-volume-high-symbolic"),
+            icon_power=_icon("system-shutdown-symbolic"),
+            icon_grid=_icon("view-app-grid-symbolic"),
+        )
         for name in ("topbar", "dock"):
             template = string.Template((DATA / "tint2" / f"{name}.tint2rc").read_text())
             (self.dir / f"{name}.tint2rc").write_text(template.substitute(values))
@@ -230,28 +275,45 @@ class UbuntuSession:
         log_path = self.state_dir / f"{name}.log"
         with open(log_path, "ab") as out:
             self.panels[name] = self.registry.popen(
-                ["tint2", "-c", str(self.dir / f"{name}.tint2rc")], env=env, stdout=out,
-                stderr=subprocess.STDOUT)
+                ["tint2", "-c", str(self.dir / f"{name}.tint2rc")],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         log.info("started %s (pid %d)", name, self.panels[name].pid)
 
     def _update_bus_environment(self, env: dict[str, str]) -> None:
         """Apps the session bus starts (gnome-terminal-server, dconf-service) get the profile's
         variables too, as systemd's user manager does on Ubuntu."""
-        if ("DBUS_SESSION_BUS_ADDRESS" not in env
-                or shutil.which("dbus-update-activation-environment") is None):
+        if (
+            "DBUS_SESSION_BUS_ADDRESS" not in env
+            or shutil.which("dbus-update-activation-environment") is None
+        ):
             return
-        keys = ("XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "XDG_CURRENT_DESKTOP", "GSETTINGS_SCHEMA_DIR",
-                "GSETTINGS_BACKEND", "DCONF_PROFILE", "DISPLAY", "XDG_SESSION_DESKTOP")
+        keys = (
+            "XDG_DATA_DIRS",
+            "XDG_CONFIG_DIRS",
+            "XDG_CURRENT_DESKTOP",
+            "GSETTINGS_SCHEMA_DIR",
+            "GSETTINGS_BACKEND",
+            "DCONF_PROFILE",
+            "DISPLAY",
+            "XDG_SESSION_DESKTOP",
+        )
         # as the bus's own user (the player's, under judge separation): the bus admits no other
         try:
-            out = self.registry.run(["dbus-update-activation-environment", *keys], env=env,
-                                    timeout=10.0, judge=False)
+            out = self.registry.run(
+                ["dbus-update-activation-environment", *keys], env=env, timeout=10.0, judge=False
+            )
         except subprocess.TimeoutExpired as e:
-            raise GuestError("updating the session bus's activation environment did not "
-                             "finish in 10 s") from e
+            raise GuestError(
+                "updating the session bus's activation environment did not finish in 10 s"
+            ) from e
         if out.returncode != 0:
-            raise GuestError("updating the session bus's activation environment failed: "
-                             + out.stderr.decode(errors="replace").strip())
+            raise GuestError(
+                "updating the session bus's activation environment failed: "
+                + out.stderr.decode(errors="replace").strip()
+            )
 
     def _wait_for_workarea(self, timeout: float) -> None:
         from Xlib import display as xdisplay
@@ -269,11 +331,15 @@ class UbuntuSession:
                     return
                 for name, proc in self.panels.items():
                     if proc.poll() is not None:
-                        raise GuestError(f"the {name} panel (tint2) exited with status "
-                                         f"{proc.returncode}; see {self.state_dir / name}.log")
+                        raise GuestError(
+                            f"the {name} panel (tint2) exited with status "
+                            f"{proc.returncode}; see {self.state_dir / name}.log"
+                        )
                 if time.monotonic() > deadline:
-                    raise GuestError(f"the top bar and dock did not reserve their space in "
-                                     f"{timeout:.0f} s (work area {area})")
+                    raise GuestError(
+                        f"the top bar and dock did not reserve their space in "
+                        f"{timeout:.0f} s (work area {area})"
+                    )
                 time.sleep(delay)
                 delay = min(delay * 1.5, 0.1)
         finally:

@@ -15,7 +15,7 @@ from Xlib import display as xdisplay
 from osworld_gym.guest.xgrab import make_impervious
 
 #: (position 0..1 along the diagonal, RGB)
-STOPS = ((0.0, (0x2c, 0x00, 0x1e)), (0.55, (0x77, 0x21, 0x6f)), (1.0, (0xe9, 0x54, 0x20)))
+STOPS = ((0.0, (0x2C, 0x00, 0x1E)), (0.55, (0x77, 0x21, 0x6F)), (1.0, (0xE9, 0x54, 0x20)))
 
 
 def gradient(width: int, height: int) -> np.ndarray:
@@ -25,7 +25,7 @@ def gradient(width: int, height: int) -> np.ndarray:
     ((2, 4, 3), [44, 0, 30])
     """
     y, x = np.mgrid[0:height, 0:width].astype(np.float32)
-    t = (x / max(1, width - 1) * 0.6 + y / max(1, height - 1) * 0.4)
+    t = x / max(1, width - 1) * 0.6 + y / max(1, height - 1) * 0.4
     pos = np.array([s[0] for s in STOPS], dtype=np.float32)
     out = np.empty((height, width, 3), dtype=np.uint8)
     for c in range(3):
@@ -41,7 +41,7 @@ def paint(display_name: str) -> None:
         root = screen.root
         w, h, depth = screen.width_in_pixels, screen.height_in_pixels, screen.root_depth
         if depth not in (24, 32):  # 16-bit screens get the plain dark colour
-            root.change_attributes(background_pixel=0x2c001e)
+            root.change_attributes(background_pixel=0x2C001E)
         else:
             rgb = gradient(w, h)
             bgrx = np.zeros((h, w, 4), dtype=np.uint8)
@@ -50,9 +50,8 @@ def paint(display_name: str) -> None:
             gc = pixmap.create_gc()
             rows = max(1, 200_000 // (w * 4))  # stay under the core protocol's request size
             for y in range(0, h, rows):
-                chunk = bgrx[y:y + rows]
-                pixmap.put_image(gc, 0, y, w, chunk.shape[0], X.ZPixmap, depth, 0,
-                                 chunk.tobytes())
+                chunk = bgrx[y : y + rows]
+                pixmap.put_image(gc, 0, y, w, chunk.shape[0], X.ZPixmap, depth, 0, chunk.tobytes())
             root.change_attributes(background_pixmap=pixmap)
             gc.free()
             pixmap.free()
