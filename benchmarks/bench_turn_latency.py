@@ -35,8 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
-
+from osworld_gym.client import GuestClient
 from osworld_gym.protocol.primitives import (
     Click,
     Hotkey,
@@ -46,9 +45,9 @@ from osworld_gym.protocol.primitives import (
     Scroll,
     TypeText,
 )
-from osworld_gym.client import GuestClient
 from osworld_gym.providers.local import LocalProvider
 from osworld_gym.settle import SettleConfig, compare_later, wait_until_settled
+from PIL import Image
 
 LATER_S = 2.0
 FIXED_PAUSE_S = 2.0
@@ -314,7 +313,6 @@ def env_steps(profile: str, reps: int) -> str:
     """The issue's measurement: ``env.step`` wall time per action on a terminal desktop, the
     settle signal against polling, alternating episodes of task os-mkdir-001."""
     import gymnasium as gym
-
     import osworld_gym  # noqa: F401 - registers OSWorld-v0
 
     times: dict[tuple[str, bool], list[float]] = {}

@@ -31,6 +31,7 @@ from osworld_gym.actions import (
 )
 from osworld_gym.actions.base import random_primitive
 from osworld_gym.actions.computer13 import from_space_sample
+from osworld_gym.errors import ActionError
 from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
@@ -46,7 +47,6 @@ from osworld_gym.protocol.primitives import (
     Wait,
     validate,
 )
-from osworld_gym.errors import ActionError
 
 PY = PyAutoGUIActionSet()
 C13 = Computer13ActionSet()

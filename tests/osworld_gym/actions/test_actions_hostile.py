@@ -14,8 +14,8 @@ import time
 import pytest
 from hostile_corpus import hostile_corpus, hostile_dicts, record_dangerous_events
 from osworld_gym.actions import ACTION_SETS, ParsedAction, make_action_set
-from osworld_gym.protocol.primitives import validate
 from osworld_gym.errors import ActionError
+from osworld_gym.protocol.primitives import validate
 
 N_STRINGS = 1500
 

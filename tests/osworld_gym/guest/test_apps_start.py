@@ -51,9 +51,10 @@ def test_app_starts_and_shows_a_window(desktop, command, wm_class):
 def test_a_pdf_opens_in_the_document_viewer(desktop):
     """OSWorld's tasks open PDFs with their default app and wait for a window named after the
     file; with GIMP installed and no default, it was GIMP's import dialog (no such window)."""
-    from standins import write_standin
     import tempfile
     from pathlib import Path
+
+    from standins import write_standin
 
     desktop.reset_desktop()
     with tempfile.TemporaryDirectory() as tmp:

@@ -23,6 +23,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from osworld_gym.client import GuestClient
+from osworld_gym.errors import GuestError
+from osworld_gym.guest.processes import descendants, read_proc
 from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
@@ -35,9 +38,6 @@ from osworld_gym.protocol.primitives import (
     TypeText,
     Wait,
 )
-from osworld_gym.client import GuestClient
-from osworld_gym.errors import GuestError
-from osworld_gym.guest.processes import descendants, read_proc
 from PIL import Image
 
 pytestmark = [pytest.mark.desktop]
@@ -567,7 +567,6 @@ def test_repeated_letters_reach_libreoffice(tmp_path):
     """LibreOffice's X11 backend takes a release+press of one key at one timestamp for
     auto-repeat and drops the press; typing must space them so "hello" stays "hello"."""
     import gymnasium as gym
-
     import osworld_gym  # noqa: F401
 
     task = {

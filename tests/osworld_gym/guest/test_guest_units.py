@@ -13,7 +13,6 @@ import time
 
 import httpx
 import pytest
-from osworld_gym.protocol.keys import X_KEYSYM
 from osworld_gym.client import GuestClient
 from osworld_gym.errors import GuestError
 from osworld_gym.guest import homedir
@@ -28,6 +27,7 @@ from osworld_gym.guest.server import (
 )
 from osworld_gym.guest.windows import Window, matches, parse_wmctrl
 from osworld_gym.guest.xinput import char_keysym, key_keysym
+from osworld_gym.protocol.keys import X_KEYSYM
 
 TOKEN = "unit-token"
 

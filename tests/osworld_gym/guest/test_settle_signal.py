@@ -24,11 +24,11 @@ pytestmark = [pytest.mark.desktop]
 if shutil.which("Xvfb") is None:
     pytest.skip("Xvfb is not installed", allow_module_level=True)
 
-from osworld_gym.protocol.primitives import Click  # noqa: E402
 from osworld_gym.guest.screen import Screen  # noqa: E402
 from osworld_gym.guest.settle_signal import ProcessActivity, SettleSignal  # noqa: E402
 from osworld_gym.guest.wakeups import next_wakeup  # noqa: E402
 from osworld_gym.guest.xinput import XInput  # noqa: E402
+from osworld_gym.protocol.primitives import Click  # noqa: E402
 
 CLIENT = r"""
 import subprocess, sys, time

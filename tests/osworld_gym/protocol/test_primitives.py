@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
+from osworld_gym.errors import ActionError
 from osworld_gym.protocol import primitives as P
 from osworld_gym.protocol.keys import KEY_NAMES, X_KEYSYM, canonical_key
-from osworld_gym.errors import ActionError
 
 VALID = [
     P.MoveTo(1, 2),

@@ -79,10 +79,9 @@ def test_osworld_v0_is_registered_whichever_is_imported_first(code):
 
 
 def test_keysyms_resolve_the_same_as_python_xlib():
-    from Xlib import XK
-
     from osworld_gym.protocol.input import key_keysym
     from osworld_gym.protocol.keys import X_KEYSYM
+    from Xlib import XK
 
     XK.load_keysym_group("xf86")
     for name in ("ctrl", "enter", "f5", "pageup", "volumeup", "a", "Z", "/"):

@@ -28,8 +28,8 @@ from osworld_gym.image import BuildOptions, build_image, containers
 from osworld_gym.providers.limits import cgroup_dirs
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
-from osworld_gym.providers.docker import DockerProvider
 from dockerd import daemon  # noqa: E402 - needs docker
+from osworld_gym.providers.docker import DockerProvider
 
 pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800)]
 

@@ -27,11 +27,11 @@ from PIL import Image
 
 docker = pytest.importorskip("docker", reason="the docker extra is not installed")
 
-from osworld_gym.protocol.primitives import Click, TypeText
 from osworld_gym.client import OSWORLD_PYAUTOGUI_PREFIX, OSWorldCompatClient
 from osworld_gym.errors import MissingDependencyError
 from osworld_gym.image import APPS, containers, default_tag, render_dockerfile
 from osworld_gym.image.recipe import SYSTEM_PACKAGES
+from osworld_gym.protocol.primitives import Click, TypeText
 from osworld_gym.providers import make_provider
 from osworld_gym.providers.docker import (
     OSWORLD_IMAGE,

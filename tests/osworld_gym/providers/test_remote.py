@@ -17,12 +17,11 @@ import gymnasium as gym
 import numpy as np
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
-from osworld_gym.protocol.primitives import Click, Hotkey, MoveTo, Press, TypeText, Wait
 from osworld_gym.client import OSWORLD_PYAUTOGUI_PREFIX, GuestClient, OSWorldCompatClient
 from osworld_gym.errors import GuestError
+from osworld_gym.protocol.primitives import Click, Hotkey, MoveTo, Press, TypeText, Wait
 from osworld_gym.providers import make_provider
 from osworld_gym.providers.remote import RemoteProvider
-
 from tcp_guest import MKDIR_SOLUTION, TOKEN, H, TcpGuest, W, launch_guest
 
 pytestmark = pytest.mark.desktop

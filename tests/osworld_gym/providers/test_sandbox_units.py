@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from osworld_gym.guest.app import GuestConfig
 from osworld_gym.guest.osworld_api import isolate_python
 from osworld_gym.guest.processes import PlayerIdentity

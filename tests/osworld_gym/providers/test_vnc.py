@@ -22,14 +22,13 @@ import mss
 import numpy as np
 import osworld_gym  # noqa: F401 - registers OSWorld-v0
 import pytest
-from osworld_gym.protocol.primitives import Click, MouseDown, MouseUp, MoveTo, Press, TypeText
 from osworld_gym.errors import GuestError
+from osworld_gym.protocol.primitives import Click, MouseDown, MouseUp, MoveTo, Press, TypeText
 from Xlib import X
 from Xlib import display as xdisplay
 
 pytest.importorskip("vncdotool", reason="the vnc extra is not installed")
 from osworld_gym.providers.vnc import VNCClient, VNCProvider
-
 from tcp_guest import MKDIR_SOLUTION, TOKEN, free_display, free_port, launch_guest
 
 pytestmark = pytest.mark.desktop

@@ -28,7 +28,6 @@ from typing import Any, BinaryIO, Literal, Self, overload
 import httpx
 import numpy as np
 
-from osworld_gym.protocol.primitives import Primitive, Wait, to_dict
 from osworld_gym.errors import GuestError, UnusableResultFile
 from osworld_gym.protocol import routes
 
@@ -36,6 +35,7 @@ from osworld_gym.protocol import routes
 # sheets and slides of a few MB; a larger one at a result path is the agent's doing
 # (``truncate -s 2G``) and is scored 0, never buffered.
 from osworld_gym.protocol.client import MAX_FILE_BYTES
+from osworld_gym.protocol.primitives import Primitive, Wait, to_dict
 
 log = logging.getLogger(__name__)
 

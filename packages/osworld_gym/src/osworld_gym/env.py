@@ -55,12 +55,12 @@ import numpy as np
 from gymnasium import spaces
 
 from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
-from osworld_gym.protocol.primitives import Wait
 from osworld_gym.actions.typecheck import action_type_error
-from osworld_gym.protocol import DesktopClient
 from osworld_gym.errors import ActionError, EvaluatorError, InfraError, TaskError
 from osworld_gym.evaluators import EvalContext, evaluate
 from osworld_gym.evaluators.evaluate import EvalResult
+from osworld_gym.protocol import DesktopClient
+from osworld_gym.protocol.primitives import Wait
 from osworld_gym.providers import Provider, make_provider
 from osworld_gym.settle import SettleConfig, wait_until_settled
 from osworld_gym.spaces import MAX_A11Y_CHARS, MAX_INSTRUCTION_CHARS, UnicodeText

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
 #: ``OSWORLD_GYM_SETTLE=poll`` makes polling the default everywhere (to compare the two, e.g.
 #: in the training demo's env seconds); ``signal`` (the default) uses the guest's signal.
 SETTLE_ENV = "OSWORLD_GYM_SETTLE"

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 import gymnasium
 import numpy as np
 
+from osworld_gym.errors import ActionError
 from osworld_gym.protocol.keys import KEY_NAMES
 from osworld_gym.protocol.primitives import (
     BUTTON_NAMES,
@@ -41,7 +42,6 @@ from osworld_gym.protocol.primitives import (
     Wait,
     validate,
 )
-from osworld_gym.errors import ActionError
 from osworld_gym.spaces import UnicodeText
 
 log = logging.getLogger(__name__)

@@ -48,6 +48,8 @@ from osworld_gym.actions.base import (
     finish,
     special_of,
 )
+from osworld_gym.actions.restricted import strip_code_fence
+from osworld_gym.errors import ActionError
 from osworld_gym.protocol.keys import KEY_NAMES, canonical_key
 from osworld_gym.protocol.primitives import (
     BUTTON_NAMES,
@@ -68,8 +70,6 @@ from osworld_gym.protocol.primitives import (
     TypeText,
     validate,
 )
-from osworld_gym.actions.restricted import strip_code_fence
-from osworld_gym.errors import ActionError
 from osworld_gym.spaces import UnicodeText
 
 log = logging.getLogger(__name__)

@@ -48,6 +48,15 @@ from osworld_gym.actions.base import (
     finish,
     special_of,
 )
+from osworld_gym.actions.restricted import (
+    MAX_SOURCE_CHARS,
+    describe_node,
+    dotted_name,
+    literal,
+    parse_source,
+    strip_code_fence,
+)
+from osworld_gym.errors import ActionError
 from osworld_gym.protocol.keys import canonical_key
 from osworld_gym.protocol.primitives import (
     MAX_TEXT_CHARS,
@@ -68,15 +77,6 @@ from osworld_gym.protocol.primitives import (
     to_pyautogui_code,
     validate,
 )
-from osworld_gym.actions.restricted import (
-    MAX_SOURCE_CHARS,
-    describe_node,
-    dotted_name,
-    literal,
-    parse_source,
-    strip_code_fence,
-)
-from osworld_gym.errors import ActionError
 
 log = logging.getLogger(__name__)
 

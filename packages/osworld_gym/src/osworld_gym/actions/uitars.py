@@ -46,6 +46,8 @@ from osworld_gym.actions.base import (
     finish,
     special_of,
 )
+from osworld_gym.actions.restricted import MAX_SOURCE_CHARS, describe_node, parse_source
+from osworld_gym.errors import ActionError
 from osworld_gym.protocol.keys import canonical_key
 from osworld_gym.protocol.primitives import (
     MAX_SCROLL,
@@ -61,8 +63,6 @@ from osworld_gym.protocol.primitives import (
     TypeText,
     validate,
 )
-from osworld_gym.actions.restricted import MAX_SOURCE_CHARS, describe_node, parse_source
-from osworld_gym.errors import ActionError
 
 log = logging.getLogger(__name__)
 

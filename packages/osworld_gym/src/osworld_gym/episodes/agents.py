@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from osworld_gym.actions import ActionSet, ParsedAction, make_action_set
-from osworld_gym.protocol.primitives import Press, Primitive, TypeText, Wait
 from osworld_gym.errors import ActionError
+from osworld_gym.protocol.primitives import Press, Primitive, TypeText, Wait
 
 
 @runtime_checkable

@@ -28,8 +28,8 @@ from osworld_gym.guest import extension_api, osworld_api
 from osworld_gym.guest.app import GuestApp, GuestConfig
 from osworld_gym.guest.processes import become_subreaper, exit_with_parent
 from osworld_gym.guest.profiles import PROFILES
-from osworld_gym.guest.server import Router, make_server
 from osworld_gym.guest.screen import keep_frame_buffers
+from osworld_gym.guest.server import Router, make_server
 
 log = logging.getLogger("osworld_gym.guest")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import time
 
-from osworld_gym.protocol.primitives import Wait, from_dict
 from osworld_gym.errors import ActionError
 from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.homedir import HomeError
 from osworld_gym.guest.screen import encode_png, encode_raw
 from osworld_gym.guest.server import HTTPError, Request, Response, Router, json_response
 from osworld_gym.protocol import routes
+from osworld_gym.protocol.primitives import Wait, from_dict
 
 #: Most primitives accepted in one request.
 MAX_ACTIONS = 256

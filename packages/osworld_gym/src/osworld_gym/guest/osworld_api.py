@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
 from osworld_gym.guest import files, opener
+from osworld_gym.guest.a11y import A11yFailed, A11yUnavailable
 from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.judging import (
     command_ports,
@@ -45,7 +45,6 @@ from osworld_gym.guest.judging import (
 )
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
-from osworld_gym.guest.task_python import TaskPython
 from osworld_gym.guest.server import (
     HTTPError,
     Request,
@@ -54,6 +53,7 @@ from osworld_gym.guest.server import (
     json_response,
     text_response,
 )
+from osworld_gym.guest.task_python import TaskPython
 from osworld_gym.protocol import routes
 
 log = logging.getLogger(__name__)

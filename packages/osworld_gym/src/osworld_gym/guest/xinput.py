@@ -25,6 +25,20 @@ from Xlib import XK, X
 from Xlib import display as xdisplay
 from Xlib.ext import xtest
 
+from osworld_gym.errors import ActionError, GuestError
+from osworld_gym.guest.windows import ClickFocus, FocusMode
+from osworld_gym.guest.xgrab import make_impervious
+from osworld_gym.protocol.input import (
+    BUTTON_SETTLE_S,
+    CLICK_GAP_S,
+    DRAG_STEP_S,
+    DRAG_STEPS,
+    REPEAT_GAP_S,
+    WHEEL_SETTLE_S,
+    X_BUTTONS,
+    char_keysym,
+    key_keysym,
+)
 from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
@@ -40,20 +54,6 @@ from osworld_gym.protocol.primitives import (
     TypeText,
     Wait,
 )
-from osworld_gym.errors import ActionError, GuestError
-from osworld_gym.protocol.input import (
-    BUTTON_SETTLE_S,
-    CLICK_GAP_S,
-    DRAG_STEP_S,
-    DRAG_STEPS,
-    REPEAT_GAP_S,
-    WHEEL_SETTLE_S,
-    X_BUTTONS,
-    char_keysym,
-    key_keysym,
-)
-from osworld_gym.guest.windows import ClickFocus, FocusMode
-from osworld_gym.guest.xgrab import make_impervious
 
 log = logging.getLogger(__name__)
 

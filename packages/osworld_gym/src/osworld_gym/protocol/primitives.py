@@ -24,8 +24,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
-from osworld_gym.protocol.keys import canonical_key
 from osworld_gym.errors import ActionError
+from osworld_gym.protocol.keys import canonical_key
 
 Button = Literal["left", "right", "middle"]
 BUTTON_NAMES: tuple[str, ...] = ("left", "right", "middle")

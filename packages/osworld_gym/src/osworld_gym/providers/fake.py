@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from osworld_gym.errors import GuestError
+from osworld_gym.protocol.client import MAX_FILE_BYTES
 from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
@@ -25,8 +27,6 @@ from osworld_gym.protocol.primitives import (
     from_dict,
     to_dict,
 )
-from osworld_gym.errors import GuestError
-from osworld_gym.protocol.client import MAX_FILE_BYTES
 from osworld_gym.providers.base import Provider
 from osworld_gym.providers.capabilities import Capabilities, local_capabilities
 

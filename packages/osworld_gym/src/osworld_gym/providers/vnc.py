@@ -32,6 +32,18 @@ from typing import Any, Self
 
 import numpy as np
 
+from osworld_gym.client import GuestClient
+from osworld_gym.errors import GuestError, InfraError, MissingDependencyError
+from osworld_gym.protocol.client import MAX_FILE_BYTES
+from osworld_gym.protocol.input import (
+    BUTTON_SETTLE_S,
+    CLICK_GAP_S,
+    DRAG_STEP_S,
+    DRAG_STEPS,
+    X_BUTTONS,
+    char_keysym,
+    key_keysym,
+)
 from osworld_gym.protocol.primitives import (
     Click,
     DragTo,
@@ -47,18 +59,6 @@ from osworld_gym.protocol.primitives import (
     TypeText,
     Wait,
     validate,
-)
-from osworld_gym.client import GuestClient
-from osworld_gym.protocol.client import MAX_FILE_BYTES
-from osworld_gym.errors import GuestError, InfraError, MissingDependencyError
-from osworld_gym.protocol.input import (
-    BUTTON_SETTLE_S,
-    X_BUTTONS,
-    CLICK_GAP_S,
-    DRAG_STEP_S,
-    DRAG_STEPS,
-    char_keysym,
-    key_keysym,
 )
 from osworld_gym.providers.base import Provider
 from osworld_gym.providers.remote import RemoteProvider, ResetMode
