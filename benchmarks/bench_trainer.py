@@ -1,4 +1,5 @@
-"""Trainer benchmark: rollout turns/s and training tokens/s of the tiny model, side by side in one run.
+"""Trainer benchmark: rollout turns/s and training tokens/s of the tiny model, side by side in one
+run.
 
 Each *variant* is a short real training run (``ARPOTrainer``, tiny Qwen2.5-VL built offline, real
 local desktops, task ``os-mkdir-001``) launched as its own subprocess: one process with plain

@@ -1,4 +1,5 @@
-"""ARPO vs GRPO in miniature: the same base policy, budget and tasks, replay on vs off, several seeds.
+"""ARPO vs GRPO in miniature: the same base policy, budget and tasks, replay on vs off, several
+seeds.
 
 Each run is ``arpo-train --config packages/arpo_trainer/configs/demo.yaml`` with ``--replay true``
 (ARPO) or ``--replay false`` (GRPO) and its own seed; nothing else differs. From every run's

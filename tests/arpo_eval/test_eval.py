@@ -127,7 +127,8 @@ def test_run_writes_osworld_layout_per_trial_that_osworld_tools_read(tmp_path):
     ep = root / "fail" / "os" / "os-infeasible-001"
     assert (ep / "result.txt").read_text() == "1.0\n"
     assert {"traj.jsonl", "episode.json", "result.txt"} <= {p.name for p in ep.iterdir()}
-    # OSWorld's show_result averaging over trial 0 (and trial 1 by its model name) = our per-trial rows
+    # OSWorld's show_result averaging over trial 0 (and trial 1 by its model name) = our per-trial
+    # rows
     for k, model in enumerate(["fail", "fail.trial1"]):
         theirs = summarize_results(tmp_path, model=model)
         assert theirs["overall"] == summary["per_trial"][k]["overall"]["score"] == 2 / 18

@@ -1,4 +1,5 @@
-"""``arpo-train`` end to end on the fake desktop: config file + flags in, model, curve and merged weights out."""
+"""``arpo-train`` end to end on the fake desktop: config file + flags in, model, curve and merged
+weights out."""
 
 from __future__ import annotations
 

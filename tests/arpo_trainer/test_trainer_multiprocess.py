@@ -1,4 +1,5 @@
-"""Two trainer processes (``accelerate launch --num_processes 2``, gloo on CPU) on real local desktops.
+"""Two trainer processes (``accelerate launch --num_processes 2``, gloo on CPU) on real local
+desktops.
 
 Both ranks train on the built-in ``os-mkdir-001`` (one group of 2 rollouts each). The tiny model
 generates every turn for real, but what each rank *plays* is paced so that the ranks finish at

@@ -1,4 +1,5 @@
-"""``arpo-train --dry_run`` on CPU: the paper recipe's plan, its memory arithmetic, and early failures."""
+"""``arpo-train --dry_run`` on CPU: the paper recipe's plan, its memory arithmetic, and early
+failures."""
 
 from __future__ import annotations
 

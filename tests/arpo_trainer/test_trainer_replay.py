@@ -1,4 +1,5 @@
-"""ARPO's success replay: what is stored, when it is injected, what is evicted, what survives a restart."""
+"""ARPO's success replay: what is stored, when it is injected, what is evicted, what survives a
+restart."""
 
 from __future__ import annotations
 

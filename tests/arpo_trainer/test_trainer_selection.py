@@ -1,4 +1,5 @@
-"""Task selection: k baseline rollouts per task, keep the tasks solved at least once; and the Agent protocol."""
+"""Task selection: k baseline rollouts per task, keep the tasks solved at least once; and the Agent
+protocol."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""ARPOTrainer on a tiny offline VLM and the fake desktop: what a training step touches and what it may not.
+"""ARPOTrainer on a tiny offline VLM and the fake desktop: what a training step touches and what it
+may not.
 
 On the fake desktop nothing the agent types has an effect, except on the infeasible task, whose
 evaluator scores the FAIL action (UI-TARS ``call_user()``) 1: its oracle demonstration is a real,

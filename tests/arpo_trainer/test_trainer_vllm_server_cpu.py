@@ -15,7 +15,8 @@ built on a CPU machine against a server started as ``trl vllm-serve`` starts one
    trainer's device is ``cpu``. So no training step can run in server mode on CPU.
 
 What is tested instead on CPU: server-mode *generation* through TRL's ``VLLMGeneration`` against
-a real server, without the handshake (``tests/arpo_trainer/test_trainer_vllm.py``), and colocate mode end to
+a real server, without the handshake (``tests/arpo_trainer/test_trainer_vllm.py``), and colocate
+mode end to
 end, weight sync included (the same file). The weight sync to a server is a GPU-only path.
 """
 

@@ -1,6 +1,7 @@
 """The docker image gets the same task python as the local sandbox: the venv the guest looks
 for (guest/task_python.py's default), installed offline from wheels of the pinned
-requirements. Building a real image is tests/osworld_gym/providers/test_docker.py's job; this checks the recipe."""
+requirements. Building a real image is tests/osworld_gym/providers/test_docker.py's job; this checks
+the recipe."""
 
 from __future__ import annotations
 

@@ -190,7 +190,8 @@ def test_the_desktop_user_home_sudo_shim_and_isolation(dk, tag):
         run = lambda c, cmd: c.execute(["bash", "-c", cmd])["output"].strip()
         assert run(ca, "id -un; echo $HOME; pwd") == "user\n/home/user\n/home/user"
         # OSWorld's `echo password | sudo -S CMD` runs CMD as the user: no root for the player
-        # (the shim, as in the local sandbox; tests/osworld_gym/redteam/test_redteam_docker.py has the attacks)
+        # (the shim, as in the local sandbox; tests/osworld_gym/redteam/test_redteam_docker.py has
+        # the attacks)
         assert run(ca, "echo password | sudo -S -p '' id -u") == "1000"
         assert run(ca, "ls /sys/class/net") == "lo", "the desktop has no network"
         assert ca.screenshot_array().shape == (600, 800, 3)

@@ -1,5 +1,6 @@
 """Red team, docker desktop: the player inside a container of our image (real dockerd, the
-``minimal`` image built offline as in ``tests/osworld_gym/providers/test_docker.py``) cannot reach the judge.
+``minimal`` image built offline as in ``tests/osworld_gym/providers/test_docker.py``) cannot reach
+the judge.
 
 The guest server (the judge) runs as the container's root, the apps and every command of the
 desktop user as uid 1000 without capabilities and with ``no_new_privs``; the run directory with

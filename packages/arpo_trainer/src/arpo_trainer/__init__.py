@@ -1,4 +1,5 @@
-"""ARPO for GUI agents: multi-turn GRPO with success replay, as a thin subclass of TRL's GRPOTrainer.
+"""ARPO for GUI agents: multi-turn GRPO with success replay, as a thin subclass of TRL's
+GRPOTrainer.
 
 >>> from arpo_trainer import ARPOConfig, ARPOTrainer, ReplayBuffer
 >>> ARPOConfig.__mro__[1].__name__

@@ -1,4 +1,5 @@
-"""Trajectories to the tensors TRL's loss reads (the dict contract of ``_generate_and_score_completions``).
+"""Trajectories to the tensors TRL's loss reads (the dict contract of
+``_generate_and_score_completions``).
 
 One sequence per trajectory: the prompt (left-padded) is the system message, the task prompt and
 the first screenshot; the completion (right-padded) is everything after, with ``tool_mask`` 1 only
@@ -20,7 +21,8 @@ from arpo_trainer.rollout import Trajectory
 
 
 def training_sequence(traj: Trajectory, encoder: TurnEncoder) -> EncodedSequence:
-    """The trajectory's sequence; one whose desktop failed becomes a short stub that carries no loss."""
+    """The trajectory's sequence; one whose desktop failed becomes a short stub that carries no
+    loss."""
     if traj.valid and traj.turns:
         return traj.encode(encoder)
     return EncodedSequence(

@@ -147,14 +147,15 @@ class TurnEncoder:
         )
 
     def observation_ids(self, num_image_tokens: int | None, *, first: bool) -> list[int]:
-        """A user turn holding one screenshot (``None``: the omitted-screenshot marker), then ``assistant\\n``."""
+        """A user turn holding one screenshot (``None``: the omitted-screenshot marker), then
+        ``assistant\\n``."""
         if num_image_tokens is None:
             body = self._omitted
         else:
             body = [self._vision[0], *([self.image_token_id] * num_image_tokens), self._vision[1]]
         return ([] if first else self._newline) + self._obs_head + body + self._obs_tail
 
-    # -- screenshots ---------------------------------------------------------------------------------
+    # -- screenshots -------------------------------------------------------------------------------
 
     def image_size(self, width: int, height: int) -> tuple[int, int]:
         """``(width, height)`` a screenshot is resized to before processing."""
@@ -197,7 +198,7 @@ class TurnEncoder:
             self._cache.popitem(last=False)
         return feats
 
-    # -- whole sequences -------------------------------------------------------------------------------
+    # -- whole sequences ---------------------------------------------------------------------------
 
     def encode(
         self,
@@ -250,18 +251,21 @@ class TurnEncoder:
         return seq
 
     def decode_action(self, ids: list[int]) -> str:
-        """Text of sampled action ids for the desktop (the closing ``<|im_end|>`` dropped, box tokens kept)."""
+        """Text of sampled action ids for the desktop (the closing ``<|im_end|>`` dropped, box
+        tokens kept)."""
         if ids and ids[-1] == self.eos_token_id:
             ids = ids[:-1]
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
     def action_ids(self, text: str) -> list[int]:
-        """Token ids of a written (not sampled) action, e.g. a demonstration, closed with ``<|im_end|>``."""
+        """Token ids of a written (not sampled) action, e.g. a demonstration, closed with
+        ``<|im_end|>``."""
         return self._encode(text) + [self.eos_token_id]
 
 
 def batch_image_inputs(sequences: list[EncodedSequence]) -> dict[str, torch.Tensor]:
-    """``pixel_values`` and ``image_grid_thw`` of every image of every sequence, in order (empty if none)."""
+    """``pixel_values`` and ``image_grid_thw`` of every image of every sequence, in order (empty if
+    none)."""
     feats = [f for s in sequences for f in s.images]
     if not feats:
         return {}

@@ -87,7 +87,8 @@ class RunArguments:
 
 
 def dry_run(args: ARPOConfig, margs: ModelArguments, rargs: RunArguments) -> int:
-    """Print the resolved plan; 0 when no problem was found, 2 otherwise (see :mod:`arpo_trainer.plan`)."""
+    """Print the resolved plan; 0 when no problem was found, 2 otherwise (see
+    :mod:`arpo_trainer.plan`)."""
     from arpo_trainer.plan import build_plan, launch_settings
 
     try:
@@ -107,7 +108,8 @@ def dry_run(args: ARPOConfig, margs: ModelArguments, rargs: RunArguments) -> int
 
 
 def build_policy(margs: ModelArguments, args: ARPOConfig, tasks: Any):
-    """``(model, processor)``: a checkpoint, or the offline tiny VLM for ``model_name_or_path='tiny'``."""
+    """``(model, processor)``: a checkpoint, or the offline tiny VLM for
+    ``model_name_or_path='tiny'``."""
     from arpo_trainer.modeling import load_model, load_processor
 
     if margs.model_name_or_path != "tiny":

@@ -195,7 +195,7 @@ class ARPOConfig(GRPOConfig):
             "placeholder must be filled in the file."
         },
     )
-    # -- reward -------------------------------------------------------------------------------------
+    # -- reward ------------------------------------------------------------------------------------
     format_penalty: float = field(
         default=-1.0,
         metadata={
@@ -221,7 +221,7 @@ class ARPOConfig(GRPOConfig):
         },
     )
 
-    # -- success replay -----------------------------------------------------------------------------
+    # -- success replay ----------------------------------------------------------------------------
     replay: bool = field(
         default=True, metadata={"help": "Enable the per-task success replay buffer (ARPO)."}
     )
@@ -252,7 +252,7 @@ class ARPOConfig(GRPOConfig):
         },
     )
 
-    # -- logging --------------------------------------------------------------------------------------
+    # -- logging -----------------------------------------------------------------------------------
     rollout_log: str | None = field(
         default=None,
         metadata={

@@ -38,7 +38,8 @@ def record_demonstrations(
     step: int = 0,
     keep_waits_fallback: bool = True,
 ) -> list[Trajectory]:
-    """Execute every task's oracle script on the collector's desktops; return the runs (all of them).
+    """Execute every task's oracle script on the collector's desktops; return the runs (all of
+    them).
 
     Runs go in batches of the collector's pool size. A task whose wait-free script does not
     succeed is retried once with its waits kept as ``wait()`` turns (when ``keep_waits_fallback``).

@@ -196,7 +196,8 @@ class DesktopPool:
         return list(obs["screenshot"]), unbatch_info(infos, self.n)
 
     def step(self, actions: list[str | None]) -> list[StepResult | None]:
-        """One lock-step turn: desktop ``i`` gets ``actions[i]``; ``None`` leaves it idle (result ``None``)."""
+        """One lock-step turn: desktop ``i`` gets ``actions[i]``; ``None`` leaves it idle (result
+        ``None``)."""
         if len(actions) != self.n:
             raise ValueError(f"{len(actions)} actions for {self.n} desktops")
         obs, rewards, terms, truncs, infos = self.vec.step(
@@ -628,7 +629,8 @@ def _parse_remotes(section: dict[str, Any]) -> tuple[RemoteDesktop, ...]:
 
 
 def unbatch_info(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """Split a vector env's info dict (``key`` + ``_key`` mask arrays, nested) into one dict per env.
+    """Split a vector env's info dict (``key`` + ``_key`` mask arrays, nested) into one dict per
+    env.
 
     >>> unbatch_info({"a": np.array([1, 2]), "_a": np.array([True, False])}, 2)
     [{'a': 1}, {}]

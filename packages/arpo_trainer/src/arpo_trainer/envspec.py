@@ -15,7 +15,8 @@ from arpo_trainer.config import ARPOConfig
 
 
 def prompt_template(args: ARPOConfig) -> str:
-    """``args.prompt_template``, or the action set's own prompt (UI-TARS: with an ``{instruction}`` slot)."""
+    """``args.prompt_template``, or the action set's own prompt (UI-TARS: with an ``{instruction}``
+    slot)."""
     if args.prompt_template:
         return args.prompt_template
     return make_action_set(args.action_set, screen_size=args.screen_size).describe()
@@ -33,7 +34,8 @@ def make_encoder(args: ARPOConfig, processor: Any) -> TurnEncoder:
 
 
 def action_set_kwargs(args: ARPOConfig, encoder: TurnEncoder) -> dict[str, Any]:
-    """Action set arguments; UI-TARS coordinates default to the frame of the screenshot the model sees."""
+    """Action set arguments; UI-TARS coordinates default to the frame of the screenshot the model
+    sees."""
     kwargs = dict(args.action_set_kwargs or {})
     if args.action_set == "uitars":
         kwargs.setdefault("max_pixels", encoder.max_pixels)

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class TurnSample:
-    """One sampled turn: ids (ending in EOS unless cut at the token limit), their log-probs, their text."""
+    """One sampled turn: ids (ending in EOS unless cut at the token limit), their log-probs, their
+    text."""
 
     ids: list[int]
     logps: list[float]

@@ -21,7 +21,8 @@ Per process and GPU (bytes; ``P`` parameters, ``N`` GPUs, ``T`` tokens of one tr
   copy, and log-softmax plus gradients hold several copies).
 * **vision tower**: every screenshot's patches (4 per visual token, 2x2 merge) through the ViT,
   checkpointed per block like the LM.
-* **vLLM colocated**: ``vllm_gpu_memory_utilization x GPU`` while it holds weights and KV cache. With
+* **vLLM colocated**: ``vllm_gpu_memory_utilization x GPU`` while it holds weights and KV cache.
+  With
   sleep mode it releases both after each generate call (level 2), so training does not share the
   GPU with it; rollouts then share it with the (partitioned) model states only.
 """

@@ -112,7 +112,8 @@ def is_vision_module(name: str) -> bool:
 
 
 def language_linear_names(model: torch.nn.Module) -> set[str]:
-    """Short names of the ``nn.Linear`` layers of the language model (vision tower and lm_head excluded)."""
+    """Short names of the ``nn.Linear`` layers of the language model (vision tower and lm_head
+    excluded)."""
     names = set()
     for full, module in model.named_modules():
         if (

@@ -39,7 +39,8 @@ def plot_success(
     note: str | None = None,
     window: int = 5,
 ) -> Path | None:
-    """Plot success rate (raw and moving average) and the share of replayed rollouts; ``None`` if no data."""
+    """Plot success rate (raw and moving average) and the share of replayed rollouts; ``None`` if no
+    data."""
     curve = success_curve(log_history)
     if not curve:
         log.warning("no %s in the log history; nothing to plot", SUCCESS_KEY)

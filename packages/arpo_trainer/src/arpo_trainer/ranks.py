@@ -47,7 +47,8 @@ class RankGroup:
     Args:
         num_processes: world size (1: everything is local).
         process_index: this process's rank.
-        device: where the all-reduce tensor lives (the backend's device: CPU for gloo, GPU for NCCL).
+        device: where the all-reduce tensor lives (the backend's device: CPU for gloo, GPU for
+            NCCL).
     """
 
     num_processes: int = 1

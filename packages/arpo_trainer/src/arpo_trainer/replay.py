@@ -160,7 +160,8 @@ class ReplayBuffer:
     def inject(
         self, groups: list[list[Trajectory]], step: int
     ) -> tuple[list[list[Trajectory]], InjectionStats]:
-        """Replace one rollout of every all-failure group that has a stored success (new lists returned)."""
+        """Replace one rollout of every all-failure group that has a stored success (new lists
+        returned)."""
         stats = InjectionStats(groups=len(groups))
         ages: list[int] = []
         out: list[list[Trajectory]] = []

@@ -31,7 +31,8 @@ TASK_LIST_KIND = "arpo-task-list"
 def resolve_tasks(
     spec: Any, task_ids: Iterable[str] | None = None, *, provider: str = "local"
 ) -> TaskSet:
-    """Load a task set (see the module docstring), keeping only ``task_ids`` when given (in that order).
+    """Load a task set (see the module docstring), keeping only ``task_ids`` when given (in that
+    order).
 
     Tasks that ``provider``'s desktops cannot run (an app that is not installed, a metric not
     implemented, a live website...) are skipped with a logged reason instead of aborting the load:

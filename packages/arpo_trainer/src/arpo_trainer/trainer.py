@@ -66,8 +66,10 @@ class ARPOTrainer(GRPOTrainer):
         model: a Qwen-VL model (or its name/path), possibly a ``PeftModel``.
         args: an :class:`~arpo_trainer.config.ARPOConfig`.
         processing_class: the model's processor (tokenizer + image processor).
-        train_dataset: rows with ``prompt`` and ``task_id``; default: one row per task of ``args.tasks``.
-        reward_funcs: default ``[evaluator_score, format_error]`` weighted ``[1, args.format_penalty]``.
+        train_dataset: rows with ``prompt`` and ``task_id``; default: one row per task of
+            ``args.tasks``.
+        reward_funcs: default ``[evaluator_score, format_error]`` weighted ``[1,
+            args.format_penalty]``.
         tasks: the task set to look ``task_id`` up in (default: ``args.tasks``).
         replay_buffer: start from this buffer (e.g. warm-started with demonstrations).
         peft_config, callbacks, optimizers: as for ``GRPOTrainer``.
@@ -137,7 +139,8 @@ class ARPOTrainer(GRPOTrainer):
             success_threshold=args.replay_success_threshold,
             fail_std=args.replay_fail_std,
             fail_mean=args.replay_fail_mean,
-            # ranks inject into different groups: independent draws (a restored buffer brings its state)
+            # ranks inject into different groups: independent draws (a restored buffer brings its
+            # state)
             seed=args.seed + self.ranks.process_index,
         )
         if self.use_vllm:
@@ -185,7 +188,8 @@ class ARPOTrainer(GRPOTrainer):
         return self._collector
 
     def warm_start_replay(self, repeats: int = 1) -> int:
-        """Seed the replay buffer with oracle demonstrations that succeed on a desktop; returns how many."""
+        """Seed the replay buffer with oracle demonstrations that succeed on a desktop; returns how
+        many."""
         n = self.args.per_device_train_batch_size * self.args.steps_per_generation
         task_ids = sorted({row["task_id"] for row in self.train_dataset})
         demos = record_demonstrations(
@@ -211,7 +215,8 @@ class ARPOTrainer(GRPOTrainer):
 
     @contextlib.contextmanager
     def policy(self) -> Iterator[Any]:
-        """The current policy, ready to sample (TRL's vLLM path, or ``generate`` on the unwrapped model)."""
+        """The current policy, ready to sample (TRL's vLLM path, or ``generate`` on the unwrapped
+        model)."""
         if self.use_vllm:
             yield TRLGenerationPolicy(self, self.encoder)
             return
@@ -223,7 +228,7 @@ class ARPOTrainer(GRPOTrainer):
         ) as unwrapped:
             yield TransformersPolicy(unwrapped, self.encoder, self.turn_generation_config)
 
-    # -- the seam --------------------------------------------------------------------------------------
+    # -- the seam ----------------------------------------------------------------------------------
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         mode = "train" if self.model.training else "eval"
@@ -372,7 +377,8 @@ class ARPOTrainer(GRPOTrainer):
         trajs: list[Trajectory],
         mode: str,
     ) -> None:
-        """Old / reference log-probs and the vLLM importance-sampling ratio, as TRL's seam computes them."""
+        """Old / reference log-probs and the vLLM importance-sampling ratio, as TRL's seam computes
+        them."""
         batch_size = (
             self.args.per_device_train_batch_size
             if mode == "train"
@@ -422,8 +428,10 @@ class ARPOTrainer(GRPOTrainer):
                             **fwd,
                         )
                 output["ref_per_token_logps"] = ref
-        # Replayed and demonstrated turns were not sampled by this policy now: no sampling log-probs,
-        # so they get importance ratio 1 (as in ARPO, which recomputes them with the current policy).
+        # Replayed and demonstrated turns were not sampled by this policy now: no sampling
+        # log-probs,
+        # so they get importance ratio 1 (as in ARPO, which recomputes them with the current
+        # policy).
         unknown = torch.isnan(sampling_logps) | replayed.unsqueeze(1)
         if old is not None:
             sampling_logps = torch.where(unknown, old, sampling_logps)
@@ -438,7 +446,7 @@ class ARPOTrainer(GRPOTrainer):
                 clip_max=self.vllm_importance_sampling_clip_max,
             )
 
-    # -- logging ------------------------------------------------------------------------------------------
+    # -- logging -----------------------------------------------------------------------------------
 
     def _record_metrics(
         self,
@@ -494,7 +502,7 @@ class ARPOTrainer(GRPOTrainer):
             self._logs["rewards"][name].extend(rewards_per_func[:, i].tolist())
         self._logs["advantages"].extend(all_advantages.tolist())
 
-    # -- checkpoints --------------------------------------------------------------------------------------
+    # -- checkpoints -------------------------------------------------------------------------------
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
@@ -509,7 +517,8 @@ class ARPOTrainer(GRPOTrainer):
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        # the main process reads the one saved copy and hands it to every rank (no shared disk needed)
+        # the main process reads the one saved copy and hands it to every rank (no shared disk
+        # needed)
         loaded = None
         if self.accelerator.is_main_process and os.path.exists(
             os.path.join(checkpoint, REPLAY_FILE)

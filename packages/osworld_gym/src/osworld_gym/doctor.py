@@ -12,7 +12,8 @@ What is checked is derived, not listed by hand:
 
 :data:`PACKAGES` says which Debian package provides each program. A program without an entry is
 itself a failure, so a task that starts using a new program fails ``doctor`` and the test suite
-(``tests/osworld_gym/support/test_install.py`` also checks that ``scripts/install.sh`` installs every package named
+(``tests/osworld_gym/support/test_install.py`` also checks that ``scripts/install.sh`` installs
+every package named
 here) instead of failing its setup on a fresh machine.
 
 ``root`` points the checks at another root file system (a ``debootstrap`` chroot): each probe

@@ -26,7 +26,8 @@ What counts as an infrastructure error (``info["infra_error"]``, episode exclude
 the *judge* side does: the guest server or X server not answering, setup steps failing (a
 ``postconfig`` step the guest refuses on the desktop the agent left, e.g. a window it closed,
 is skipped as OSWorld skips it), an evaluator bug (a getter or metric raising, gold data
-missing), host resources (a step or reset timeout) and the transport. Everything the *player* side -- the agent's apps
+missing), host resources (a step or reset timeout) and the transport. Everything the *player* side
+-- the agent's apps
 and whatever it runs in the desktop -- can cause is scored: an unusable result file (a
 directory, ``chmod 000``, a fifo, a symlink out of the desktop, a file over the size cap) scores
 0 with the reason in ``eval_note``; a task app killed mid-episode (Linux does not say who sent

@@ -125,7 +125,8 @@ class LaterDifference:
     """How a returned observation differs from the screen a while later (the stale-frame check).
 
     ``kind`` is ``"same"``; ``"caret"`` (all differing pixels in one caret-sized box: a text
-    caret blinked, or a block cursor of one character cell, solid in one frame); ``"masked"`` (differences only in the ignored top rows, e.g. the top bar's
+    caret blinked, or a block cursor of one character cell, solid in one frame); ``"masked"``
+    (differences only in the ignored top rows, e.g. the top bar's
     clock); or ``"changed"``: the observation was returned before the screen got where it went.
     """
 

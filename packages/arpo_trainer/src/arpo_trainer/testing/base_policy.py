@@ -5,7 +5,8 @@ random, so it first learns the *grammar* of the UI-TARS action set: a short supe
 episodes whose actions are drawn at random from that grammar (clicks at random points, generic
 key chords, generic typed text, scrolls, waits, ``finished()`` and ``call_user()``), in contexts
 with generic instructions and synthetic screenshots. Nothing comes from a task: no instruction,
-no oracle, no evaluator (``tests/arpo_trainer/test_trainer_noleak.py`` checks the word lists against every
+no oracle, no evaluator (``tests/arpo_trainer/test_trainer_noleak.py`` checks the word lists against
+every
 built-in task). The result writes valid actions, independent of the task, so it solves the tasks a
 random valid policy can solve (in practice: declaring an infeasible task infeasible with
 ``call_user()``) at a low rate, and ``arpo-train select-tasks`` keeps those.
@@ -115,7 +116,8 @@ def random_action(
     weights: dict[str, float] | None = None,
 ) -> str:
     """One valid UI-TARS action of ``kind`` (default: drawn by ``weights``, default
-    :data:`ACTION_WEIGHTS`); points in the ``frame`` (width, height) of the screenshot the model sees."""
+    :data:`ACTION_WEIGHTS`); points in the ``frame`` (width, height) of the screenshot the model
+    sees."""
     if kind is None:
         weights = weights or ACTION_WEIGHTS
         kind = rng.choices(list(weights), weights=list(weights.values()))[0]

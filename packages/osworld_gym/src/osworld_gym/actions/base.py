@@ -70,7 +70,8 @@ class ParsedAction:
 
 
 def special_of(text: str) -> Special | None:
-    """``"WAIT"``/``"DONE"``/``"FAIL"`` if ``text`` is exactly that (whitespace aside), else ``None``."""
+    """``"WAIT"``/``"DONE"``/``"FAIL"`` if ``text`` is exactly that (whitespace aside), else
+    ``None``."""
     s = text.strip()
     return s if s in SPECIALS else None  # type: ignore[return-value]
 
@@ -91,7 +92,8 @@ def finish(
     raw: str | dict = "",
     thought: str | None = None,
 ) -> ParsedAction:
-    """Validate every primitive and build the :class:`ParsedAction`; an action doing nothing is an error.
+    """Validate every primitive and build the :class:`ParsedAction`; an action doing nothing is an
+    error.
 
     >>> finish([MoveTo(1.4, 2.6)]).primitives
     (MoveTo(x=1, y=3),)
@@ -138,7 +140,8 @@ class ActionSet(ABC):
 
     @abstractmethod
     def render(self, parsed: ParsedAction) -> str | dict:
-        """Canonical form of ``parsed`` in this set's own syntax; ``parse(render(p))`` gives ``p`` back.
+        """Canonical form of ``parsed`` in this set's own syntax; ``parse(render(p))`` gives ``p``
+        back.
 
         Raises :class:`ActionError` for primitives this syntax cannot express.
         """

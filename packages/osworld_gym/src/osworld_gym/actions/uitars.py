@@ -82,7 +82,8 @@ def smart_resize(
     min_pixels: int = MIN_PIXELS,
     max_pixels: int = MAX_PIXELS,
 ) -> tuple[int, int]:
-    """The ``(height, width)`` Qwen2.5-VL resizes an image to: multiples of ``factor``, area within bounds.
+    """The ``(height, width)`` Qwen2.5-VL resizes an image to: multiples of ``factor``, area within
+    bounds.
 
     Each side is rounded to the nearest multiple of ``factor``; if the area then exceeds
     ``max_pixels`` (or falls below ``min_pixels``) both sides are scaled by the same ratio and
@@ -145,7 +146,8 @@ def read_point(box: str) -> tuple[Fraction, Fraction]:
 
 
 def _unescape(content: str) -> str:
-    """UI-TARS content escapes: ``\\n``, ``\\t``, ``\\'``, ``\\"``, ``\\\\``; other backslashes stay."""
+    """UI-TARS content escapes: ``\\n``, ``\\t``, ``\\'``, ``\\"``, ``\\\\``; other backslashes
+    stay."""
     table = {"n": "\n", "t": "\t", "'": "'", '"': '"', "\\": "\\"}
     return re.sub(r"\\([nt'\"\\])", lambda m: table[m.group(1)], content)
 
@@ -343,7 +345,8 @@ def _thought(head: str) -> str | None:
 
 
 def _split(body: str) -> list[str]:
-    """Split on blank lines, re-joining pieces until each ends with ')' (content may hold blank lines)."""
+    """Split on blank lines, re-joining pieces until each ends with ')' (content may hold blank
+    lines)."""
     chunks: list[str] = []
     start = 0
     for m in _BLANK_LINE.finditer(body):

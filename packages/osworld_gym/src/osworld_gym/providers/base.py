@@ -1,7 +1,8 @@
 """The provider protocol: where a desktop runs and how to reach it.
 
 A provider owns one desktop. ``start()`` brings it up and returns a
-:class:`~osworld_gym.protocol.DesktopClient` connected to it; ``reset_state()`` returns it to a clean state between episodes
+:class:`~osworld_gym.protocol.DesktopClient` connected to it; ``reset_state()`` returns it to a
+clean state between episodes
 as fast as the backend allows; ``stop()`` releases everything it started. Providers never parse
 actions or score tasks: that is the env's job, identical for every backend.
 """

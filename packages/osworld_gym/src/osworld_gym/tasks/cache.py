@@ -71,7 +71,8 @@ def fetch(
     copied. With ``access`` (setup downloads, whose files land in the agent's desktop)
     ``file://`` reads only from its roots and no request or redirect reaches a private or
     loopback address unless it allows that; without it (gold files that stay on the host)
-    nothing is restricted. The file is written to a temporary sibling and renamed, so an interrupted download
+    nothing is restricted. The file is written to a temporary sibling and renamed, so an interrupted
+    download
     never leaves a truncated file that a later run would trust.
 
     Raises:

@@ -4,7 +4,8 @@ Each is ``get_<type>(ctx: EvalContext, config: dict) -> value`` where ``type`` i
 ``result``/``expected`` ``type``. Modules mirror OSWorld's: :mod:`.file`, :mod:`.general`,
 :mod:`.misc`, :mod:`.info` (incl. ``accessibility_tree``), :mod:`.relative_time`
 (``rule_relativeTime``), :mod:`.chrome` (tabs through DevTools, queried inside the desktop by
-:mod:`.cdp_probe`), :mod:`.chrome_profile` (Chrome's profile files), :mod:`.vlc`, :mod:`.apps` (GIMP's config,
+:mod:`.cdp_probe`), :mod:`.chrome_profile` (Chrome's profile files), :mod:`.vlc`, :mod:`.apps`
+(GIMP's config,
 the default video player, the screen size), :mod:`.slides` (media inside a presentation).
 They are imported lazily through :mod:`osworld_gym.tasks.evaluator_registry`.
 

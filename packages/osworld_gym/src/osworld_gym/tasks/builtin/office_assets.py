@@ -144,7 +144,8 @@ def xlsx_asset(params: dict[str, str]) -> bytes:
     Edits, applied in this order: ``removed=1`` (drop the cancelled rows), ``sumcol=H`` (a column
     headed ``H`` with each row's sum of the number columns), ``avg=H`` (the same with the average),
     ``sort=C`` and ``desc=1`` (sort the data rows by column letter ``C``), ``total=BCD`` (a
-    "Total" row with the sums of columns B, C and D), ``copy=C:Name`` (a new sheet ``Name`` holding column ``C``),
+    "Total" row with the sums of columns B, C and D), ``copy=C:Name`` (a new sheet ``Name`` holding
+    column ``C``),
     ``summary=Name`` (a new sheet ``Name`` with Region/Total per region), ``title=Name`` (rename
     the data sheet), ``bold=A1:D1``, ``freeze=A2``, ``filter=1`` (auto-filter over the table),
     ``pct=C`` (percent format on the data cells of column ``C``), ``merge=A1:D1``.
