@@ -97,7 +97,10 @@ def main() -> None:
 
         def osworld_step() -> None:
             x, y = rng.randrange(w), rng.randrange(h)
-            code = f"import pyautogui; import time; pyautogui.FAILSAFE = False; pyautogui.moveTo({x}, {y}); pyautogui.click()"
+            code = (
+                "import pyautogui; import time; pyautogui.FAILSAFE = False; "
+                f"pyautogui.moveTo({x}, {y}); pyautogui.click()"
+            )
             out = client.execute([py, "-c", code])
             assert out["returncode"] == 0, out
             client.screenshot_png()  # OSWorld's screenshot endpoint, PNG (ours serves it too)
@@ -138,7 +141,8 @@ def main() -> None:
         script = (
             "import io, json, time\nfrom PIL import ImageGrab\nts = []\n"
             f"for _ in range({args.n}):\n    t0 = time.perf_counter(); img = ImageGrab.grab(); "
-            "buf = io.BytesIO(); img.save(buf, 'PNG'); ts.append(1000 * (time.perf_counter() - t0))\n"
+            "buf = io.BytesIO(); img.save(buf, 'PNG'); ts.append(1000 * "
+            "(time.perf_counter() - t0))\n"
             "print(json.dumps(ts))"
         )
         out = client.execute([py, "-c", script], timeout=300)

@@ -337,7 +337,8 @@ def env_steps(profile: str, reps: int) -> str:
     lines = ["| env.step action | signal p50 ms | polling p50 ms |", "|---|---:|---:|"]
     for name, _ in ENV_ACTIONS:
         lines.append(
-            f"| {name.replace('|', chr(92) + '|')} | {statistics.median(times[(name, True)]):.0f} | "
+            f"| {name.replace('|', chr(92) + '|')} | "
+            f"{statistics.median(times[(name, True)]):.0f} | "
             f"{statistics.median(times[(name, False)]):.0f} |"
         )
     return "\n".join(lines)

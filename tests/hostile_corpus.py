@@ -109,7 +109,8 @@ def _payloads(c: str, tag: str) -> list[str]:
         f"getattr(__import__('builtins'), 'open')('{f}-8', 'w')",
         f"pyautogui.__class__.__init__.__globals__['os'].system('touch {f}-9')",
         (
-            f"[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'catch_warnings'][0]()"
+            "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == "
+            "'catch_warnings'][0]()"
             f"._module.__builtins__['__import__']('os').system('touch {f}-10')"
         ),
         f"__import__('ctypes').CDLL(None).system(b'touch {f}-11')",
@@ -351,7 +352,10 @@ _VALID = [
     "pyautogui.click(100, 200)",
     "pyautogui.write('hello world\\n')",
     "pyautogui.hotkey('ctrl', 'c')",
-    "import pyautogui\nimport time\npyautogui.moveTo(5, 5)\ntime.sleep(0.5)\npyautogui.dragTo(50, 60)",
+    (
+        "import pyautogui\nimport time\npyautogui.moveTo(5, "
+        "5)\ntime.sleep(0.5)\npyautogui.dragTo(50, 60)"
+    ),
     "pyautogui.scroll(-3, x=10, y=10)",
     "pyautogui.press(['tab', 'enter'])",
     "Thought: open it\nAction: click(start_box='<|box_start|>(100,200)<|box_end|>')",

@@ -79,9 +79,9 @@ def test_docker_source_plans_with_its_provider_and_reports_a_missing_daemon(tmp_
     )
     assert "provider 'docker': 4 per process" in proc.stdout
     assert (
-        "source 'docker': 4 per process on this machine, provider_kwargs {'image': 'osworld-gym:test'}"
-        in proc.stdout
-    )
+        "source 'docker': 4 per process on this machine, provider_kwargs {'image': "
+        "'osworld-gym:test'}"
+    ) in proc.stdout
     n = len(yaml.safe_load(DEMO.read_text())["task_ids"])
     assert f"builtin: {n} supported on 'docker'" in proc.stdout
     assert (

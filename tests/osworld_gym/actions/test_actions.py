@@ -485,7 +485,10 @@ UITARS_VALID = [
     ("Action: call_user()", [], "FAIL"),
     ("Action: error_env()", [], "FAIL"),
     (
-        "Thought: a\nAction: click(start_box='(966,546)')\n\ntype(content='abc\\n')\n\nfinished(content='ok')",
+        (
+            "Thought: a\nAction: "
+            "click(start_box='(966,546)')\n\ntype(content='abc\\n')\n\nfinished(content='ok')"
+        ),
         [Click(960, 540), TypeText("abc"), Press("enter")],
         "DONE",
     ),

@@ -78,7 +78,10 @@ TREE = (
 
 
 def test_check_accessibility_tree_css_and_xpath():
-    css = 'tool-bar[attr|id=MsgHeadersToolbar] label[name=To]~[attr|class="address-pill"]>label[name*="fox@"]'
+    css = (
+        "tool-bar[attr|id=MsgHeadersToolbar] "
+        'label[name=To]~[attr|class="address-pill"]>label[name*="fox@"]'
+    )
     assert m.check_accessibility_tree(TREE, [{"selectors": [css]}]) == 1.0
     assert m.check_accessibility_tree(TREE, [{"selectors": [css.replace("fox@", "iron@")]}]) == 0.0
     xp = "//application[@name='Thunderbird']//*[contains(@name, 'fox@uni.edu')]"

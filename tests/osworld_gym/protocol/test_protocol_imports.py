@@ -62,7 +62,10 @@ def test_the_protocol_imports_only_the_standard_library():
     [
         "import gymnasium as gym; import osworld_gym",
         "import osworld_gym; import gymnasium as gym",
-        "import osworld_gym; from gymnasium.envs.registration import registry; import gymnasium as gym",
+        (
+            "import osworld_gym; from gymnasium.envs.registration import registry; import "
+            "gymnasium as gym"
+        ),
     ],
 )
 def test_osworld_v0_is_registered_whichever_is_imported_first(code):

@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--tasks",
         default="builtin",
-        help="builtin | builtin:DOMAIN[,DOMAIN] | id list file | evaluation_examples dir | meta json",
+        help=(
+            "builtin | builtin:DOMAIN[,DOMAIN] | id list file | evaluation_examples dir | meta json"
+        ),
     )
     r.add_argument(
         "--meta", help="meta file of an evaluation_examples directory (default test_all.json)"

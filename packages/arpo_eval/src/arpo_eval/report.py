@@ -196,7 +196,8 @@ def render_report(
         try:
             png = training_curves(train_log, title=f"training: {Path(train_log).name}")
             plots.append(
-                f'<img alt="training curves" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+                '<img alt="training curves" '
+                f'src="data:image/png;base64,{base64.b64encode(png).decode()}">'
             )
         except (FileNotFoundError, ValueError) as e:
             log.warning("no training curves: %s", e)
@@ -210,8 +211,10 @@ def render_report(
         tid, dom = esc(row["task_id"]), esc(row["domain"])
         task_rows.append(
             f'<tr class="task" data-task="{tid}" data-domain="{dom}" data-status="{status}">'
-            f'<td><span class="toggle">▸</span> {tid}{" <small>(infeasible)</small>" if row["infeasible"] else ""}</td>'
-            f'<td>{dom}</td><td class="num scores">{esc(scores)}</td><td class="num mean">{mean}</td>'
+            '<td><span class="toggle">▸</span> '
+            f"{tid}{' <small>(infeasible)</small>' if row['infeasible'] else ''}</td>"
+            f'<td>{dom}</td><td class="num scores">{esc(scores)}</td><td class="num '
+            f'mean">{mean}</td>'
             f'<td class="status status-{status}">{status}</td></tr>'
             f'<tr class="detail hidden" data-for="{tid}"><td colspan="5"></td></tr>'
         )

@@ -42,7 +42,8 @@ class SelectArguments:
     selection_output: str = field(
         default="selected_tasks.json",
         metadata={
-            "help": "Where to write the selected task list (read back by --tasks); a Markdown success "
+            "help": "Where to write the selected task list (read back by --tasks); a Markdown "
+            "success "
             "table and a JSON of per-task counts are written next to it."
         },
     )
@@ -66,7 +67,8 @@ class RunArguments:
     dry_run: bool = field(
         default=False,
         metadata={
-            "help": "Print the resolved plan (processes, memory per GPU, desktops, tasks) and check it; "
+            "help": "Print the resolved plan (processes, memory per GPU, desktops, tasks) and "
+            "check it; "
             "start nothing. Exit status 2 when a problem is found."
         },
     )
@@ -294,7 +296,8 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
     )
     print(table)
     print(
-        f"selected {len(selected)}/{len(stats)} tasks in {(time.monotonic() - t0) / 60:.1f} min -> {out}"
+        f"selected {len(selected)}/{len(stats)} tasks in "
+        f"{(time.monotonic() - t0) / 60:.1f} min -> {out}"
     )
     return 0
 

@@ -42,7 +42,8 @@ class ARPOConfig(GRPOConfig):
     loss_type: str = field(
         default="grpo",
         metadata={
-            "help": "TRL loss variant: grpo (per-trajectory token mean, as ARPO), dapo, dr_grpo, bnpo, "
+            "help": "TRL loss variant: grpo (per-trajectory token mean, as ARPO), dapo, dr_grpo, "
+            "bnpo, "
             "cispo, sapo, luspo, vespo."
         },
     )
@@ -55,9 +56,11 @@ class ARPOConfig(GRPOConfig):
     vllm_importance_sampling_mode: str = field(
         default="token_truncate",
         metadata={
-            "help": "vLLM/trainer mismatch correction: token_truncate (default here: per-token ratios "
+            "help": "vLLM/trainer mismatch correction: token_truncate (default here: per-token "
+            "ratios "
             "clipped at vllm_importance_sampling_clip_max, which do not compound over long "
-            "multi-turn trajectories), token_mask, sequence_truncate, sequence_mask (TRL's default)."
+            "multi-turn trajectories), token_mask, sequence_truncate, sequence_mask "
+            "(TRL's default)."
         },
     )
     remove_unused_columns: bool | None = field(
@@ -91,7 +94,8 @@ class ARPOConfig(GRPOConfig):
     action_set_kwargs: dict[str, Any] | str | None = field(
         default=None,
         metadata={
-            "help": "Extra arguments for the action set, as a dict or JSON string. For 'uitars' the "
+            "help": "Extra arguments for the action set, as a dict or JSON string. For 'uitars' "
+            "the "
             "coordinate frame (`max_pixels`) defaults to `image_max_pixels` so coordinates refer "
             "to the screenshot the model sees."
         },
@@ -114,14 +118,16 @@ class ARPOConfig(GRPOConfig):
     vector_env: str = field(
         default="auto",
         metadata={
-            "help": "How the G desktops of a generation batch run: 'async' (one subprocess each, in "
+            "help": "How the G desktops of a generation batch run: 'async' (one subprocess each, "
+            "in "
             "parallel), 'sync' (in turn, in this process) or 'auto' (sync for the fake provider)."
         },
     )
     step_timeout_s: float | None = field(
         default=300.0,
         metadata={
-            "help": "Seconds a desktop may take for one step or reset (async pool) before its episode is "
+            "help": "Seconds a desktop may take for one step or reset (async pool) before its "
+            "episode is "
             "ended as an infrastructure error and its worker replaced."
         },
     )
@@ -142,11 +148,15 @@ class ARPOConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Where the desktops come from (a YAML section or JSON object): {source: local} "
-            "(default: `provider` on this machine), {source: docker}, {source: remote, urls: [...], "
-            "token_file: ..., osworld_compat: false, reset_hook: 'shell command' | {http: URL}} (guests "
+            "(default: `provider` on this machine), {source: docker}, {source: remote, "
+            "urls: [...], "
+            "token_file: ..., osworld_compat: false, reset_hook: 'shell command' | "
+            "{http: URL}} (guests "
             "that already run; the hook runs before every episode's reset and its failure is an "
-            "infrastructure error), or {source: ray, ray_address: auto, provider: local, resources: "
-            "{osworld_desktop: 1}} (desktops as Ray actors). Optional num_desktops checks the total. "
+            "infrastructure error), or {source: ray, ray_address: auto, provider: local, "
+            "resources: "
+            "{osworld_desktop: 1}} (desktops as Ray actors). Optional num_desktops "
+            "checks the total. "
             "See arpo_trainer.desktops."
         },
     )
@@ -159,7 +169,8 @@ class ARPOConfig(GRPOConfig):
     max_history_images: int = field(
         default=15,
         metadata={
-            "help": "Screenshots kept in the context (the latest ones; ARPO 15). Older ones become a "
+            "help": "Screenshots kept in the context (the latest ones; ARPO 15). Older ones "
+            "become a "
             "short text marker. With max_history_images >= max_turns every sampled turn is "
             "trained in exactly the context it was sampled in."
         },
@@ -170,7 +181,8 @@ class ARPOConfig(GRPOConfig):
     image_max_pixels: int | None = field(
         default=None,
         metadata={
-            "help": "Screenshots are resized to at most this many pixels before the processor sees them "
+            "help": "Screenshots are resized to at most this many pixels before the processor "
+            "sees them "
             "(ARPO 2116800 = 1092x1932 for 1080p). Default: the image processor's own limit."
         },
     )
@@ -181,7 +193,8 @@ class ARPOConfig(GRPOConfig):
     prompt_template: str | None = field(
         default=None,
         metadata={
-            "help": "First user message; `{instruction}` is replaced by the task. Default: the action "
+            "help": "First user message; `{instruction}` is replaced by the task. Default: the "
+            "action "
             "set's own prompt (`describe()`)."
         },
     )
@@ -189,8 +202,10 @@ class ARPOConfig(GRPOConfig):
     prompt_template_file: str | None = field(
         default=None,
         metadata={
-            "help": "Read `prompt_template` from this file: run the exact prompt your model was trained "
-            "with (e.g. UI-TARS-1.5's computer-use prompt from its own repository; the project ships "
+            "help": "Read `prompt_template` from this file: run the exact prompt your model was "
+            "trained "
+            "with (e.g. UI-TARS-1.5's computer-use prompt from its own repository; the "
+            "project ships "
             "no third-party prompt text). `{instruction}` is replaced by the task; any other "
             "placeholder must be filled in the file."
         },
@@ -206,7 +221,8 @@ class ARPOConfig(GRPOConfig):
     end_on_format_error: bool = field(
         default=True,
         metadata={
-            "help": "End the episode at the first unparsable turn (ARPO: the action becomes DONE and the "
+            "help": "End the episode at the first unparsable turn (ARPO: the action becomes DONE "
+            "and the "
             "desktop is scored). False: the turn does nothing and the episode goes on."
         },
     )
@@ -214,8 +230,10 @@ class ARPOConfig(GRPOConfig):
     advantage_clip: float | None = field(
         default=None,
         metadata={
-            "help": "Clip every advantage to [-advantage_clip, advantage_clip] after scaling (default: "
-            "no clip, as TRL). With scale_rewards='none' advantages are bounded by the reward range "
+            "help": "Clip every advantage to [-advantage_clip, advantage_clip] after scaling "
+            "(default: "
+            "no clip, as TRL). With scale_rewards='none' advantages are bounded by the "
+            "reward range "
             "anyway; with 'group' a near-converged group like [0.5, 1, 1, 1] gives the odd one out "
             "A = -1.5, and a clip bounds what one such group can do to the policy."
         },
@@ -247,7 +265,8 @@ class ARPOConfig(GRPOConfig):
     replay_warm_start: str | None = field(
         default=None,
         metadata={
-            "help": "Seed the buffer before training: 'oracle' executes each task's built-in oracle on a "
+            "help": "Seed the buffer before training: 'oracle' executes each task's built-in "
+            "oracle on a "
             "desktop, rendered in the policy's action syntax, and stores it if it succeeds."
         },
     )
@@ -256,7 +275,8 @@ class ARPOConfig(GRPOConfig):
     rollout_log: str | None = field(
         default=None,
         metadata={
-            "help": "Append one JSON line per finished trajectory (task, score, turns, actions) to this "
+            "help": "Append one JSON line per finished trajectory (task, score, turns, actions) "
+            "to this "
             "file; relative paths are under output_dir."
         },
     )
@@ -286,7 +306,8 @@ class ARPOConfig(GRPOConfig):
             if self.provider not in ("local", implied):
                 raise ValueError(
                     f"provider {self.provider!r} contradicts desktops.source "
-                    f"{self.desktop_source.source!r} (whose desktops run {implied!r}): set one of them"
+                    f"{self.desktop_source.source!r} (whose desktops run {implied!r}): "
+                    "set one of them"
                 )
             self.provider = implied
         else:
@@ -313,7 +334,8 @@ class ARPOConfig(GRPOConfig):
         if per_process % self.num_generations != 0:
             raise ValueError(
                 f"each process's generation batch ({per_process} = per_device_train_batch_size x "
-                f"steps_per_generation) must hold whole groups of num_generations={self.num_generations}, so "
+                "steps_per_generation) must hold whole groups of "
+                f"num_generations={self.num_generations}, so "
                 "that replay sees every group on one process; adjust per_device_train_batch_size"
             )
 

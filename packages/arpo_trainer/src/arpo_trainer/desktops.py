@@ -391,7 +391,8 @@ class DesktopSource:
         if self.num_desktops is not None and self.num_desktops != total:
             problems.append(
                 f"desktops.num_desktops is {self.num_desktops}, but the run uses {total} desktops "
-                f"({per_process} per process x {processes} process(es) = per_device_train_batch_size "
+                f"({per_process} per process x {processes} process(es) = "
+                "per_device_train_batch_size "
                 "x steps_per_generation x processes): change one of them"
             )
         if self.source == "remote" and self.remotes and len(self.remotes) < total:

@@ -50,7 +50,8 @@ class ModelArguments:
     model_name_or_path: str = field(
         default="tiny",
         metadata={
-            "help": "A Qwen-VL checkpoint (hub id or local directory, e.g. ByteDance-Seed/UI-TARS-1.5-7B) "
+            "help": "A Qwen-VL checkpoint (hub id or local directory, e.g. "
+            "ByteDance-Seed/UI-TARS-1.5-7B) "
             "or 'tiny': a random tiny Qwen2.5-VL built offline, for CPU demos and tests."
         },
     )
@@ -98,7 +99,8 @@ class ModelArguments:
     save_merged: bool = field(
         default=True,
         metadata={
-            "help": "After LoRA training, also save the adapter merged into the base model (with the "
+            "help": "After LoRA training, also save the adapter merged into the base model (with "
+            "the "
             "processor) under <output_dir>/merged, loadable without peft (e.g. by arpo-eval)."
         },
     )

@@ -162,8 +162,10 @@ def build_plan(
     ]
     if opt_steps <= 1 and args.num_iterations == 1:
         lines.append(
-            "  note: one optimizer step per rollout batch: the PPO ratio is identically 1 and the clip "
-            "never acts (ARPO's code takes 2: steps_per_generation = 2 x gradient_accumulation_steps)"
+            "  note: one optimizer step per rollout batch: the PPO ratio is identically "
+            "1 and the clip "
+            "never acts (ARPO's code takes 2: steps_per_generation = 2 x "
+            "gradient_accumulation_steps)"
         )
 
     # memory
@@ -187,7 +189,8 @@ def build_plan(
     ]
     if shape is None:
         problems.append(
-            f"unknown model shape for {margs.model_name_or_path!r}: give a local checkpoint directory "
+            f"unknown model shape for {margs.model_name_or_path!r}: give a local "
+            "checkpoint directory "
             "(with config.json) or a model listed in arpo_trainer.memory.KNOWN_SHAPES"
         )
     else:
@@ -211,8 +214,10 @@ def build_plan(
         lines += [f"  {name:<40} {gb:7.1f} GB" for name, gb in est.rows()]
         if not est.fits:
             problems.append(
-                f"estimated peak {max(est.training, est.rollout):.0f} GB exceeds {gpu_memory_gb:g} GB "
-                "per GPU: see the breakdown above (sleep mode, gradient checkpointing, micro-batch 1, "
+                f"estimated peak {max(est.training, est.rollout):.0f} GB exceeds "
+                f"{gpu_memory_gb:g} GB "
+                "per GPU: see the breakdown above (sleep mode, gradient checkpointing, "
+                "micro-batch 1, "
                 "more processes, fewer kept screenshots)"
             )
 

@@ -105,6 +105,7 @@ def curve_text(log_history: list[dict[str, Any]], window: int = 5, target: float
     else:
         when = f" after {reached[1]:.1f} min" if reached[1] is not None else ""
         lines.append(
-            f"the {window}-step moving average first reached {target:.0%} at step {reached[0]}{when}"
+            f"the {window}-step moving average first reached {target:.0%} at step "
+            f"{reached[0]}{when}"
         )
     return "\n".join(lines)

@@ -97,7 +97,10 @@ def choose_tasks(
 def success_table(stats: list[TaskStats], selected: list[str]) -> str:
     """A Markdown table: one row per task with its success rate and whether it was selected."""
     lines = [
-        "| task | domain | infeasible | successes | attempts | success rate | infra errors | selected |",
+        (
+            "| task | domain | infeasible | successes | attempts | success rate | infra "
+            "errors | selected |"
+        ),
         "|---|---|---|---|---|---|---|---|",
     ]
     chosen = set(selected)

@@ -51,7 +51,8 @@ def resolve_tasks(
         missing = [t for t in ids if t not in tasks]
         if missing:
             raise KeyError(
-                f"tasks not found (or unsupported on {provider!r}) in {spec!r}: {', '.join(missing)}"
+                f"tasks not found (or unsupported on {provider!r}) in {spec!r}: "
+                f"{', '.join(missing)}"
             )
         tasks = TaskSet([tasks[t] for t in ids])
     if len(tasks) == 0:

@@ -52,7 +52,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             Image.fromarray(obs["screenshot"]).save(out / f"step_{n}.png")
             note = info["action_error"] or info["infra_error"] or ""
             print(
-                f"  step {n:>2}: {action[:70]:<70} {info['timings'].get('observe_ms', 0):6.0f} ms {note}"
+                f"  step {n:>2}: {action[:70]:<70} "
+                f"{info['timings'].get('observe_ms', 0):6.0f} ms {note}"
             )
             if terminated or truncated:
                 break

@@ -337,7 +337,8 @@ class RayVectorEnv(VectorEnv):
             raise TimeoutError(
                 f"only {len(ready)} of {len(refs)} env actors started within {timeout:.0f} s; the "
                 f"cluster has {ray.cluster_resources()}, and each actor needs the resources passed "
-                "as resources=/num_cpus= (give desktop nodes e.g. --resources='{\"osworld_desktop\": 8}')"
+                "as resources=/num_cpus= (give desktop nodes e.g. "
+                "--resources='{\"osworld_desktop\": 8}')"
             )
         self.placement = ray.get(refs)
 

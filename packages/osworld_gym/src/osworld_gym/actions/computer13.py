@@ -328,7 +328,8 @@ class Computer13ActionSet(ActionSet):
                 raise ActionError(f"{k} must be a finite number, got {repr(v)[:30]}")
             if not 0 <= v <= hi:
                 raise ActionError(
-                    f"{k}={repr(v)[:30]} is off the {self.screen_size[0]}x{self.screen_size[1]} screen "
+                    f"{k}={repr(v)[:30]} is off the "
+                    f"{self.screen_size[0]}x{self.screen_size[1]} screen "
                     f"(0 <= {k} <= {hi})"
                 )
             out.append(round(v))
@@ -338,7 +339,8 @@ class Computer13ActionSet(ActionSet):
         w, h = self.screen_size
         lines = [
             (
-                'Act by answering with one JSON object: {"action_type": TYPE, "parameters": {...}}. '
+                'Act by answering with one JSON object: {"action_type": TYPE, '
+                '"parameters": {...}}. '
                 f"The screen is {w}x{h} pixels; (0, 0) is the top-left corner. Action types:"
             ),
         ]
@@ -348,7 +350,8 @@ class Computer13ActionSet(ActionSet):
         lines.append("Parameters:")
         lines += [f"- {k}: {v}" for k, v in PARAMETERS.items()]
         lines.append(
-            'Example: {"action_type": "CLICK", "parameters": {"button": "left", "x": 640, "y": 360}}'
+            'Example: {"action_type": "CLICK", "parameters": {"button": "left", "x": '
+            '640, "y": 360}}'
         )
         return "\n".join(lines)
 

@@ -567,13 +567,16 @@ class PyAutoGUIActionSet(ActionSet):
                 "(0, 0) is the top-left corner."
             ),
             (
-                "Write one call per line; arguments must be literal numbers, strings, True/False/None "
+                "Write one call per line; arguments must be literal numbers, strings, "
+                "True/False/None "
                 "or lists of them (no variables, loops or other code). You may start with "
                 "'import pyautogui' and 'import time'."
             ),
             (
-                f"At most {MAX_CALLS} calls, {MAX_TEXT_CHARS} typed characters and {MAX_WAIT_S:g} s of "
-                "sleeping per action. duration, interval and tween are accepted and ignored (motion is "
+                f"At most {MAX_CALLS} calls, {MAX_TEXT_CHARS} typed characters and "
+                f"{MAX_WAIT_S:g} s of "
+                "sleeping per action. duration, interval and tween are accepted and "
+                "ignored (motion is "
                 "instantaneous). Available functions:"
             ),
         ]

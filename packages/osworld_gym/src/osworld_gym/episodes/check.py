@@ -150,7 +150,10 @@ def check_tasks(
 
 def format_table(results: list[CheckResult]) -> str:
     """A plain-text table: one row per result and a summary line."""
-    header = f"{'task':<40} {'var':>4} {'oracle':>6} {'noop':>5} {'steps':>5} {'oracle_s':>8} {'noop_s':>6}  status"
+    header = (
+        f"{'task':<40} {'var':>4} {'oracle':>6} {'noop':>5} {'steps':>5} {'oracle_s':>8} "
+        f"{'noop_s':>6}  status"
+    )
     lines = [header, "-" * len(header)]
     for r in results:
 

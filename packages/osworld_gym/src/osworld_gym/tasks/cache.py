@@ -110,7 +110,8 @@ def fetch(
         return dest
     if parsed.scheme not in ("http", "https"):
         raise SetupError(
-            f"cannot download {url!r}: only http, https, file and builtin-asset URLs are supported. "
+            f"cannot download {url!r}: only http, https, file and builtin-asset URLs are "
+            "supported. "
             f"Place the file at {dest} to use the cache instead."
         )
     own_client = client is None
