@@ -211,7 +211,9 @@ def main() -> None:
         print(f"{name:<{width}}  {p50:>9.1f}  {p95:>9.1f}  {note}")
     if args.json:
         Path(args.json).write_text(
-            json.dumps([dict(zip(("name", "p50", "p95", "note"), r)) for r in rows], indent=1)
+            json.dumps(
+                [dict(zip(("name", "p50", "p95", "note"), r, strict=True)) for r in rows], indent=1
+            )
         )
 
 
@@ -226,7 +228,10 @@ def focus_switching_step(client):
             assert time.monotonic() < deadline, f"no window {title}"
             time.sleep(0.1)
         info = client.execute(["xwininfo", "-name", title])["output"]
-        get = lambda key: int(re.search(rf"{key}:\s+(-?\d+)", info).group(1))
+
+        def get(key: str, text: str = info) -> int:
+            return int(re.search(rf"{key}:\s+(-?\d+)", text).group(1))
+
         centers.append(
             (
                 get("Absolute upper-left X") + get("Width") // 2,

@@ -28,7 +28,8 @@ not run. A column that cannot run prints the reason in its cells (its first line
 message follows the table): on CPU, server mode fails at the weight-sync handshake (TRL's NCCL
 weight transfer needs CUDA), which the benchmark really attempts.
 
-    uv run python benchmarks/bench_trainer.py [--steps 4] [--variants "transformers x1,vLLM colocate x1"]
+    uv run python benchmarks/bench_trainer.py [--steps 4] \
+        [--variants "transformers x1,vLLM colocate x1"]
 """
 
 from __future__ import annotations
@@ -294,8 +295,9 @@ def run_variant(
         cmd = [python, *script]
     else:
         cmd = [python, "-m", "accelerate.commands.launch", "--multi_gpu",
-               "--num_processes", str(v.processes), "--num_machines", "1", "--mixed_precision", "no",
-               "--dynamo_backend", "no", "--main_process_port", str(_free_port()), *script]  # fmt: skip
+               "--num_processes", str(v.processes), "--num_machines", "1",
+               "--mixed_precision", "no", "--dynamo_backend", "no",
+               "--main_process_port", str(_free_port()), *script]  # fmt: skip
     t0 = time.perf_counter()
     with open(out / f"{_slug(name)}.log", "w+") as log_file:
         proc = subprocess.Popen(
@@ -326,7 +328,9 @@ def run_variant(
         "threads": threads,
         "turns_per_s": statistics.median(turns_per_s),
         "turns_per_s_range": f"{min(turns_per_s):.1f}-{max(turns_per_s):.1f}",
-        "train_tokens_per_s": statistics.median(t / s for t, s in zip(tokens, train_s)),
+        "train_tokens_per_s": statistics.median(
+            t / s for t, s in zip(tokens, train_s, strict=True)
+        ),
         "tokens_per_step": sum(tokens) / len(tokens),
         "wall_s": wall,
     }
@@ -353,7 +357,7 @@ def loadavg() -> str:
 
 
 def prepare_model(python: str, out: Path) -> tuple[str | None, str]:
-    """The checkpoint every column loads, saved by ``python``; ``(None, why)`` without vLLM's env."""
+    """The checkpoint every column loads, saved by ``python``; ``(None, why)`` without vLLM."""
     path = out / "tiny-vllm-vlm"
     proc = subprocess.run(
         [python, str(HERE), "--save-model", str(path)], capture_output=True, text=True, timeout=600

@@ -15,7 +15,8 @@ alike. Stale frames: after the *signal* and *polling* observations the script wa
 and captures again; a difference that is not a blinking caret (or, on the ``ubuntu`` profile,
 the top bar's clock, whose rows are masked) counts as stale, and is listed.
 
-    uv run python benchmarks/bench_turn_latency.py [--profile openbox|ubuntu] [--apps xterm,mousepad]
+    uv run python benchmarks/bench_turn_latency.py [--profile openbox|ubuntu] \
+        [--apps xterm,mousepad]
 
 ``--env-steps N`` instead times ``env.step`` itself for the issue's six terminal actions (a
 launch, two commands typed, three that change nothing), N episodes per way.

@@ -128,7 +128,7 @@ def window_mean(curve: list[dict], key: str, lo: int, hi: int) -> float:
 
 def summarize(curves: dict[str, dict[int, list[dict]]], steps: int) -> str:
     edges = [0, steps // 4, steps // 2, 3 * steps // 4, steps]
-    windows = list(zip(edges[:-1], edges[1:]))
+    windows = list(zip(edges[:-1], edges[1:], strict=True))
     head = "| mode | seeds | " + " | ".join(f"own success, steps {a}-{b - 1}" for a, b in windows)
     head += " | all-fail groups | injected |"
     lines = [head, "|" + "---|" * (4 + len(windows))]

@@ -428,7 +428,9 @@ def _tb_profile(seed: str) -> bytes:
         ".thunderbird/installs.ini": f"[{_TB_INSTALL}]\nDefault={TB_PROFILE}\nLocked=1\n",
         ".thunderbird/standin0.default/times.json": "{}\n",
         f".thunderbird/{TB_PROFILE}/prefs.js": _tb_prefs(),
-        f".thunderbird/{TB_PROFILE}/ImapMail/{TB_ACCOUNT[1]}/msgFilterRules.dat": 'version="9"\nlogging="no"\n',
+        f".thunderbird/{TB_PROFILE}/ImapMail/{TB_ACCOUNT[1]}/msgFilterRules.dat": (
+            'version="9"\nlogging="no"\n'
+        ),
         f".thunderbird/{TB_PROFILE}/standin.txt": f"stand-in {_numbers(seed)}\n",
         f".thunderbird/{TB_PROFILE}/global-messages-db.sqlite": _gloda_db(seed),
     }

@@ -113,7 +113,8 @@ def test_ray_source_plans_its_actors_and_checks_num_desktops(tmp_path):
 
 
 @pytest.mark.parametrize(("section", "message"), [
-    ({"source": "cloud"}, "desktops.source must be one of local, docker, remote, ray, fake, got 'cloud'"),
+    ({"source": "cloud"},
+     "desktops.source must be one of local, docker, remote, ray, fake, got 'cloud'"),
     ({"source": "ray", "urls": ["http://a:1"]}, "source 'ray' does not take 'urls'"),
     ({"source": "remote", "urls": []}, "desktops.urls must be a non-empty list"),
     ({"source": "remote", "urls": ["10.0.0.1:5000"], "token": "t"}, "must start with http:// or https://"),
@@ -123,7 +124,8 @@ def test_ray_source_plans_its_actors_and_checks_num_desktops(tmp_path):
      "desktops.reset_hook: unknown key 'cmd'"),
     ({"source": "remote", "urls": [{"url": "http://a:1", "reset_hook": {"http": "ftp://h"}}],
       "osworld_compat": True}, "desktops.urls[0].reset_hook.http must start with http://"),
-    ({"source": "ray", "provider": "remote"}, "desktops.provider (what each Ray actor runs) must be one of"),
+    ({"source": "ray", "provider": "remote"},
+     "desktops.provider (what each Ray actor runs) must be one of"),
     ({"source": "ray", "num_desktops": 0}, "num_desktops must be a positive integer"),
 ])  # fmt: skip
 def test_a_bad_desktops_section_is_a_clear_error(section, message):

@@ -207,7 +207,8 @@ def _launch(out: Path, *extra: str) -> None:
 def test_two_processes_agree_on_turns_share_one_replay_buffer_and_log_global_metrics(tmp_path):
     _launch(tmp_path)
     r0, r1 = (json.loads((tmp_path / f"rank{r}_train.json").read_text()) for r in (0, 1))
-    ep = {r: [json.loads(x) for x in (tmp_path / f"rank{r}_episodes.jsonl").read_text().split("\n") if x]
+    ep = {r: [json.loads(x)
+              for x in (tmp_path / f"rank{r}_episodes.jsonl").read_text().split("\n") if x]
           for r in (0, 1)}  # fmt: skip
 
     # ranks finished at different turns ...

@@ -17,8 +17,10 @@ from pptx.util import Inches
 
 XCU = """<?xml version="1.0" encoding="UTF-8"?>
 <oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema">
-<item oor:path="/org.openoffice.Office.Impress/Misc/Start"><prop oor:name="EnablePresenterScreen" oor:op="fuse"><value>{presenter}</value></prop></item>
-<item oor:path="/org.openoffice.Office.Common/Save/Document"><prop oor:name="AutoSaveTimeIntervall" oor:op="fuse"><value>{minutes}</value></prop></item>
+<item oor:path="/org.openoffice.Office.Impress/Misc/Start">
+<prop oor:name="EnablePresenterScreen" oor:op="fuse"><value>{presenter}</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Save/Document">
+<prop oor:name="AutoSaveTimeIntervall" oor:op="fuse"><value>{minutes}</value></prop></item>
 </oor:items>
 """
 

@@ -81,7 +81,10 @@ def xterm(client, title: str, where: str, script: str) -> Term:
     )
     wait_for(lambda: title in client.execute(["wmctrl", "-l"])["output"], f"window {title}")
     out = client.execute(["xwininfo", "-name", title])["output"]
-    get = lambda key: int(re.search(rf"{key}:\s+(-?\d+)", out).group(1))
+
+    def get(key: str, text: str = out) -> int:
+        return int(re.search(rf"{key}:\s+(-?\d+)", text).group(1))
+
     return Term(
         title,
         get("Absolute upper-left X"),

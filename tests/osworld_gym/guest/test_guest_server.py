@@ -80,7 +80,10 @@ class Guest:
     def window_geometry(self, needle: str) -> tuple[int, int, int, int]:
         """Client-area x, y, width, height of the window whose title contains ``needle``."""
         out = self.client.execute(["xwininfo", "-name", needle])["output"]
-        get = lambda key: int(re.search(rf"{key}:\s+(-?\d+)", out).group(1))
+
+        def get(key: str, text: str = out) -> int:
+            return int(re.search(rf"{key}:\s+(-?\d+)", text).group(1))
+
         return (
             get("Absolute upper-left X"),
             get("Absolute upper-left Y"),

@@ -187,7 +187,10 @@ def test_the_desktop_user_home_sudo_shim_and_isolation(dk, tag):
     b = DockerProvider(screen_size=(800, 600), image=tag)
     try:
         ca, cb = a.start(), b.start()
-        run = lambda c, cmd: c.execute(["bash", "-c", cmd])["output"].strip()
+
+        def run(c, cmd: str) -> str:
+            return c.execute(["bash", "-c", cmd])["output"].strip()
+
         assert run(ca, "id -un; echo $HOME; pwd") == "user\n/home/user\n/home/user"
         # OSWorld's `echo password | sudo -S CMD` runs CMD as the user: no root for the player
         # (the shim, as in the local sandbox; tests/osworld_gym/redteam/test_redteam_docker.py has

@@ -34,7 +34,7 @@ def test_the_sandbox_binds_an_allowlist_not_the_host_root(tmp_path):
     p = local.LocalProvider(screen_size=(800, 600), root_dir=tmp_path)
     p._dir = tmp_path
     cmd = p._command(tmp_path / "home", tmp_path / "run", userns_fd=7)
-    pairs = list(zip(cmd, cmd[1:], cmd[2:]))
+    pairs = list(zip(cmd, cmd[1:], cmd[2:], strict=False))
     assert ("--ro-bind", "/", "/") not in pairs
     assert ("--ro-bind", "/usr", "/usr") in pairs
     assert ("--ro-bind", str(tmp_path / "empty"), "/etc/shadow") in pairs

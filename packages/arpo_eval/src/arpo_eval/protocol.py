@@ -64,7 +64,7 @@ log = logging.getLogger(__name__)
 FAIL = "FAIL"
 
 
-class Protocol(str, enum.Enum):
+class Protocol(str, enum.Enum):  # noqa: UP042 - str() and f-strings name the member
     """How the step limit is scored (module docstring)."""
 
     STANDARD = "standard"

@@ -251,14 +251,16 @@ def render_report(
 <h1>{esc(run["model"])}</h1>
 <p class="meta">{meta}</p>
 <p class="protocol"><b>Protocol:</b> {esc(PROTOCOL_TEXT.get(run["protocol"], run["protocol"]))}
-Infrastructure errors (desktop, evaluator or model server failures) are counted apart and never as 0.</p>
+Infrastructure errors (desktop, evaluator or model server failures) are counted apart and never
+as 0.</p>
 <div class="cards">{card_html}</div>
 <h2>Per domain</h2>
 <table id="domain-table"><thead><tr><th>domain</th>{head_cells}</tr></thead>
 <tbody>{"".join(domain_rows)}</tbody></table>
 <div class="plots">{"".join(plots)}</div>
 <h2>Tasks</h2>
-<div class="filters">domain <select id="f-domain"><option value="">all</option>{domain_opts}</select>
+<div class="filters">domain <select id="f-domain"><option value="">all</option>{domain_opts}
+</select>
 status <select id="f-status"><option value="">all</option><option value="pass">pass</option>
 <option value="partial">partial</option><option value="fail">fail</option>
 <option value="infra">infra error</option><option value="not-run">not run</option></select>

@@ -162,7 +162,7 @@ def play_episode(
 
 
 def _finish_dir(rec: EpisodeRecord, episode_dir: Path | None) -> None:
-    """Write ``episode.json`` (and ``infra_error.txt`` for an unscored episode) into its directory."""
+    """Write ``episode.json`` (and ``infra_error.txt`` when unscored) into its directory."""
     if episode_dir is None:
         return
     episode_dir.mkdir(parents=True, exist_ok=True)

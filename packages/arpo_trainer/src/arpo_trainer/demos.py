@@ -11,8 +11,12 @@ the oracle agents in :mod:`osworld_gym.episodes`.
 
 >>> from osworld_gym.actions import make_action_set
 >>> from osworld_gym.support import builtin_task
->>> oracle_script(builtin_task("os-mkdir-001"), make_action_set("uitars", screen_size=(640, 360)))
-["Action: hotkey(key='ctrl alt t')", "Action: type(content='mkdir -p /home/user/Desktop/projects\\\\n')", "Action: finished(content='')"]
+>>> aset = make_action_set("uitars", screen_size=(640, 360))
+>>> for line in oracle_script(builtin_task("os-mkdir-001"), aset):
+...     print(line)
+Action: hotkey(key='ctrl alt t')
+Action: type(content='mkdir -p /home/user/Desktop/projects\\n')
+Action: finished(content='')
 """
 
 from __future__ import annotations

@@ -451,7 +451,7 @@ def parse_desktop_source(section: dict[str, Any] | None, provider: str = "local"
     >>> parse_desktop_source({"source": "ray", "urls": ["http://x:1"]})
     Traceback (most recent call last):
     ...
-    ValueError: desktops: source 'ray' does not take 'urls' (it takes: source, num_desktops, ray_address, provider, provider_kwargs, resources, num_cpus, transport, start_timeout_s)
+    ValueError: desktops: source 'ray' does not take 'urls' (it takes: source, num_desktops, ...)
     """
     if not section:
         # provider 'remote' without a section: one guest given in env_kwargs' provider_kwargs

@@ -64,7 +64,7 @@ _ALIASES = {
 
 
 def model_shape(name_or_path: str) -> ModelShape | None:
-    """The shape of a known model name, or of a local checkpoint (its ``config.json``); else None."""
+    """The shape of a known model name or of a local checkpoint (its ``config.json``); else None."""
     key = _ALIASES.get(name_or_path.lower(), name_or_path.lower())
     if key in KNOWN_SHAPES:
         return KNOWN_SHAPES[key]

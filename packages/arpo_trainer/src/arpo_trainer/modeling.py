@@ -5,7 +5,8 @@
 >>> cfg = lora_config(vlm.model, r=4)
 >>> sorted(language_linear_names(vlm.model))
 ['down_proj', 'gate_proj', 'k_proj', 'o_proj', 'q_proj', 'up_proj', 'v_proj']
->>> import re; bool(re.fullmatch(cfg.target_modules, "model.language_model.layers.0.self_attn.q_proj"))
+>>> import re
+>>> bool(re.fullmatch(cfg.target_modules, "model.language_model.layers.0.self_attn.q_proj"))
 True
 >>> bool(re.fullmatch(cfg.target_modules, "model.visual.blocks.0.mlp.gate_proj"))
 False

@@ -122,7 +122,7 @@ def desktop_problems(provider: str, env_kwargs: dict[str, Any]) -> list[str]:
 
 
 def ray_problems(source: Any) -> list[str]:
-    """What this machine lacks to run desktops as Ray actors (the cluster itself is not contacted)."""
+    """What this machine lacks to run desktops as Ray actors (the cluster is not contacted)."""
     try:
         import ray  # noqa: F401
     except ImportError:

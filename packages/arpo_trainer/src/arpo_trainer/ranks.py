@@ -57,7 +57,7 @@ class RankGroup:
 
     @classmethod
     def from_accelerator(cls, accelerator: Any) -> RankGroup:
-        """The ranks of an ``accelerate.Accelerator`` (or anything with the same three attributes)."""
+        """The ranks of an ``accelerate.Accelerator`` (or anything with its three attributes)."""
         return cls(accelerator.num_processes, accelerator.process_index, accelerator.device)
 
     @property

@@ -152,7 +152,7 @@ class ReplayBuffer:
         return True
 
     def update(self, trajectories: list[Trajectory], step: int) -> int:
-        """Store the fresh (``source="policy"``) successes of a batch; returns how many were stored."""
+        """Store the fresh (``source="policy"``) successes of a batch; returns how many."""
         return sum(self.add(t, step) for t in trajectories if t.source == "policy")
 
     # -- injection ---------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def evaluator_score(
 def format_error(
     completions: list[Any], format_errors: list[int], infra_error: list[str | None], **_: Any
 ) -> list[float | None]:
-    """1 if any turn of the trajectory could not be parsed, else 0 (weighted by ``format_penalty``)."""
+    """1 if a turn of the trajectory did not parse, else 0 (weighted by ``format_penalty``)."""
     return [
         None if err else float(n > 0) for n, err in zip(format_errors, infra_error, strict=True)
     ]
@@ -74,7 +74,8 @@ def group_advantages(
     >>> r = torch.tensor([[0.5], [1.0], [1.0], [1.0]])
     >>> [round(a, 2) for a in group_advantages(r, torch.ones(1), 4)[0].tolist()]
     [-1.5, 0.5, 0.5, 0.5]
-    >>> [round(a, 3) for a in group_advantages(r, torch.ones(1), 4, scale_rewards="none")[0].tolist()]
+    >>> unscaled = group_advantages(r, torch.ones(1), 4, scale_rewards="none")
+    >>> [round(a, 3) for a in unscaled[0].tolist()]
     [-0.375, 0.125, 0.125, 0.125]
     >>> [round(a, 3) for a in group_advantages(r, torch.ones(1), 4, clip=1.0)[0].tolist()]
     [-1.0, 0.5, 0.5, 0.5]

@@ -158,7 +158,7 @@ class Collector:
         self.last_stats = RolloutStats()
 
     def run(self, tasks: list[Any], policy: Policy, *, step: int = 0) -> list[Trajectory]:
-        """One episode of ``tasks[i]`` on desktop ``i``; returns the trajectories in the same order."""
+        """One episode of ``tasks[i]`` on desktop ``i``; the trajectories in the same order."""
         stats = RolloutStats()
         t_start = time.monotonic()
         t0 = time.monotonic()

@@ -171,7 +171,7 @@ class OSWorldGroupEnv(ParallelEnv):
     # -- extras ------------------------------------------------------------------------------------
 
     def env(self, agent: str) -> gym.Env:
-        """The Gymnasium env behind one agent (e.g. ``group.env("desktop_0").unwrapped.provider``)."""
+        """The Gymnasium env behind one agent (``group.env("desktop_0").unwrapped.provider``)."""
         self._check_agent(agent)
         return self._envs[agent]
 

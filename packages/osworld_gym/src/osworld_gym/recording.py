@@ -23,8 +23,8 @@ A directory is emptied when its task starts again (OSWorld's resume does the sam
 >>> import tempfile, gymnasium as gym, osworld_gym
 >>> from osworld_gym.recording import RecordEpisode, summarize_results
 >>> out = tempfile.mkdtemp()
->>> env = RecordEpisode(gym.make("OSWorld-v0", provider="fake", tasks=[osworld_gym.testing.FAKE_TASK]),
-...                     out, model="always-fail")
+>>> inner = gym.make("OSWorld-v0", provider="fake", tasks=[osworld_gym.testing.FAKE_TASK])
+>>> env = RecordEpisode(inner, out, model="always-fail")
 >>> _ = env.reset(seed=0)
 >>> _ = env.step("FAIL", response="There is no Bluetooth here. FAIL")
 >>> env.close()

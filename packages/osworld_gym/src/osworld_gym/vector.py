@@ -28,7 +28,8 @@ The recipe, runnable (the ``fake`` provider needs no desktop; drop it for real o
 
 >>> from osworld_gym.support import builtin_task, load_tasks
 >>> from osworld_gym.vector import make_vec
->>> tasks = load_tasks([builtin_task(t) for t in ("os-mkdir-001", "os-copy-001", "os-infeasible-001")])
+>>> ids = ("os-mkdir-001", "os-copy-001", "os-infeasible-001")
+>>> tasks = load_tasks([builtin_task(t) for t in ids])
 >>> envs = make_vec(2, provider="fake", tasks=tasks, max_steps=3)
 >>> obs, info = envs.reset(seed=0)                  # sub-env i runs tasks.for_seed(0 + i)
 >>> list(info["task_id"]) == [tasks.for_seed(0).id, tasks.for_seed(1).id]

@@ -193,7 +193,7 @@ def behaviour_clone(
     seed: int = 0,
     weights: dict[str, float] | None = None,
 ) -> CloneReport:
-    """Supervised next-token training on random grammar episodes (loss on the action tokens only)."""
+    """Supervised next-token training on random grammar episodes (loss on action tokens only)."""
     rng = random.Random(seed)
     torch.manual_seed(seed)
     frame = encoder.image_size(*screen_size)

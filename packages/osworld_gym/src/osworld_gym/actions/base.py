@@ -100,7 +100,7 @@ def finish(
     >>> finish([])
     Traceback (most recent call last):
     ...
-    osworld_gym.errors.ActionError: the action does nothing; give at least one action or WAIT/DONE/FAIL
+    osworld_gym.errors.ActionError: the action does nothing; give at least one action or ...
     """
     prims = tuple(validate(p) for p in primitives)
     if not prims and special is None:

@@ -22,7 +22,7 @@ action whose irrelevant fields are ignored (:func:`from_space_sample` shows the 
 >>> s.parse({"action_type": "CLICK", "parameters": {"x": 10}})
 Traceback (most recent call last):
 ...
-osworld_gym.errors.ActionError: CLICK takes no parameters, or (button, x, y), or (button, x, y, num_clicks), or (button), or (button, num_clicks), or (x, y), or (x, y, num_clicks); got (x)
+osworld_gym.errors.ActionError: CLICK takes no parameters, or (button, x, y), or ...; got (x)
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ ignored: motion is instantaneous. Typed text is typed exactly (``\\n`` presses R
 >>> s.parse("import os")
 Traceback (most recent call last):
 ...
-osworld_gym.errors.ActionError: line 1: only 'import pyautogui' and 'import time' are allowed, not 'import os'
+osworld_gym.errors.ActionError: line 1: only 'import pyautogui' and 'import time' are allowed, ...
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ Builder = Callable[[_Script, dict[str, Any]], None]
 
 @dataclass(frozen=True)
 class Function:
-    """One accepted call: its pyautogui signature, a one-line summary and how to build primitives."""
+    """One accepted call: its pyautogui signature, a one-line summary, how to build primitives."""
 
     module: str
     name: str

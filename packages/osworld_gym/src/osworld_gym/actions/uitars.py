@@ -15,7 +15,8 @@ Qwen2.5-VL: pixels of the resized screenshot, see :func:`smart_resize`), ``"rela
 (0..1000 on each axis, UI-TARS-1.0) or ``"absolute"`` (screen pixels).
 
 >>> s = UITarsActionSet(screen_size=(1920, 1080))
->>> p = s.parse("Thought: open the menu\\nAction: click(start_box='<|box_start|>(966,546)<|box_end|>')")
+>>> box = "<|box_start|>(966,546)<|box_end|>"
+>>> p = s.parse(f"Thought: open the menu\\nAction: click(start_box='{box}')")
 >>> p.primitives, p.thought
 ((Click(x=960, y=540, button='left', clicks=1),), 'open the menu')
 >>> s.parse("Action: type(content='It's done\\\\n')").primitives
@@ -395,7 +396,8 @@ def _read_call(chunk: str) -> tuple[UITarsAction, dict[str, str]]:
     return spec, kwargs
 
 
-_PROMPT_HEAD = """You control a computer through its graphical interface to carry out a task. Each turn you \
+_PROMPT_HEAD = """You control a computer through its graphical interface to carry out a task. \
+Each turn you \
 get the task, the actions taken so far and screenshots; reply with the next action.
 
 ## Output Format
@@ -409,7 +411,8 @@ Action: ...
 _PROMPT_TAIL = """
 ## Note
 - Write `Thought` and `Action` in English.
-- In `Thought`, make a short plan, then state in one sentence the next action and the element it targets.
+- In `Thought`, make a short plan, then state in one sentence the next action and \
+the element it targets.
 
 ## User Instruction
 {instruction}

@@ -208,7 +208,8 @@ RUN python3 -m venv {TASK_PYTHON} \\
 COPY wheels/*.whl /tmp/wheels/
 RUN {VENV}/bin/pip install --no-cache-dir --no-index --no-deps /tmp/wheels/*.whl \\
  && rm -rf /tmp/wheels \\
- && pkg="$({VENV}/bin/python -c 'import osworld_gym as m, os; print(os.path.dirname(m.__file__))')" \\
+ && pkg="$({VENV}/bin/python -c \\
+      'import osworld_gym as m, os; print(os.path.dirname(m.__file__))')" \\
  && shims="$pkg/guest/shims" \\
  && chmod 0755 "$shims"/google-chrome* "$shims"/sudo "$shims"/libexec/* \\
  && ln -sf "$shims/sudo" /usr/local/bin/sudo \\

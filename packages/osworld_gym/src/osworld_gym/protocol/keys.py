@@ -193,7 +193,7 @@ KEY_NAMES: frozenset[str] = frozenset(X_KEYSYM)
 
 
 def canonical_key(name: object) -> str:
-    """Map a key name (any common spelling) to its canonical pyautogui name, or raise ActionError."""
+    """Map a key name (any common spelling) to its canonical pyautogui name; else ActionError."""
     if not isinstance(name, str) or not name:
         raise ActionError(f"a key name must be a non-empty string, got {name!r}")
     if len(name) == 1:

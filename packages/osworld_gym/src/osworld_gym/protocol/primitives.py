@@ -50,7 +50,7 @@ class MoveTo:
 
 @dataclass(frozen=True)
 class Click:
-    """Click ``clicks`` times with ``button``; at ``(x, y)`` when given, else where the pointer is."""
+    """Click ``clicks`` times with ``button`` at ``(x, y)`` if given, else where the pointer is."""
 
     x: int | None = None
     y: int | None = None
@@ -83,7 +83,7 @@ class DragTo:
 
 @dataclass(frozen=True)
 class Scroll:
-    """Scroll ``dy`` wheel clicks (positive = up, pyautogui's sign) and ``dx`` (positive = right)."""
+    """Scroll ``dy`` wheel clicks (positive: up, as pyautogui) and ``dx`` (positive: right)."""
 
     dy: int = 0
     dx: int = 0

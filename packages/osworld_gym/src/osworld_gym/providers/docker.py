@@ -460,7 +460,7 @@ class DockerProvider(Provider):
         args: list[str] = []
         if self._cgroup is not None:
             for i, (judge, player) in enumerate(
-                zip(self._cgroup.judge_procs, self._cgroup.player_procs)
+                zip(self._cgroup.judge_procs, self._cgroup.player_procs, strict=True)
             ):
                 binds[str(judge)] = f"{JUDGE_CGROUP_MOUNT}/judge-{i}.procs"
                 binds[str(player)] = f"{JUDGE_CGROUP_MOUNT}/player-{i}.procs"

@@ -95,7 +95,7 @@ _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def check_system(sandbox: bool = True, profile: str = DEFAULT_PROFILE) -> None:
-    """Raise one :class:`MissingDependencyError` naming every missing program and the apt command."""
+    """One :class:`MissingDependencyError` naming every missing program and the apt command."""
     needed = {**SYSTEM_PROGRAMS, **(SANDBOX_PROGRAMS if sandbox else {})}
     missing = {prog: pkg for prog, pkg in needed.items() if shutil.which(prog) is None}
     if profile == "ubuntu":

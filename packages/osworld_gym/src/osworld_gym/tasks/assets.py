@@ -58,7 +58,7 @@ def is_asset_url(url: str) -> bool:
 
 
 def generate(url: str) -> bytes:
-    """The bytes of a ``builtin-asset://`` URL; :class:`SetupError` for unknown names or bad params."""
+    """The bytes of a ``builtin-asset://`` URL; :class:`SetupError` for an unknown name or param."""
     parsed = urlparse(url)
     if parsed.scheme != SCHEME:
         raise SetupError(f"{url!r} is not a {SCHEME}:// URL")

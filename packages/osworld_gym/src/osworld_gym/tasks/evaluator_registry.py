@@ -136,7 +136,9 @@ _METRICS: dict[str, str | Metric] = {
     "check_qt_minimal_view": f"{_M}.vlc:check_qt_minimal_view",
     "check_qt_slider_colours": f"{_M}.vlc:check_qt_slider_colours",
     "check_global_key_play_pause": f"{_M}.vlc:check_global_key_play_pause",
-    "check_one_instance_when_started_from_file": f"{_M}.vlc:check_one_instance_when_started_from_file",
+    "check_one_instance_when_started_from_file": (
+        f"{_M}.vlc:check_one_instance_when_started_from_file"
+    ),
     "is_vlc_recordings_folder": f"{_M}.vlc:is_vlc_recordings_folder",
     "check_play_and_exit": f"{_M}.vlc:check_play_and_exit",
     "is_vlc_fullscreen": f"{_M}.vlc:is_vlc_fullscreen",
@@ -147,13 +149,19 @@ _METRICS: dict[str, str | Metric] = {
     "check_page_number_colors": f"{_M}.slides_checks:check_page_number_colors",
     "check_left_panel": f"{_M}.slides_checks:check_left_panel",
     "check_image_stretch_and_center": f"{_M}.slides_checks:check_image_stretch_and_center",
-    "evaluate_presentation_fill_to_rgb_distance": f"{_M}.slides_checks:evaluate_presentation_fill_to_rgb_distance",
+    "evaluate_presentation_fill_to_rgb_distance": (
+        f"{_M}.slides_checks:evaluate_presentation_fill_to_rgb_distance"
+    ),
     "check_tabstops": f"{_M}.docs_checks:check_tabstops",
     "find_default_font": f"{_M}.docs_checks:find_default_font",
     "check_highlighted_words": f"{_M}.docs_checks:check_highlighted_words",
-    "evaluate_strike_through_last_paragraph": f"{_M}.docs_checks:evaluate_strike_through_last_paragraph",
+    "evaluate_strike_through_last_paragraph": (
+        f"{_M}.docs_checks:evaluate_strike_through_last_paragraph"
+    ),
     "check_italic_font_size_14": f"{_M}.docs_checks:check_italic_font_size_14",
-    "compare_docx_files_and_ignore_new_lines": f"{_M}.docs_checks:compare_docx_files_and_ignore_new_lines",
+    "compare_docx_files_and_ignore_new_lines": (
+        f"{_M}.docs_checks:compare_docx_files_and_ignore_new_lines"
+    ),
     "compare_docx_images": f"{_M}.docs_checks:compare_docx_images",
     "compare_references": f"{_M}.docs_checks:compare_references",
     "is_expected_bookmarks": f"{_M}.misc_checks:is_expected_bookmarks",

@@ -3,7 +3,8 @@ default video player, the screen size.
 
 >>> from pathlib import Path
 >>> class Desk:
-...     def get_file(self, path): return b"(theme \\"Dark\\")\\n" if path.endswith("gimprc") else None
+...     def get_file(self, path):
+...         return b"(theme \\"Dark\\")\\n" if path.endswith("gimprc") else None
 >>> ctx = EvalContext(client=Desk(), cache_dir=Path(__import__("tempfile").mkdtemp()), task_id="t")
 >>> Path(get_gimp_config_file(ctx, {"file_name": "gimprc", "dest": "gimprc"})).read_text()
 '(theme "Dark")\\n'

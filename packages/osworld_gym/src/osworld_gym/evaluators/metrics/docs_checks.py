@@ -171,7 +171,10 @@ def compare_docx_files_and_ignore_new_lines(
     a = [p.text for p in mine.paragraphs if p.text != ""]
     b = [p.text for p in gold.paragraphs if p.text != ""]
     if options.get("ignore_blanks", True):
-        squash = lambda ps: re.sub(r"\s+", " ", "\n".join(ps)).strip()
+
+        def squash(ps: list[str]) -> str:
+            return re.sub(r"\s+", " ", "\n".join(ps)).strip()
+
         return float(squash(a) == squash(b))
     return float(a == b)
 

@@ -12,7 +12,8 @@ unreadable original raises.
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> im = Image.linear_gradient("L").convert("RGB"); im.save(d / "a.png")
 >>> im.transpose(Image.Transpose.FLIP_LEFT_RIGHT).save(d / "m.png")
->>> check_image_mirror(str(d / "a.png"), str(d / "m.png")), check_structure_sim(str(d / "a.png"), str(d / "a.png"))
+>>> a, m = str(d / "a.png"), str(d / "m.png")
+>>> check_image_mirror(a, m), check_structure_sim(a, a)
 (1.0, 1.0)
 """
 
