@@ -7,12 +7,13 @@ True
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import sys
 import threading
-from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 from osworld_gym import testing
 from osworld_gym.errors import (
@@ -63,13 +64,13 @@ def _register() -> None:
     )
 
 
-class _RegisterAfter(importlib.abc.Loader):
+class _RegisterAfter:
     """Gymnasium's own loader, then our registration (see :class:`_WhenGymnasiumIsImported`)."""
 
-    def __init__(self, loader: importlib.abc.Loader):
+    def __init__(self, loader: Any):
         self.loader = loader
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self.loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
@@ -77,7 +78,7 @@ class _RegisterAfter(importlib.abc.Loader):
         _register()
 
 
-class _WhenGymnasiumIsImported(importlib.abc.MetaPathFinder):
+class _WhenGymnasiumIsImported:
     """Registers ``OSWorld-v0`` right after gymnasium is first imported.
 
     ``import osworld_gym`` must stay light: the guest server (``python -m osworld_gym.guest``,
@@ -89,13 +90,15 @@ class _WhenGymnasiumIsImported(importlib.abc.MetaPathFinder):
 
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         if fullname != "gymnasium":
             return None
         with self._lock:
             if self not in sys.meta_path:
                 return None
             sys.meta_path.remove(self)
+        import importlib.util
+
         spec = importlib.util.find_spec("gymnasium")
         if spec is None or spec.loader is None:
             return spec

@@ -25,11 +25,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from osworld_gym.errors import GuestError, MissingDependencyError
-from osworld_gym.guest.processes import ProcessRegistry
-from osworld_gym.guest.profiles import wallpaper
-from osworld_gym.guest.xgrab import make_impervious
+
+if TYPE_CHECKING:
+    from osworld_gym.guest.processes import ProcessRegistry
 
 log = logging.getLogger(__name__)
 
@@ -265,6 +266,8 @@ class UbuntuSession:
     # ---- after the WM -----------------------------------------------------------------------
     def start(self, env: dict[str, str], timeout: float = 10.0) -> None:
         """Paint the wallpaper, start the panels and wait until the WM honours their struts."""
+        from osworld_gym.guest.profiles import wallpaper  # numpy, PIL: only when painting
+
         wallpaper.paint(self.display)
         self._update_bus_environment(env)
         for name in ("topbar", "dock"):
@@ -317,6 +320,8 @@ class UbuntuSession:
 
     def _wait_for_workarea(self, timeout: float) -> None:
         from Xlib import display as xdisplay
+
+        from osworld_gym.guest.xgrab import make_impervious
 
         g = Geometry(*self.size)
         d = make_impervious(xdisplay.Display(self.display))
