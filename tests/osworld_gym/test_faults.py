@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -126,6 +127,47 @@ def test_a_crash_just_before_the_end_is_seen_before_scoring_and_scored():
             f"--- guest log ---\n{env.unwrapped.provider.log_tail()}"
         )
         assert info["infra_error"] is None and terminated and not truncated and reward == 0.0
+    finally:
+        env.close()
+
+
+#: A launcher that, like ``oosplash``, reports its app's death as its own exit status 137, but
+#: only 0.4 s after the app died (the app's zombie waits that long to be reaped).
+SLOW_LAUNCHER = """
+import subprocess, sys, time
+app = subprocess.Popen(["sleep", "300"])
+while open(f"/proc/{app.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+    time.sleep(0.01)
+time.sleep(0.4)
+app.wait()
+sys.exit(137)
+"""
+
+
+def test_an_app_killed_before_a_turn_is_in_that_turns_observation():
+    """A turn is often over in under 100 ms, sooner than a killed app below a launcher is gone
+    and its launcher has exited: the settled frame waits for what is dying, so its crash count
+    already holds the kill instead of a later turn's."""
+    env = gym.make("OSWorld-v0", provider="local", tasks="builtin")
+    try:
+        env.reset(options={"task": "os-mkdir-001"})
+        client = env.unwrapped._client
+        client.launch([sys.executable, "-c", SLOW_LAUNCHER])
+        deadline = time.monotonic() + 10
+        while not (
+            apps := [
+                p for p in descendants(env.unwrapped.provider.pid) if cmdline(p) == "sleep 300 "
+            ]
+        ):
+            assert time.monotonic() < deadline, "the launcher's app did not start"
+            time.sleep(0.02)
+        before = client.crash_count
+        os.kill(apps[0], signal.SIGKILL)
+        settled = client.settled_screenshot_array(max_s=3.0)
+        assert settled is not None
+        assert client.crash_count == before + 1, client.health()
+        assert "SIGKILL" in client.crashes_after(before)[0]["describe"]
+        assert settled[1]["reap_ms"] >= 300  # it did wait for the launcher
     finally:
         env.close()
 

@@ -18,6 +18,9 @@ from osworld_gym.protocol.primitives import Wait, from_dict
 MAX_ACTIONS = 256
 #: Longest settle wait a screenshot request may ask for, in seconds.
 MAX_SETTLE_S = 30.0
+#: Longest a settled screenshot waits for dying processes to be reaped (a core dump can be slow;
+#: past this the crash is reported with a later frame, or by the health check before scoring).
+REAP_BEFORE_OBSERVING_S = 2.0
 
 
 def register(router: Router, app: GuestApp) -> None:
@@ -105,6 +108,13 @@ def register(router: Router, app: GuestApp) -> None:
                 "screenshots to see the screen settle",
             )
         facts = app.settle.wait(max_s)
+        # An app killed before (or during) this turn is this observation's news: a task app
+        # below a launcher (``oosplash``) dies, then its launcher exits, each taking a while
+        # under load, and a turn now often ends sooner than that. Wait for what is dying to be
+        # reaped so the crash count sent with this frame includes it.
+        t0 = time.perf_counter()
+        app.registry.reap_dying(timeout=REAP_BEFORE_OBSERVING_S)
+        facts["reap_ms"] = (time.perf_counter() - t0) * 1000
         # what kept the wait going (the settle signal's trace, ASCII-safe for a header)
         why = app.settle.last_why.encode("ascii", "replace").decode()[:2000]
         return {

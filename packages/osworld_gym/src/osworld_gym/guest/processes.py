@@ -449,12 +449,13 @@ class ProcessRegistry:
         parent = {p.pid: p.ppid for p in procs}
         out = {}
         for p in procs:
-            if p.pid == me or not (p.state == "Z" or _crash_pending(p.pid)):
+            if p.pid == me or (p.pid, p.start_time) in self._stuck:
                 continue
             top, hops = p.pid, 0
             while parent.get(top, 0) not in (me, 0) and hops < 64:
                 top, hops = parent[top], hops + 1
-            if parent.get(top) == me and (p.pid, p.start_time) not in self._stuck:
+            # the cheap tests first: /proc/PID/status is read only for our own trees
+            if parent.get(top) == me and (p.state == "Z" or _crash_pending(p.pid)):
                 out[p.pid] = top
         return out
 
