@@ -1,7 +1,8 @@
 """Turn latency: action to settled observation, three ways, side by side in one run.
 
 For every step of a corpus of actions across the built-in suite's apps (terminal, mousepad,
-LibreOffice Writer, Chromium, VLC; menus, dialogs, app launches, a file open) the script
+LibreOffice Writer, Chromium, VLC; menus, dialogs, app launches (Ctrl+Alt+T, and LibreOffice
+and Chromium typed into a terminal), a file open) the script
 measures the time from sending the action to holding the observation:
 
 * **signal**: the guest waits until the X server reported no drawing (XDamage) and the
@@ -93,6 +94,24 @@ def scenarios() -> list[Scenario]:
                 Step("app launch", lambda g: [Hotkey(("ctrl", "alt", "t"))]),
                 Step("type: xterm", lambda g: [TypeText("exit\n")]),
                 Step("file open", lambda g: [TypeText("mousepad /etc/os-release &\n")]),
+            ],
+        ),
+        # launches of the heavy apps, typed into a terminal as an agent would
+        Scenario(
+            "launch-libreoffice",
+            ["xterm"],
+            "xterm",
+            [Step("app launch: soffice", lambda g: [TypeText("soffice --writer --norestore &\n")])],
+        ),
+        Scenario(
+            "launch-chromium",
+            ["xterm"],
+            "xterm",
+            [
+                Step(
+                    "app launch: chrome",
+                    lambda g: [TypeText("google-chrome 'data:text/html,<h1>Hi</h1>' &\n")],
+                )
             ],
         ),
         Scenario(
@@ -348,7 +367,10 @@ def env_steps(profile: str, reps: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="openbox", choices=["openbox", "ubuntu"])
-    ap.add_argument("--apps", default="xterm,mousepad,libreoffice,chromium,vlc")
+    ap.add_argument(
+        "--apps",
+        default="xterm,launch-libreoffice,launch-chromium,mousepad,libreoffice,chromium,vlc",
+    )
     ap.add_argument("--methods", default="signal,polling,fixed")
     ap.add_argument(
         "--why",

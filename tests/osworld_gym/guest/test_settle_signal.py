@@ -41,6 +41,15 @@ white = win.create_gc(foreground=s.white_pixel)
 grey = win.create_gc(foreground=0x808080)
 mode = sys.argv[2]
 print("ready", flush=True)
+if mode == "launch-slices":  # starts as LibreOffice does: a paint, a job in 10 ms slices, a paint
+    win.fill_rectangle(grey, 0, 0, 400, 300); d.flush()
+    import select
+    for _ in range(30):
+        select.select([], [], [], 0.01)
+    win.fill_rectangle(white, 0, 0, 400, 300); d.flush()
+elif mode == "launch-timer":  # paints at once, then sleeps on a start-up timer that draws nothing
+    win.fill_rectangle(white, 0, 0, 400, 300); d.flush()
+    import select; select.select([], [], [], 0.25)
 def burn(seconds):
     t = time.process_time()
     while time.process_time() - t < seconds:
@@ -240,6 +249,38 @@ def test_a_job_in_slices_at_a_few_percent_cpu_is_waited_for(display, parts):
         facts, frame = click_and_wait(parts)
         assert frame[150, 200].tolist() == [255, 255, 255], (facts, signal.last_why)
         assert "chunk+" in signal.last_why and facts["settle_capped"] == 0.0
+    finally:
+        stop(client)
+
+
+def launch_and_wait(parts, display: str, mode: str):
+    """The action starts the app: the wait begins before its process exists."""
+    signal, _, screen = parts
+    signal.mark_input()
+    client = start_client(display, mode)
+    facts = signal.wait(10.0)
+    return client, facts, np.asarray(screen.capture(cursor=False).image)
+
+
+def test_a_launched_apps_start_up_timers_are_not_followed(display, parts):
+    """A new app that has painted and sleeps on a 0.25 s timer is starting up (GTK apps arm
+    such timers one after another, drawing nothing the frame needs): no timer is waited for."""
+    client, facts, frame = launch_and_wait(parts, display, "launch-timer")
+    try:
+        assert frame[150, 200].tolist() == [255, 255, 255]
+        assert facts["settle_launch"] == 1.0 and facts["settle_capped"] == 0.0
+        assert facts["settle_timers"] == 0.0 and "timer" not in parts[0].last_why, parts[0].last_why
+    finally:
+        stop(client)
+
+
+def test_a_launched_apps_job_in_slices_is_waited_for(display, parts):
+    """LibreOffice, once its window is up, lays out its ruler and status bar in 10 ms slices
+    and draws them at the end: the frame after a launch shows that last paint."""
+    client, facts, frame = launch_and_wait(parts, display, "launch-slices")
+    try:
+        assert frame[150, 200].tolist() == [255, 255, 255], (facts, parts[0].last_why)
+        assert "chunk+" in parts[0].last_why and facts["settle_capped"] == 0.0
     finally:
         stop(client)
 
