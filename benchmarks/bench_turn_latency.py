@@ -378,6 +378,13 @@ def main() -> None:
         help="print what kept each signal wait going (the guest's trace)",
     )
     ap.add_argument("--json", help="also write every measurement to this file")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run the corpus N times (the table's n counts every run)",
+    )
     ap.add_argument("--save-stale", type=Path, help="folder for the frame pairs of stale turns")
     ap.add_argument(
         "--env-steps",
@@ -398,14 +405,18 @@ def main() -> None:
     provider = LocalProvider(profile=args.profile)
     client = provider.start()
     try:
-        records = run(
-            client,
-            scs,
-            methods,
-            TOPBAR_ROWS if args.profile == "ubuntu" else 0,
-            args.save_stale,
-            args.why,
-        )
+        records = [
+            r
+            for _ in range(args.repeat)
+            for r in run(
+                client,
+                scs,
+                methods,
+                TOPBAR_ROWS if args.profile == "ubuntu" else 0,
+                args.save_stale,
+                args.why,
+            )
+        ]
     finally:
         provider.stop()
     load1 = open("/proc/loadavg").read().split()[:3]
