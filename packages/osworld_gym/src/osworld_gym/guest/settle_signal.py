@@ -482,7 +482,12 @@ class SettleSignal:
                 elif (
                     (chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
                     and self._drawn_since_mark
-                    and (soon := self._chunk_due(cur.pids, mark, timerless)) is not None
+                    and (
+                        soon := self._chunk_due(
+                            cur.pids, mark, timerless, chunked_since is not None
+                        )
+                    )
+                    is not None
                 ):
                     # an event loop waking every few ms is working through a job in slices
                     # (LibreOffice lays out and counts words so, at 1-4 % CPU): busy, not idle
@@ -543,13 +548,14 @@ class SettleSignal:
             why.spans[-1][1] = ";".join(notes)
 
     def _chunk_due(
-        self, pids: frozenset[int], mark: _Mark, timerless: set[int]
+        self, pids: frozenset[int], mark: _Mark, timerless: set[int], chunking: bool
     ) -> tuple[float, int] | None:
         """:meth:`_timer_due` within ``CHUNK_S``, looked at up to ``CHUNK_LOOKS`` times a few ms
         apart: between its slices LibreOffice's main thread now and then waits on a lock or a
         socket without a timeout for a moment, and one look there ended the wait before its
-        ruler and status bar were drawn (a launch on the ubuntu profile)."""
-        for i in range(CHUNK_LOOKS):
+        ruler and status bar were drawn (a launch on the ubuntu profile). Only a loop already
+        seen ``chunking`` gets the extra looks: every other turn that drew would pay them."""
+        for i in range(CHUNK_LOOKS if chunking else 1):
             if i:
                 time.sleep(CHUNK_S / 8)
             if (soon := self._timer_due(pids, mark, timerless, CHUNK_S)) is not None:
