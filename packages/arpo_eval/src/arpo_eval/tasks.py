@@ -3,6 +3,8 @@
 ``SPEC`` is one of:
 
 * ``builtin``: osworld-gym's built-in suite; ``builtin:DOMAIN[,DOMAIN...]``: some of its domains;
+* ``pixels[:SPLIT[:KINDS[:N]]]``: the generated pixel family (``pixels:heldout`` for its held-out
+  instances; :mod:`osworld_gym.tasks.pixels`);
 * an OSWorld ``evaluation_examples`` directory (``--meta`` picks the meta file, default
   ``test_all.json``) or a meta JSON file ``{"<domain>": ["<id>", ...]}`` next to ``examples/``;
 * an **id list file**: ``.txt`` with one task id per line (``#`` comments, blank lines and an
@@ -29,6 +31,7 @@ from typing import Any
 
 from osworld_gym.support import builtin_tasks, load_tasks
 from osworld_gym.tasks import Task, TaskSet
+from osworld_gym.tasks.pixels import is_family_spec
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +113,11 @@ def resolve_task_spec(
         except Exception as e:  # TaskError: unknown domain
             raise TaskSpecError(f"--tasks {text}: {e}") from e
     path = Path(text)
+    if is_family_spec(text) and not path.exists():
+        try:
+            return load_tasks(text, skip_unsupported=skip_unsupported, provider=provider)
+        except Exception as e:  # TaskError: a bad split, kind or count
+            raise TaskSpecError(f"--tasks {text}: {e}") from e
     if _is_id_list(path):
         ids, named_source = read_id_list(path)
         base = resolve_task_spec(
@@ -125,7 +133,8 @@ def resolve_task_spec(
     if not path.exists():
         raise TaskSpecError(
             f"--tasks {text}: no such file or directory; use 'builtin', "
-            "'builtin:DOMAIN', an id list file or an evaluation_examples directory"
+            "'builtin:DOMAIN', 'pixels[:SPLIT[:KINDS[:N]]]', an id list file or an "
+            "evaluation_examples directory"
         )
     return load_tasks(path, meta=meta, skip_unsupported=skip_unsupported, provider=provider)
 

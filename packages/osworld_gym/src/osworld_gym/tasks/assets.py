@@ -40,6 +40,7 @@ GENERATORS: dict[str, str] = {
     "portal_file": "osworld_gym.tasks.builtin.web_media_assets:portal_file_asset",
     "wav_tone": "osworld_gym.tasks.builtin.web_media_assets:wav_tone_asset",
     "vlcrc": "osworld_gym.tasks.builtin.web_media_assets:vlcrc_asset",
+    "pixels_app": "osworld_gym.tasks.pixels:app_asset",
 }
 
 _WORDS = (

@@ -3,6 +3,7 @@
 :func:`collect` accepts:
 
 * ``"builtin"``: the tasks shipped with osworld-gym (:mod:`osworld_gym.tasks.builtin`);
+* ``"pixels[:SPLIT[:KINDS[:N]]]"``: the generated pixel family (:mod:`osworld_gym.tasks.pixels`);
 * a :class:`Task`, a task ``dict``, or a list of them;
 * a path to a task JSON file (one object, or a list of objects);
 * a path to an OSWorld meta file (``{"<domain>": ["<id>", ...]}``, e.g. ``test_all.json``): the
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from osworld_gym.errors import TaskError
+from osworld_gym.tasks.pixels import family_tasks, is_family_spec
 from osworld_gym.tasks.task import Task
 
 logger = logging.getLogger(__name__)
@@ -151,6 +153,14 @@ def collect(spec: Any, meta: Any = None, wanted: set[str] | None = None) -> Iter
         return
     if spec == BUILTIN and not Path(spec).exists():
         yield from _collect_path(_BUILTIN_DIR, meta, wanted)
+        return
+    if is_family_spec(spec) and not Path(spec).exists():
+        try:
+            family = family_tasks(spec)
+        except ValueError as e:
+            raise TaskError(str(e)) from e
+        for item in family:
+            yield item, item["domain"], None
         return
     if isinstance(spec, str | os.PathLike):
         yield from _collect_path(Path(spec), meta, wanted)
