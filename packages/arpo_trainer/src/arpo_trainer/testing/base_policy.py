@@ -101,6 +101,20 @@ ACTION_WEIGHTS: dict[str, float] = {
     "finished": 0.10,
     "call_user": 0.10,
 }
+#: A pointer-first user: half its turns are clicks at random points, 1 in 17 a terminal call.
+#: Still random (nothing tells it where to click: on the pixel family it succeeds in a few
+#: percent of one-step episodes, docs/learning.md), but it gives up far less often than the
+#: default mix, which keeps the family's early all-fail groups exploring.
+POINTER_WEIGHTS: dict[str, float] = {
+    **ACTION_WEIGHTS,
+    "click": 0.50,
+    "hotkey": 0.06,
+    "type": 0.08,
+    "finished": 0.03,
+    "call_user": 0.03,
+}
+#: The mixes ``--mix`` names.
+MIXES: dict[str, dict[str, float]] = {"default": ACTION_WEIGHTS, "pointer": POINTER_WEIGHTS}
 TERMINAL = ("finished", "call_user")
 
 
@@ -267,12 +281,16 @@ def build_base_policy(
     layers: int = 2,
     vocab_size: int = 1024,
     fail_weight: float | None = None,
+    mix: str = "default",
 ) -> tuple[Path, CloneReport]:
-    """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions, saved to ``output``."""
+    """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions (drawn by the ``mix``
+    of :data:`MIXES`), saved to ``output``."""
+    if mix not in MIXES:
+        raise ValueError(f"unknown action mix {mix!r}; one of {sorted(MIXES)}")
     vlm = build_tiny_vlm(
         seed=seed, hidden_size=hidden_size, num_layers=layers, vocab_size=vocab_size
     )
-    weights = dict(ACTION_WEIGHTS)
+    weights = dict(MIXES[mix])
     if fail_weight is not None:
         weights["call_user"] = fail_weight
     report = behaviour_clone(
@@ -299,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"weight of call_user() among the cloned actions (default "
         f"{ACTION_WEIGHTS['call_user']}; lower: a base policy that succeeds more rarely)",
     )
+    parser.add_argument(
+        "--mix",
+        choices=sorted(MIXES),
+        default="default",
+        help="action kinds to clone: default (ACTION_WEIGHTS) or pointer (POINTER_WEIGHTS: half "
+        "clicks, what the pixel-family demo starts from)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(max(1, torch.get_num_threads()))
@@ -308,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         steps=args.steps,
         max_turns=args.max_turns,
         fail_weight=args.fail_weight,
+        mix=args.mix,
     )
     print(
         f"base policy: {path} ({rep.steps} steps, loss {rep.first_loss:.2f} -> "
