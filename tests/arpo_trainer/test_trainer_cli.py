@@ -24,11 +24,17 @@ def test_training_from_the_demo_config_writes_model_curve_and_a_merged_lora_mode
             "false",
             "--vector_env",
             "sync",
+            "--tasks",
+            "builtin",
             "--task_ids",
             "os-infeasible-001",
+            "--per_device_train_batch_size",
+            "4",
+            "--env_kwargs",
+            "{}",
             "--max_steps",
             "2",
-            # the demo starts from runs/base-policy with an empty buffer; this test keeps the
+            # the demo starts from runs/base-pointer with an empty buffer; this test keeps the
             # offline tiny model and the (optional) oracle warm start covered
             "--model_name_or_path",
             "tiny",

@@ -26,12 +26,20 @@ COMMON = dict(output_dir="/tmp/arpo-desktops-test", use_cpu=True, bf16=False, re
               per_device_train_batch_size=2, num_generations=2)  # fmt: skip
 
 
+#: What these tests plan: the demo's settings on four built-in tasks, one group of four desktops
+#: (the demo itself trains the pixel family with two groups a step).
+TASK_IDS = ["os-infeasible-001", "os-infeasible-002", "terminal-infeasible-001",
+            "multi_apps-infeasible-001"]  # fmt: skip
+
+
 def config_with(tmp_path: Path, desktops: dict, **extra) -> Path:
     cfg = yaml.safe_load(DEMO.read_text())
-    # the demo trains runs/base-policy, which a fresh checkout has not built yet
+    # the demo trains runs/base-pointer, which a fresh checkout has not built yet
     cfg.update(
-        desktops=desktops, output_dir=str(tmp_path / "run"), model_name_or_path="tiny", **extra
-    )
+        desktops=desktops, output_dir=str(tmp_path / "run"), model_name_or_path="tiny",
+        tasks="builtin", task_ids=TASK_IDS, per_device_train_batch_size=4, env_kwargs=None,
+    )  # fmt: skip
+    cfg.update(extra)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -82,8 +90,7 @@ def test_docker_source_plans_with_its_provider_and_reports_a_missing_daemon(tmp_
         "source 'docker': 4 per process on this machine, provider_kwargs {'image': "
         "'osworld-gym:test'}"
     ) in proc.stdout
-    n = len(yaml.safe_load(DEMO.read_text())["task_ids"])
-    assert f"builtin: {n} supported on 'docker'" in proc.stdout
+    assert f"builtin: {len(TASK_IDS)} supported on 'docker'" in proc.stdout
     assert (
         proc.returncode == 2
         and f"no Docker daemon socket at unix://{tmp_path}/none.sock" in proc.stderr

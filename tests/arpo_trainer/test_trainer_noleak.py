@@ -1,9 +1,10 @@
 """The tiny model learns from reward, not from a leaked solution (issue 13).
 
 Its tokenizer and base corpus are built from the action grammar and generic text only: no oracle
-action of any built-in task may be a single token (the old tokenizer, learned from the oracles,
-made ``hotkey(key='ctrl alt t')`` one token), and the corpus shares no oracle line. The demo runs
-without the oracle warm start and without the task-derived tokenizer corpus.
+action of any built-in task or of the pixel family (the demo's tasks) may be a single token (the
+old tokenizer, learned from the oracles, made ``hotkey(key='ctrl alt t')`` one token), and the
+corpus shares no oracle line. The demo runs without the oracle warm start and without the
+task-derived tokenizer corpus.
 """
 
 from __future__ import annotations
@@ -17,17 +18,21 @@ from arpo_trainer.modeling import ModelArguments
 from arpo_trainer.testing.base_policy import BC_COMMANDS, BC_INSTRUCTIONS, BC_KEYS
 from arpo_trainer.tiny import build_tokenizer, grammar_corpus
 from osworld_gym.actions import make_action_set
-from osworld_gym.support import builtin_tasks
+from osworld_gym.support import builtin_tasks, load_tasks
 from repo_paths import ROOT
 
 DEMO = ROOT / "packages/arpo_trainer/configs/demo.yaml"
 _ARG = re.compile(r"(?:key|content)='((?:[^'\\]|\\.)*)'")
 
 
+#: The built-in suite and instances of every pixel-family kind, both splits.
+TASKS = [*builtin_tasks(), *load_tasks("pixels:all:all:16")]
+
+
 def _oracle_lines() -> list[tuple[str, str]]:
     aset = make_action_set("uitars", screen_size=(640, 360))
     lines = []
-    for task in builtin_tasks():
+    for task in TASKS:
         for raw in task.oracle or []:
             lines.append((task.id, raw))
         try:
@@ -45,6 +50,7 @@ GRAMMAR_ONLY = {"Action: finished(content='')", "Action: call_user()", "Action: 
 def test_there_are_oracles_to_check():
     assert len({t for t, _ in ORACLE}) > 50
     assert any("ctrl alt t" in line for _, line in ORACLE)
+    assert any(t.startswith("pixels-menu-h") and "click(start_box=" in a for t, a in ORACLE)
 
 
 @pytest.mark.parametrize("vocab_size", [600, 1024])
@@ -80,7 +86,7 @@ def test_the_base_corpus_shares_no_oracle_line():
 
 
 def test_bc_commands_and_instructions_are_no_task_text():
-    instructions = {t.instruction.strip().lower() for t in builtin_tasks()}
+    instructions = {t.instruction.strip().lower() for t in TASKS}
     assert not instructions & {i.strip().lower() for i in BC_INSTRUCTIONS}
     typed = {
         arg.replace("\\n", "").strip()

@@ -56,13 +56,13 @@ def test_the_recipe_plans_8_processes_two_optimizer_steps_and_fits_80_gb():
 
 
 def test_the_demo_config_plans_cleanly_on_local_desktops():
-    # the demo trains runs/base-policy, built by scripts/demo.sh: the same tiny shape
+    # the demo trains runs/base-pointer, built by scripts/demo.sh: the same tiny shape
     proc = arpo_train(
         "--config", str(CONFIGS / "demo.yaml"), "--dry_run", "--model_name_or_path", "tiny"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "provider 'local': 4 per process" in proc.stdout
-    assert "builtin: 4 supported on 'local', 0 unsupported" in proc.stdout
+    assert "provider 'local': 8 per process" in proc.stdout
+    assert "pixels:train:click:16: 16 supported on 'local', 0 unsupported" in proc.stdout
     assert "== no problem found" in proc.stdout
 
 

@@ -1,4 +1,4 @@
-"""A converged group cannot wreck the policy under the demo's optimisation settings (issue 13).
+"""A converged group cannot wreck the policy under the stable optimisation settings (issue 13).
 
 The policy is first trained (supervised) to play a success X with high probability. Then it takes
 three optimiser steps, from a fresh AdamW (the worst case: no second-moment history to damp the
@@ -11,6 +11,11 @@ loss, lr 5e-3) X is lost. Measured while writing this (p(X) 0.92 before): demo s
 the same at lr 1e-3 0.34; the old settings 0.00. Adam moves every weight by about lr in its
 first steps whatever the advantages' scale, so the learning rate is what bounds the damage; the
 centred, clipped advantages and the token-level loss keep the direction right.
+
+The pixel-family demo (issue 26) keeps every setting but the learning rate, which it raises to
+1e-3: from a base policy that succeeds in a few percent of episodes, 3e-4 had not left the floor
+within its budget (docs/learning.md). Its runs never reach a converged group; one that trains
+that far should return to :data:`STABLE`'s rate.
 """
 
 from __future__ import annotations
@@ -36,6 +41,14 @@ SHARED = "Action: type(content='the quick brown fox\\n')"
 X = [SHARED, "Action: call_user()"]
 Y = [SHARED, "Action: oops"]
 OPTIM_KEYS = ("learning_rate", "loss_type", "scale_rewards", "advantage_clip", "max_grad_norm")
+#: The settings this test proves stable; the demo's are these but for ``learning_rate``.
+STABLE = {
+    "learning_rate": 3e-4,
+    "loss_type": "dapo",
+    "scale_rewards": "none",
+    "advantage_clip": 1.0,
+    "max_grad_norm": 1.0,
+}
 OLD = {
     "learning_rate": 5e-3,
     "loss_type": "grpo",
@@ -106,7 +119,7 @@ def x_logprob(trainer: Scripted, batch: dict) -> torch.Tensor:
 
 def converged_policy(tmp_path: Path) -> tuple[Scripted, dict[str, torch.Tensor]]:
     """A trainer whose policy plays X with high probability, and its weights."""
-    trainer = make_trainer(tmp_path, {k: DEMO[k] for k in OPTIM_KEYS})
+    trainer = make_trainer(tmp_path, STABLE)
     trainer.scripts = [X, X, X, Y]
     trainer.model.train()
     batch = trainer._generate_and_score_completions([trainer.train_dataset[0]] * 4)
@@ -145,21 +158,15 @@ def group_update(
     return math.exp(before), math.exp(after)
 
 
-def test_the_demo_settings_are_the_stable_ones():
-    assert {k: DEMO.get(k) for k in OPTIM_KEYS} == {
-        "learning_rate": 0.0003,
-        "loss_type": "dapo",
-        "scale_rewards": "none",
-        "advantage_clip": 1.0,
-        "max_grad_norm": 1.0,
-    }
+def test_the_demo_settings_are_the_stable_ones_but_for_its_learning_rate():
+    assert {k: DEMO.get(k) for k in OPTIM_KEYS} == {**STABLE, "learning_rate": 0.001}
 
 
 @pytest.mark.timeout(1200)  # two tiny-model trainings; minutes on a loaded 2-core machine
-def test_a_converged_group_keeps_the_success_likely_under_the_demo_settings(tmp_path):
+def test_a_converged_group_keeps_the_success_likely_under_the_stable_settings(tmp_path):
     trainer, weights = converged_policy(tmp_path)
-    p_before, p_after = group_update(trainer, weights, {k: DEMO[k] for k in OPTIM_KEYS})
+    p_before, p_after = group_update(trainer, weights, STABLE)
     old_before, old_after = group_update(trainer, weights, OLD)
-    print(f"demo: p(X) {p_before:.3f} -> {p_after:.3f}; old: {old_before:.3f} -> {old_after:.3f}")
+    print(f"stable: p(X) {p_before:.3f} -> {p_after:.3f}; old: {old_before:.3f} -> {old_after:.3f}")
     assert p_after >= 0.8 * p_before
     assert old_after / old_before < p_after / p_before
