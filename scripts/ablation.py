@@ -1,29 +1,37 @@
 """ARPO vs GRPO in miniature: the same base policy, budget and tasks, replay on vs off, several
-seeds.
+seeds, then every final policy on held-out tasks.
 
-Each run is ``arpo-train --config packages/arpo_trainer/configs/demo.yaml`` with ``--replay true``
-(ARPO) or ``--replay false`` (GRPO) and its own seed; nothing else differs. From every run's
-``rollouts.jsonl`` (one line per trajectory of each training batch, after replay injection) the
-script computes per step:
+Each run is ``arpo-train --config CONFIG`` with ``--replay true`` (ARPO) or ``--replay false``
+(GRPO) and its own seed; nothing else differs. From every run's ``rollouts.jsonl`` (one line per
+trajectory of each training batch, after replay injection) the script computes per step:
 
 * the policy's own success rate: trajectories it sampled at that step (replayed ones excluded);
+  with the evaluator's binary score and no format penalty this is the paper's "trajectory reward";
 * the share of all-fail groups: groups in which every trajectory the policy sampled failed
   (these carry no signal in GRPO; ARPO injects a stored success into them when it has one);
 * the injected share: replayed trajectories / all trajectories of the batch.
 
-It writes ``<out>/ablation.json`` (per-run curves), ``<out>/ablation.md`` (a table: mean and
-spread over seeds of the success over step windows) and ``<out>/ablation.png`` (mean curve with
-min-max band per mode). Runs already finished (their ``rollouts.jsonl`` holds ``--steps`` steps) are
+With ``--eval-tasks`` (e.g. ``pixels:heldout:click,click2:32``) the base policy and every final
+checkpoint then play those tasks (``arpo-eval run``, ``--eval-trials`` episodes per task, OSWorld's
+"hard" protocol), and the tables give, per task kind, each mode's mean success over seeds with a
+95 % t-interval (seeds are the unit) and the pooled episodes' Wilson interval.
+
+It writes ``<out>/ablation.json`` (per-run curves, evaluations), ``<out>/ablation.md`` (the
+tables) and ``<out>/ablation.png`` (curves: mean and 95 % band over seeds per mode). The config is
+copied to ``<out>/config.yaml`` at the first call and every run reads that copy. Runs already
+finished (their ``rollouts.jsonl`` holds ``--steps`` steps) and evaluations already written are
 not repeated, so the script can be re-run to add seeds.
 
-    uv run --frozen python scripts/ablation.py --provider fake --seeds 0 1 2 --steps 60 \\
-        --out benchmarks/ablation/fake
+    uv run --frozen python scripts/ablation.py --provider local --seeds 0 1 2 3 4 --steps 200 \\
+        --base runs/base-pointer --train-tasks pixels:train:click,click2:16 \\
+        --eval-tasks pixels:heldout:click,click2,click3,menu:32 --out benchmarks/ablation/pixels
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -33,11 +41,15 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "packages/arpo_trainer/configs/demo.yaml"
 MODES = {"arpo": "true", "grpo": "false"}
 # One thread per run: on a loaded machine, torch's default threads spin against each other.
 ENV = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
+# Student's t quantiles (two-sided 95 %) by degrees of freedom.
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23}
 
 
 def step_metrics(rollouts: Path, group_size: int = 4) -> list[dict[str, float]]:
@@ -72,6 +84,15 @@ def step_metrics(rollouts: Path, group_size: int = 4) -> list[dict[str, float]]:
     return out
 
 
+def train_args(args: argparse.Namespace) -> list[str]:
+    """What selects the training tasks: a task spec, or ids of the config's source."""
+    if args.train_tasks:
+        return ["--tasks", args.train_tasks]
+    if args.tasks:
+        return ["--tasks", args.source, "--task_ids", *args.tasks]
+    return []
+
+
 def run_one(mode: str, seed: int, args: argparse.Namespace, out: Path) -> Path:
     run_dir = out / f"{mode}-s{seed}"
     log = run_dir / "rollouts.jsonl"
@@ -90,7 +111,7 @@ def run_one(mode: str, seed: int, args: argparse.Namespace, out: Path) -> Path:
         "--frozen",
         "arpo-train",
         "--config",
-        str(CONFIG),
+        str(args.config),
         "--model_name_or_path",
         args.base,
         "--output_dir",
@@ -103,8 +124,7 @@ def run_one(mode: str, seed: int, args: argparse.Namespace, out: Path) -> Path:
         str(args.steps),
         "--provider",
         args.provider,
-        "--task_ids",
-        *args.tasks,
+        *train_args(args),
         "--save_strategy",
         "no",
         "--report_to",
@@ -126,6 +146,36 @@ def window_mean(curve: list[dict], key: str, lo: int, hi: int) -> float:
     return sum(vals) / len(vals) if vals else float("nan")
 
 
+def mean_ci(values: list[float]) -> tuple[float, float, float]:
+    """Mean and 95 % t-interval over ``values`` (seeds); the interval is the mean alone for one."""
+    values = [v for v in values if v == v]
+    if not values:
+        return float("nan"), float("nan"), float("nan")
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, mean, mean
+    half = T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, mean - half, mean + half
+
+
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    """95 % Wilson score interval of a proportion.
+
+    >>> [round(x, 3) for x in wilson(0, 100)]
+    [0.0, 0.037]
+    """
+    if n == 0:
+        return float("nan"), float("nan")
+    z, p = 1.96, successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _fmt_ci(m: float, lo: float, hi: float) -> str:
+    return "-" if m != m else f"{m:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
 def summarize(curves: dict[str, dict[int, list[dict]]], steps: int) -> str:
     edges = [0, steps // 4, steps // 2, 3 * steps // 4, steps]
     windows = list(zip(edges[:-1], edges[1:], strict=True))
@@ -135,226 +185,245 @@ def summarize(curves: dict[str, dict[int, list[dict]]], steps: int) -> str:
     for mode, runs in curves.items():
         cells = []
         for a, b in windows:
-            per_seed = [window_mean(c, "own_success", a, b) for c in runs.values()]
-            cells.append(_spread(per_seed))
-        af = _spread([window_mean(c, "all_fail_groups", 0, steps) for c in runs.values()])
-        inj = _spread([window_mean(c, "injected", 0, steps) for c in runs.values()])
+            cells.append(
+                _fmt_ci(*mean_ci([window_mean(c, "own_success", a, b) for c in runs.values()]))
+            )
+        af = _fmt_ci(*mean_ci([window_mean(c, "all_fail_groups", 0, steps) for c in runs.values()]))
+        inj = _fmt_ci(*mean_ci([window_mean(c, "injected", 0, steps) for c in runs.values()]))
         lines.append(f"| {mode} | {len(runs)} | " + " | ".join(cells) + f" | {af} | {inj} |")
     return "\n".join(lines)
 
 
-def hold_table(curves: dict[str, dict[int, list[dict]]], smooth: int = 5, tail: int = 20) -> str:
-    """Per run: the peak of the policy's own success (``smooth``-step mean), the mean of the last
-    ``tail`` steps, and their ratio (the demo's "holds" criterion: >= 0.8)."""
-    lines = [
-        f"| run | peak ({smooth}-step mean) | mean of the last {tail} steps | last / peak |",
-        "|---|---|---|---|",
-    ]
-    for mode, runs in curves.items():
-        for seed, curve in sorted(runs.items()):
-            ys = [c["own_success"] for c in curve]
-            avg = [statistics.fmean(ys[max(0, i - smooth + 1) : i + 1]) for i in range(len(ys))]
-            peak, last = max(avg), statistics.fmean(ys[-tail:])
-            lines.append(f"| {mode} seed {seed} | {peak:.2f} | {last:.2f} | {last / peak:.2f} |")
-    return "\n".join(lines)
+def smoothed(curve: list[dict], key: str, window: int) -> list[float]:
+    ys = [c[key] for c in curve]
+    out = []
+    for i in range(len(ys)):
+        chunk = [v for v in ys[max(0, i - window + 1) : i + 1] if v == v]
+        out.append(statistics.fmean(chunk) if chunk else float("nan"))
+    return out
 
 
-def _spread(values: list[float]) -> str:
-    values = [v for v in values if v == v]
-    if not values:
-        return "-"
-    mean = statistics.fmean(values)
-    return f"{mean:.2f} [{min(values):.2f}, {max(values):.2f}]"
-
-
-def plot(curves: dict[str, dict[int, list[dict]]], path: Path, title: str, smooth: int = 5) -> None:
+def plot(
+    curves: dict[str, dict[int, list[dict]]],
+    evals: dict[str, dict[str, list[float]]] | None,
+    path: Path,
+    title: str,
+    smooth: int = 10,
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    colors = {"arpo": "tab:blue", "grpo": "tab:orange"}
+    panels = [
+        ("own_success", "trajectory reward (own success)"),
+        ("all_fail_groups", "all-fail groups"),
+        ("injected", "replayed share of the batch"),
+    ]
+    ncols = len(panels) + (1 if evals else 0)
+    fig, axes = plt.subplots(1, ncols, figsize=(4.2 * ncols, 3.8))
+    colors = {"arpo": "tab:blue", "grpo": "tab:orange", "base": "tab:gray"}
     for mode, runs in curves.items():
-        for ax, key in zip(axes, ("own_success", "all_fail_groups"), strict=True):
-            per_seed = []
-            for curve in runs.values():
-                ys = [c[key] for c in curve]
-                per_seed.append(
-                    [
-                        statistics.fmean(v for v in ys[max(0, i - smooth + 1) : i + 1] if v == v)
-                        for i in range(len(ys))
-                    ]
-                )
+        for ax, (key, label) in zip(axes, panels, strict=False):
+            per_seed = [smoothed(c, key, smooth) for c in runs.values()]
             n = min(len(s) for s in per_seed)
             xs = list(range(n))
-            mean = [statistics.fmean(s[i] for s in per_seed) for i in xs]
-            lo = [min(s[i] for s in per_seed) for i in xs]
-            hi = [max(s[i] for s in per_seed) for i in xs]
-            ax.plot(
-                xs,
-                mean,
-                color=colors.get(mode),
-                label=f"{mode.upper()} (mean of {len(runs)} seeds)",
-            )
-            ax.fill_between(xs, lo, hi, color=colors.get(mode), alpha=0.2)
-    axes[0].set_ylabel(f"policy's own success ({smooth}-step mean)")
-    axes[1].set_ylabel(f"all-fail groups ({smooth}-step mean)")
-    for ax in axes:
+            stats = [mean_ci([s[i] for s in per_seed]) for i in xs]
+            ax.plot(xs, [m for m, _, _ in stats], color=colors.get(mode),
+                    label=f"{mode.upper()} ({len(runs)} seeds)")  # fmt: skip
+            ax.fill_between(xs, [lo for _, lo, _ in stats], [hi for _, _, hi in stats],
+                            color=colors.get(mode), alpha=0.2)  # fmt: skip
+            ax.set_ylabel(f"{label}, {smooth}-step mean")
+    for ax in axes[: len(panels)]:
         ax.set_xlabel("training step")
-        ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+        ax.set_ylim(bottom=-0.02)
+    if evals:
+        ax = axes[-1]
+        kinds = sorted({k for per in evals.values() for k in per})
+        width = 0.8 / len(evals)
+        for j, (name, per) in enumerate(evals.items()):
+            stats = [mean_ci(per.get(k, [])) for k in kinds]
+            xs = [i + (j - (len(evals) - 1) / 2) * width for i in range(len(kinds))]
+            ms = [m if m == m else 0 for m, _, _ in stats]
+            err = [
+                [m - lo if m == m else 0 for m, lo, _ in stats],
+                [hi - m if m == m else 0 for m, _, hi in stats],
+            ]
+            ax.bar(xs, ms, width, yerr=err, capsize=3, color=colors.get(name), label=name.upper())
+        ax.set_xticks(range(len(kinds)), kinds)
+        ax.set_ylabel("held-out success (mean, 95 % CI over seeds)")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
-def run_eval(name: str, model: str, seed: int, args: argparse.Namespace, task_list: Path) -> float:
-    """``arpo-eval run`` of one checkpoint on the selected tasks; returns its mean success."""
+def run_eval(name: str, model: str, seed: int, args: argparse.Namespace, cfg: dict) -> Path:
+    """``arpo-eval run`` of one checkpoint on the evaluation tasks; returns its summary.json."""
     out = args.out / "eval" / name
+    summary = out / "summary.json"
+    if summary.exists() and not args.fresh_eval:
+        print(f"eval {name}: done before, kept", flush=True)
+        return summary
+    screen = f"{cfg.get('screen_width', 640)}x{cfg.get('screen_height', 360)}"
     cmd = [
-        "uv",
-        "run",
-        "--frozen",
-        "arpo-eval",
-        "run",
-        "--agent",
-        "hf",
-        "--model",
-        model,
-        "--name",
-        name,
-        "--tasks",
-        str(task_list),
-        "--provider",
-        args.provider,
-        "--num-envs",
-        "4",
-        "--max-steps",
-        "3",
-        "--trials",
-        str(args.eval_trials),
-        "--screen",
-        "640x360",
-        "--history-images",
-        "3",
-        "--max-tokens",
-        "24",
-        "--temperature",
-        "1.0",
-        "--top-p",
-        "1.0",
-        "--seed",
-        str(1000 + seed),
-        "--out",
-        str(out),
-        # "hard": an episode that runs out of turns is scored as it stands. Under "standard"
-        # (OSWorld's runner) its last action becomes FAIL, which scores every truncated episode of
-        # an infeasible task 1: the random base policy got 0.88 that way.
-        "--protocol",
-        "hard",
-        "--fresh",
-    ]
+        "uv", "run", "--frozen", "arpo-eval", "run", "--agent", "hf", "--model", model,
+        "--name", name, "--tasks", args.eval_tasks, "--provider", args.provider,
+        "--num-envs", str(args.eval_envs), "--max-steps", str(cfg.get("max_turns", 3)),
+        "--trials", str(args.eval_trials), "--screen", screen,
+        "--history-images", str(cfg.get("max_history_images", 3)),
+        "--max-tokens", str(cfg.get("max_turn_tokens", 24)),
+        "--temperature", str(cfg.get("temperature", 1.0)), "--top-p", "1.0",
+        "--seed", str(1000 + seed), "--out", str(out),
+        # "hard": an episode that runs out of turns is scored as it stands (under "standard" its
+        # last action becomes FAIL, which would score every truncated infeasible episode 1)
+        "--protocol", "hard", "--fresh", "--no-progress",
+    ]  # fmt: skip
+    for key, value in ((cfg.get("env_kwargs") or {}).get("provider_kwargs") or {}).items():
+        cmd += ["--provider-arg", f"{key}={value}"]
     print(f"eval {name}: {' '.join(cmd)}", flush=True)
     with open(args.out / "eval" / f"{name}.log", "w") as fh:
         subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=True, env=ENV)
-    summary = json.loads((out / "summary.json").read_text())
-    return float(summary["overall"]["mean_at_k"])
+    return summary
 
 
-def eval_table(scores: dict[str, list[float]], trials: int, n_tasks: int) -> str:
+def kind_of(task_id: str) -> str:
+    """``pixels-click2-h003`` -> ``click2``; other ids -> their domain-less id."""
+    parts = task_id.split("-")
+    return parts[1] if parts[0] == "pixels" and len(parts) == 3 else task_id
+
+
+def per_kind(summary: Path) -> dict[str, tuple[int, int]]:
+    """(successes, scored episodes) per task kind from an arpo-eval summary."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for t in json.loads(summary.read_text())["task_results"]:
+        scores = [s for s in t["scores"] if s is not None]
+        out[kind_of(t["task_id"])][0] += sum(s > 0.5 for s in scores)
+        out[kind_of(t["task_id"])][1] += len(scores)
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def eval_table(results: dict[str, list[dict[str, tuple[int, int]]]], trials: int) -> str:
+    kinds = sorted({k for runs in results.values() for r in runs for k in r})
     lines = [
-        f"| checkpoint | seeds | success on the {n_tasks} selected tasks ({trials} trials each, "
-        "mean [min, max] over seeds) |",
-        "|---|---|---|",
-    ]
-    for name, vals in scores.items():
-        lines.append(f"| {name} | {len(vals)} | {_spread(vals)} |")
-    return "\n".join(lines)
+        "| policy | runs | " + " | ".join(
+            f"{k}: mean over runs [95 % t-interval] (pooled episodes, Wilson)" for k in kinds
+        ) + " |",
+        "|---|---|" + "---|" * len(kinds),
+    ]  # fmt: skip
+    for name, runs in results.items():
+        cells = []
+        for k in kinds:
+            rates = [r[k][0] / r[k][1] for r in runs if k in r and r[k][1]]
+            s = sum(r[k][0] for r in runs if k in r)
+            n = sum(r[k][1] for r in runs if k in r)
+            lo, hi = wilson(s, n)
+            cells.append(f"{_fmt_ci(*mean_ci(rates))} ({s}/{n}, [{lo:.3f}, {hi:.3f}])")
+        lines.append(f"| {name} | {len(runs)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\n({trials} episode(s) per held-out task and run.)"
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--provider", default="fake", choices=("fake", "local", "docker"))
+    p.add_argument("--config", type=Path, default=CONFIG)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
     p.add_argument("--base", default="runs/base-policy", help="base policy checkpoint")
-    p.add_argument(
-        "--tasks",
-        nargs="+",
-        default=[
-            "os-infeasible-001",
-            "os-infeasible-002",
-            "terminal-infeasible-001",
-            "multi_apps-infeasible-001",
-        ],
-    )
+    p.add_argument("--train-tasks", default=None, help="a task spec to train on (pixels:train:...)")
+    p.add_argument("--tasks", nargs="+", default=None, help="or task ids (of --source)")
+    p.add_argument("--source", default="builtin", help="where --tasks ids come from")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks/ablation")
     p.add_argument("--note", default="", help="e.g. the machine's load, printed under the plot")
-    p.add_argument(
-        "--parallel", type=int, default=2, help="training runs at once (one thread each)"
-    )
+    p.add_argument("--parallel", type=int, default=2, help="training runs at once (1 thread each)")
+    p.add_argument("--eval-tasks", default=None, help="held-out task spec (pixels:heldout:...)")
     p.add_argument(
         "--eval-trials",
         type=int,
         default=0,
-        help="then arpo-eval the base policy and every final checkpoint on the tasks, "
-        "this many trials per task (0: no evaluation)",
+        help="episodes per evaluation task (0: 1 with --eval-tasks, else no evaluation; with "
+        "--tasks ids and no --eval-tasks, those tasks are evaluated)",
     )
+    p.add_argument("--eval-envs", type=int, default=4, help="desktops per evaluation")
+    p.add_argument("--fresh-eval", action="store_true", help="re-run evaluations already written")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    # every run of the study reads one frozen copy of the config: an edit of the config while the
+    # study runs (or before seeds are added) cannot make its runs differ
+    snapshot = args.out / "config.yaml"
+    if not snapshot.exists():
+        snapshot.write_text(args.config.read_text())
+    elif snapshot.read_text() != args.config.read_text():
+        print(f"{snapshot} differs from {args.config}: the study keeps using its copy", flush=True)
+    args.config = snapshot
+    cfg = yaml.safe_load(args.config.read_text())
+    group = int(cfg.get("num_generations", 4))
     t0 = time.monotonic()
     curves: dict[str, dict[int, list[dict]]] = {m: {} for m in args.modes}
     jobs = [(mode, seed) for seed in args.seeds for mode in args.modes]
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         dirs = list(pool.map(lambda job: run_one(*job, args, args.out), jobs))
     for (mode, seed), run_dir in zip(jobs, dirs, strict=True):
-        curves[mode][seed] = step_metrics(run_dir / "rollouts.jsonl")[: args.steps]
+        curves[mode][seed] = step_metrics(run_dir / "rollouts.jsonl", group)[: args.steps]
+    table = summarize(curves, args.steps)
+    evals: dict[str, list[dict[str, tuple[int, int]]]] = {}
+    if not args.eval_tasks and args.tasks and args.eval_trials:
+        (args.out / "eval").mkdir(exist_ok=True)
+        ids = args.out / "eval" / "tasks.json"
+        ids.write_text(json.dumps({"kind": "arpo-task-list", "source": args.source,
+                                   "task_ids": args.tasks}) + "\n")  # fmt: skip
+        args.eval_tasks = str(ids)
+    args.eval_trials = args.eval_trials or 1
+    if args.eval_tasks:
+        (args.out / "eval").mkdir(exist_ok=True)
+        evals["base"] = [per_kind(run_eval("base", args.base, 0, args, cfg))]
+        for mode in args.modes:
+            evals[mode] = [
+                per_kind(run_eval(f"{mode}-s{s}", str(args.out / f"{mode}-s{s}"), s, args, cfg))
+                for s in args.seeds
+            ]
+        table += (
+            "\n\nHeld-out success ("
+            + args.eval_tasks
+            + "):\n\n"
+            + eval_table(evals, args.eval_trials)
+        )
+    rates = {
+        name: {k: [r[k][0] / r[k][1] for r in runs if k in r and r[k][1]] for k in runs[0]}
+        for name, runs in evals.items()
+    }
     (args.out / "ablation.json").write_text(
         json.dumps(
             {
                 "provider": args.provider,
-                "tasks": args.tasks,
+                "config": str(
+                    args.config.relative_to(ROOT) if args.config.is_absolute() else args.config
+                ),
+                "train_tasks": args.train_tasks or args.tasks,
+                "eval_tasks": args.eval_tasks,
                 "steps": args.steps,
                 "base": args.base,
                 "note": args.note,
                 "curves": curves,
+                "evals": {
+                    k: [{kk: list(vv) for kk, vv in r.items()} for r in v] for k, v in evals.items()
+                },
             },
             indent=1,
         )
         + "\n"
     )
-    table = summarize(curves, args.steps) + "\n\n" + hold_table(curves)
     (args.out / "ablation.md").write_text(table + "\n")
     title = (
-        f"ARPO vs GRPO, {args.provider} desktops, {len(args.tasks)} tasks, seeds {args.seeds}"
-        + (f"\n{args.note}" if args.note else "")
+        f"ARPO vs GRPO, {args.provider} desktops, {args.train_tasks or args.tasks}, "
+        f"seeds {args.seeds}" + (f"\n{args.note}" if args.note else "")
     )
-    plot(curves, args.out / "ablation.png", title)
+    plot(curves, rates or None, args.out / "ablation.png", title)
     print(table)
-    if args.eval_trials:
-        (args.out / "eval").mkdir(exist_ok=True)
-        task_list = args.out / "eval" / "tasks.json"
-        task_list.write_text(
-            json.dumps({"kind": "arpo-task-list", "source": "builtin", "task_ids": args.tasks})
-            + "\n"
-        )
-        scores: dict[str, list[float]] = {"base": [], "grpo": [], "arpo": []}
-        for seed in args.seeds:
-            scores["base"].append(run_eval(f"base-s{seed}", args.base, seed, args, task_list))
-            for mode in args.modes:
-                run_dir = args.out / f"{mode}-s{seed}"
-                scores[mode].append(
-                    run_eval(f"{mode}-s{seed}", str(run_dir), seed, args, task_list)
-                )
-        etable = eval_table(
-            {k: v for k, v in scores.items() if v}, args.eval_trials, len(args.tasks)
-        )
-        (args.out / "eval.md").write_text(etable + "\n")
-        (args.out / "eval.json").write_text(json.dumps(scores, indent=1) + "\n")
-        print(etable)
     print(f"ablation: {time.monotonic() - t0:.0f} s -> {args.out}")
     return 0
 
