@@ -390,3 +390,13 @@ def test_baseline_stats_feed_the_trainers_task_selection():
     records = evaluate_agent(FailAgent, tasks, env_kwargs=FAKE, trials=2, progress=False)
     assert choose_tasks(baseline_stats(records)) == ["os-infeasible-001", "os-infeasible-002"]
     assert choose_tasks(baseline_stats(records), exclude_infeasible=True) == []
+
+
+def test_the_pixel_family_is_a_task_spec_and_a_bad_one_says_what_is_wrong(tmp_path):
+    held = resolve_task_spec("pixels:heldout:click,menu:4")
+    assert [t.id.rsplit("-", 1)[0] for t in held] == ["pixels-click"] * 4 + ["pixels-menu"] * 4
+    ids = tmp_path / "ids.json"
+    ids.write_text(json.dumps({"source": "pixels:heldout:menu:8", "task_ids": [held[5].id]}))
+    assert [t.id for t in resolve_task_spec(str(ids))] == [held[5].id]
+    with pytest.raises(TaskSpecError, match="unknown kind 'drag'"):
+        resolve_task_spec("pixels:heldout:drag")
