@@ -9,7 +9,8 @@ trajectory of each training batch, after replay injection) the script computes p
   with the evaluator's binary score and no format penalty this is the paper's "trajectory reward";
 * the share of all-fail groups: groups in which every trajectory the policy sampled failed
   (these carry no signal in GRPO; ARPO injects a stored success into them when it has one);
-* the injected share: replayed trajectories / all trajectories of the batch.
+* the injected share: replayed trajectories / all trajectories of the batch;
+* the share of the policy's episodes that ended in a format error (an unparsable action).
 
 With ``--eval-tasks`` (e.g. ``pixels:heldout:click,click2:32``) the base policy and every final
 checkpoint then play those tasks (``arpo-eval run``, ``--eval-trials`` episodes per task, OSWorld's
@@ -180,8 +181,8 @@ def summarize(curves: dict[str, dict[int, list[dict]]], steps: int) -> str:
     edges = [0, steps // 4, steps // 2, 3 * steps // 4, steps]
     windows = list(zip(edges[:-1], edges[1:], strict=True))
     head = "| mode | seeds | " + " | ".join(f"own success, steps {a}-{b - 1}" for a, b in windows)
-    head += " | all-fail groups | injected |"
-    lines = [head, "|" + "---|" * (4 + len(windows))]
+    head += " | all-fail groups | injected | format errors, last quarter |"
+    lines = [head, "|" + "---|" * (5 + len(windows))]
     for mode, runs in curves.items():
         cells = []
         for a, b in windows:
@@ -190,7 +191,12 @@ def summarize(curves: dict[str, dict[int, list[dict]]], steps: int) -> str:
             )
         af = _fmt_ci(*mean_ci([window_mean(c, "all_fail_groups", 0, steps) for c in runs.values()]))
         inj = _fmt_ci(*mean_ci([window_mean(c, "injected", 0, steps) for c in runs.values()]))
-        lines.append(f"| {mode} | {len(runs)} | " + " | ".join(cells) + f" | {af} | {inj} |")
+        fmt = _fmt_ci(
+            *mean_ci([window_mean(c, "format_errors", edges[3], steps) for c in runs.values()])
+        )
+        lines.append(
+            f"| {mode} | {len(runs)} | " + " | ".join(cells) + f" | {af} | {inj} | {fmt} |"
+        )
     return "\n".join(lines)
 
 
@@ -219,6 +225,7 @@ def plot(
         ("own_success", "trajectory reward (own success)"),
         ("all_fail_groups", "all-fail groups"),
         ("injected", "replayed share of the batch"),
+        ("format_errors", "episodes ended by a format error"),
     ]
     ncols = len(panels) + (1 if evals else 0)
     fig, axes = plt.subplots(1, ncols, figsize=(4.2 * ncols, 3.8))
@@ -400,9 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dumps(
             {
                 "provider": args.provider,
-                "config": str(
-                    args.config.relative_to(ROOT) if args.config.is_absolute() else args.config
-                ),
+                "config": cfg,
                 "train_tasks": args.train_tasks or args.tasks,
                 "eval_tasks": args.eval_tasks,
                 "steps": args.steps,
