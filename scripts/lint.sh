@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The code-quality guards CI runs before the tests: lint, formatting, types at the seams, the
-# import floors, and the documentation site's strict build (links and anchors). Each runs even when an earlier one failed, so one run reports them all.
+# import floors, and the documentation site's strict build (links and anchors). Each runs even
+# when an earlier one failed, so one run reports them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rc=0
