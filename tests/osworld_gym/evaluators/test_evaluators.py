@@ -42,7 +42,7 @@ class FakeGuest:
         self.tree = tree
         self.calls: list[tuple[str, Any]] = []
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         self.calls.append(("get_file", path))
         return self.files.get(path)
 
@@ -637,7 +637,7 @@ def test_two_episodes_of_one_task_keep_their_fetched_files_apart(tmp_path):
         def __init__(self, text):
             self.text = text
 
-        def get_file(self, path):
+        def get_file(self, path, max_bytes=None):
             return self.text.encode()
 
     shared = tmp_path / "cache" / "t"
