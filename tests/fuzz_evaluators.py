@@ -402,8 +402,9 @@ def table(outcomes: list[Outcome], specs: int, seconds: float) -> str:
     ]
     for func in sorted(by_func):
         c = by_func[func]
+        cases = sum(c[v] for v in ("score", "judge", "raised", "budget", "standin_gold"))
         lines.append(
-            f"| {func:40} | {sum(c[v] for v in ('score', 'judge', 'raised', 'budget', 'standin_gold')):5} | "
+            f"| {func:40} | {cases:5} | "
             f"{c['score']:6} | {c['judge']:5} | {c['raised']:6} | {c['budget']:6} | "
             f"{c['blamed_agent_after_raise']:9} | {c['scored_1']:8} |"
         )
