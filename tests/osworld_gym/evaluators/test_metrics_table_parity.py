@@ -213,3 +213,64 @@ def test_row_props_after_a_libreoffice_resave_differ_from_an_openpyxl_gold(tmp_p
     score = compare_table(resaved, gold, rules=[rule])
     assert score == (1.0 if recorded == {2} else 0.0)
     assert compare_table(resaved, resaved, rules=[rule]) == 1.0
+
+
+def month_filter(blank: bool | None = None, sort: bool = False):
+    def edit(ws):
+        ws.auto_filter.ref = "A1:B5"
+        ws.auto_filter.add_filter_column(0, ["Jan"], blank=blank)
+        if sort:
+            ws.auto_filter.add_sort_condition("B2:B5", descending=True)
+
+    return edit
+
+
+MONTHS = [["Month", "Amount"], ["Jan", 5], ["Feb", 12], ["Jan", 20], ["Mar", 7]]
+
+
+def test_filter_compares_attributes_as_written_like_osworld(tmp_path):
+    """``<filters blank="0">`` (openpyxl) and ``<filters>`` (LibreOffice) are the same filter
+    to a user, but OSWorld's ``load_filters`` compares the attribute as read (False vs None),
+    so they differ there and here."""
+    rule = {"type": "filter", **RULE0}
+    gold = book(tmp_path / "g.xlsx", MONTHS, month_filter())
+    assert compare_table(book(tmp_path / "s.xlsx", MONTHS, month_filter()), gold, rules=[rule])
+    explicit = book(tmp_path / "e.xlsx", MONTHS, month_filter(blank=False))
+    assert compare_table(explicit, gold, rules=[rule]) == 0.0
+    sorted_ = book(tmp_path / "o.xlsx", MONTHS, month_filter(sort=True))
+    assert compare_table(sorted_, gold, rules=[rule]) == 0.0
+    # a sheet that does not exist has no filter: two missing sheets are equal, as in OSWorld
+    missing = {"type": "filter", "sheet_idx0": "RNNope", "sheet_idx1": "ENNope"}
+    assert compare_table(gold, gold, rules=[missing]) == 1.0
+    assert compare_table(gold, gold, rules=[{**missing, "sheet_idx1": "EI0"}]) == 0.0
+
+
+@needs_libreoffice
+def test_filter_against_a_gold_resaved_by_libreoffice(tmp_path):
+    """OSWorld's golds are saved by LibreOffice. The same filter made by openpyxl differs
+    from the re-saved gold (LibreOffice drops ``blank="0"`` and rewrites the sort state);
+    the result saved by LibreOffice too, as an agent's is, matches it."""
+    made = book(tmp_path / "made.xlsx", MONTHS, month_filter(blank=False, sort=True))
+    gold_src = book(tmp_path / "gold.xlsx", MONTHS, month_filter(blank=False, sort=True))
+    out = tmp_path / "lo"
+    subprocess.run(
+        [
+            "soffice",
+            f"-env:UserInstallation=file://{tmp_path}/profile",
+            "--headless",
+            "--convert-to",
+            "xlsx",
+            "--outdir",
+            str(out),
+            gold_src,
+            made,
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    gold, resaved = str(out / "gold.xlsx"), str(out / "made.xlsx")
+    rule = {"type": "filter", **RULE0}
+    assert openpyxl.load_workbook(gold).active.auto_filter.filterColumn[0].filters.blank is None
+    assert compare_table(made, gold, rules=[rule]) == 0.0
+    assert compare_table(resaved, gold, rules=[rule]) == 1.0

@@ -37,12 +37,14 @@ Rules (``type`` and its keys):
 ``data_validation``  ``sheet_idx``, ``dv_props: [{attr: {method, ref}}]``: at least as many
                   validations as entries, each validation matching one entry
 ``filter``        ``sheet_idx0``, ``sheet_idx1``: same auto-filter (range, column filters,
-                  sort state)
+                  sort state), attributes compared as written (see
+                  :func:`.table_props.auto_filter`)
 ``row_props``     ``sheet_idx0``, ``sheet_idx1``, ``props`` (e.g. ``["hidden", "height"]``)
 ``col_props``     same for columns (e.g. ``["hidden", "width"]``)
 ``sheet_print``   ``sheet_idx0``, ``sheet_idx1``, ``ignore_case``: the sheets' text as
                   displayed (number formats applied) is equal line by line; see
-                  :mod:`.table_print` (OSWorld's exported CSV, else a LibreOffice export)
+                  :mod:`.table_print` (the CSV export the task fetched beside each
+                  workbook; a result without one scores 0, as in OSWorld)
 ``chart``         ``sheet_idx0``, ``sheet_idx1``, ``chart_props`` (``type``, ``title``,
                   ``legend``, ``anchor``, ``direction``, ``xtitle``, ``ytitle``, ``ztitle``,
                   ``width``, ``height``): the same charts, keyed by the ranges they plot, with
@@ -108,8 +110,10 @@ SUPPORTED_RULES = frozenset(
 class Workbook:
     """One ``.xlsx`` file, opened lazily twice: cached values, and formulas with styles."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, gold: bool = False):
         self.path = path
+        #: The task's expected workbook (judge's input), not the agent's result.
+        self.gold = gold
 
     @cached_property
     def values(self) -> Any:
@@ -144,17 +148,19 @@ class Workbook:
         return objects.Package(self.path)
 
     def printed(self, title: str) -> list[str] | None:
-        """Sheet ``title`` as displayed (see :mod:`.table_print`); ``None`` if there is none."""
-        lines = printing.beside(self.path, title)
-        if lines is not None or title not in self.values.sheetnames:
-            return lines
-        if title not in self._exported:
-            raise EvaluatorError(f"LibreOffice exported no sheet {title!r} of {self.path}")
-        return self._exported[title]
+        """Sheet ``title`` as displayed: its CSV export beside the workbook (see
+        :mod:`.table_print`); ``None`` for a result without one (it scores 0, as on OSWorld).
 
-    @cached_property
-    def _exported(self) -> dict[str, list[str]]:
-        return printing.export(self.path)
+        Raises:
+            EvaluatorError: the gold workbook has no export of that sheet beside it.
+        """
+        lines = printing.beside(self.path, title)
+        if lines is None and self.gold:
+            raise EvaluatorError(
+                f"sheet_print: the gold workbook {self.path} has no CSV export of sheet "
+                f"{title!r} beside it; the task must fetch it as <name>-{title}.csv"
+            )
+        return lines
 
 
 def sheet_title(
@@ -230,7 +236,7 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
     except Exception as exc:  # noqa: BLE001 - any unreadable result scores 0
         logger.info("compare_table: cannot read result %s: %s", result, exc)
         return 0.0
-    book_e = Workbook(expected) if expected else None
+    book_e = Workbook(expected, gold=True) if expected else None
     for i, rule in enumerate(rules):
         kind = rule.get("type")
         check = _RULES.get(kind)
@@ -362,6 +368,16 @@ def _compare_with(read: Callable[..., Any]) -> Rule:
     return check
 
 
+def _filter(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    """OSWorld's ``filter`` rule: a sheet that does not exist has no filter (``{}``), so two
+    missing sheets compare equal; see :func:`.table_props.auto_filter`."""
+    a = props.auto_filter(sheet(rule["sheet_idx0"], r, e, styles=True))
+    b = props.auto_filter(sheet(rule["sheet_idx1"], r, e, styles=True))
+    if a != b:
+        logger.info("filter: %r vs %r", a, b)
+    return a == b
+
+
 def _zoom(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
     ws = sheet(rule["sheet_idx"], r, e, styles=True)
     return ws is not None and match_value(ws.sheet_view.zoomScale or 100, rule)
@@ -422,7 +438,7 @@ _RULES: dict[str, Rule] = {
     "freeze": _compare_with(lambda a, b, rule: props.freeze_key(a) == props.freeze_key(b)),
     "zoom": _zoom,
     "data_validation": _data_validation,
-    "filter": _compare_with(lambda a, b, rule: props.auto_filter(a) == props.auto_filter(b)),
+    "filter": _filter,
     "row_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "row", rule["props"])),
     "col_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "column", rule["props"])),
     "sheet_print": _sheet_print,
