@@ -10,7 +10,9 @@ from typing import Any
 
 import openpyxl
 import pytest
-from openpyxl.styles import PatternFill
+from openpyxl.formatting.rule import Rule
+from openpyxl.styles import Font, PatternFill
+from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.views import Pane
 from osworld_gym.evaluators.metrics.table import compare_table
@@ -63,20 +65,140 @@ def test_fills_on_empty_cells_count_in_style(tmp_path):
     assert compare_table(bare, gold, rules=[rule]) == 0.0
 
 
-def test_style_with_conditional_formatting_is_not_scored(tmp_path):
-    from openpyxl.formatting.rule import CellIsRule
+GREEN = "FF00FF00"
+
+
+def green_font_cells(*coords: str):
+    def edit(ws):
+        for c in coords:
+            ws[c].font = Font(color=GREEN)
+
+    return edit
+
+
+def green_font_rule(rule_factory):
+    def edit(ws):
+        ws.conditional_formatting.add("B2:B5", rule_factory())
+
+    return edit
+
+
+RATES = [["Period", "Rate"], ["Q1", 1.5], ["Q2", 4.25], ["Q3", 2.0], ["Q4", 3.0]]
+
+
+def test_style_applies_conditional_formatting_like_osworld(tmp_path):
+    """21ab7b40: "highlight the highest result with green font". A conditional format that
+    makes the maximum green scores like the same font set by hand; one that makes the wrong
+    cell green, or colours a different style, does not (before, any conditional format
+    raised: no score at all)."""
+    from openpyxl.formatting.rule import CellIsRule, FormulaRule
+
+    rule = {"type": "style", **RULE0, "props": ["font_color"]}
+    gold = book(tmp_path / "gold.xlsx", RATES, green_font_cells("B3"))
+
+    def scored(name, edit):
+        return compare_table(book(tmp_path / name, RATES, edit), gold, rules=[rule])
+
+    green = DifferentialStyle(font=Font(color=GREEN))
+    # an expression bound as OSWorld binds it: the tested cell, then the absolute range
+    assert (
+        scored(
+            "max.xlsx",
+            green_font_rule(
+                lambda: FormulaRule(formula=["B2=MAX($B$2:$B$5)"], font=Font(color=GREEN))
+            ),
+        )
+        == 1.0
+    )
+    assert (
+        scored(
+            "min.xlsx",
+            green_font_rule(
+                lambda: FormulaRule(formula=["B2=MIN($B$2:$B$5)"], font=Font(color=GREEN))
+            ),
+        )
+        == 0.0
+    )
+    assert (
+        scored(
+            "cellis.xlsx",
+            green_font_rule(
+                lambda: CellIsRule(operator="greaterThan", formula=["4"], font=Font(color=GREEN))
+            ),
+        )
+        == 1.0
+    )
+    assert (
+        scored(
+            "cellis2.xlsx",
+            green_font_rule(
+                lambda: CellIsRule(operator="greaterThan", formula=["2.5"], font=Font(color=GREEN))
+            ),
+        )
+        == 0.0
+    )
+    # a cellIs formula with a reference cannot be evaluated alone: OSWorld skips the rule
+    assert (
+        scored(
+            "cellref.xlsx",
+            green_font_rule(
+                lambda: CellIsRule(
+                    operator="equal", formula=["MAX($B$2:$B$5)"], font=Font(color=GREEN)
+                )
+            ),
+        )
+        == 0.0
+    )
+    # top-N is a rule type OSWorld does not evaluate: active on no cell
+    assert scored("top.xlsx", green_font_rule(lambda: Rule(type="top10", rank=1, dxf=green))) == 0.0
+    assert compare_table(gold, gold, rules=[rule]) == 1.0
+
+
+def test_style_conditional_fill_is_the_differential_background_colour(tmp_path):
+    """8b1ce5f2 (weekends red): a conditional solid fill shows its *background* colour, and
+    OSWorld reads bgColor from the differential style (fgColor from a cell's own fill)."""
+    from openpyxl.formatting.rule import FormulaRule
+
+    days = [["Day"], ["Fri"], ["Sat"], ["Sun"], ["Mon"]]
+    rule = {"type": "style", **RULE0, "props": ["bgcolor"]}
+
+    def by_hand(ws):
+        for c in ("A3", "A4"):
+            ws[c].fill = PatternFill("solid", fgColor="FFFF0000")
+
+    def conditional(colour):
+        def edit(ws):
+            ws.conditional_formatting.add(
+                "A2:A5",
+                FormulaRule(
+                    formula=['OR(A2="Sat",A2="Sun")'], fill=PatternFill("solid", bgColor=colour)
+                ),
+            )
+
+        return edit
+
+    gold = book(tmp_path / "gold.xlsx", days, by_hand)
+    assert (
+        compare_table(book(tmp_path / "r.xlsx", days, conditional("FFFF0000")), gold, rules=[rule])
+        == 1.0
+    )
+    assert (
+        compare_table(book(tmp_path / "b.xlsx", days, conditional("FF0000FF")), gold, rules=[rule])
+        == 0.0
+    )
+
+
+def test_style_conditional_formula_we_cannot_evaluate_raises(tmp_path):
+    from openpyxl.formatting.rule import FormulaRule
 
     def cf(ws):
         ws.conditional_formatting.add(
-            "A1:A3",
-            CellIsRule(
-                operator="greaterThan", formula=["1"], fill=PatternFill("solid", fgColor="FFFF0000")
-            ),
+            "B2:B5", FormulaRule(formula=["B2>PERCENTILE($B$2:$B$5,0.9)"], font=Font(color=GREEN))
         )
 
-    gold = book(tmp_path / "g.xlsx", [[1], [2], [3]], cf)
-    with pytest.raises(NotImplementedError, match="conditional formatting"):
-        compare_table(gold, gold, rules=[{"type": "style", **RULE0, "props": ["bgcolor"]}])
+    gold = book(tmp_path / "g.xlsx", RATES, cf)
+    with pytest.raises(NotImplementedError, match="PERCENTILE"):
+        compare_table(gold, gold, rules=[{"type": "style", **RULE0, "props": ["font_color"]}])
 
 
 def test_check_cell_reads_booleans_as_none_and_numbers_as_floats(tmp_path):

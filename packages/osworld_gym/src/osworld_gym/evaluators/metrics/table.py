@@ -30,7 +30,8 @@ Rules (``type`` and its keys):
                   booleans ``None``) or a style property (below); see
                   :func:`.match.match_value`
 ``style``         ``sheet_idx0``, ``sheet_idx1``, ``props: [...]``: every cell's style props
-                  equal (conditional formatting is not applied)
+                  equal, conditional formatting applied as OSWorld applies it (see
+                  :mod:`.table_conditional`)
 ``freeze``        ``sheet_idx0``, ``sheet_idx1``: same frozen panes (frozen rows/columns;
                   a split pane is not a frozen one); see :func:`.table_props.freeze_key`
 ``zoom``          ``sheet_idx``, ``method``, ``ref``: the zoom (default 100) matches
@@ -368,6 +369,12 @@ def _compare_with(read: Callable[..., Any]) -> Rule:
     return check
 
 
+def _style(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    (b0, _), (b1, _) = sheet_title(rule["sheet_idx0"], r, e), sheet_title(rule["sheet_idx1"], r, e)
+    pair = _pair(rule, r, e)
+    return pair is not None and props.styles(*pair, rule["props"], (b0.path, b1.path))
+
+
 def _filter(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
     """OSWorld's ``filter`` rule: a sheet that does not exist has no filter (``{}``), so two
     missing sheets compare equal; see :func:`.table_props.auto_filter`."""
@@ -434,7 +441,7 @@ _RULES: dict[str, Rule] = {
     "sheet_data": _sheet_data,
     "sheet_fuzzy": _sheet_fuzzy,
     "check_cell": _check_cell,
-    "style": _compare_with(lambda a, b, rule: props.styles(a, b, rule["props"])),
+    "style": _style,
     "freeze": _compare_with(lambda a, b, rule: props.freeze_key(a) == props.freeze_key(b)),
     "zoom": _zoom,
     "data_validation": _data_validation,

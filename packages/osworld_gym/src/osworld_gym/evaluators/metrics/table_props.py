@@ -81,25 +81,25 @@ def cell_style(prop: str, cell: Any) -> Any:
     return (link.target or link.location or "") if link is not None else ""
 
 
-def style_map(ws: Any, names: list[str]) -> dict[str, list[Any]]:
+def style_map(ws: Any, names: list[str], path: str) -> dict[str, list[Any]]:
     """``{coordinate: [props]}`` for every cell from A1 to the sheet's last row and column,
-    as OSWorld's ``load_xlsx_styles`` builds it (so two sheets of different extents differ).
+    as OSWorld's ``load_xlsx_styles`` builds it (so two sheets of different extents differ),
+    with the sheet's conditional formatting applied (:mod:`.table_conditional`). ``path`` is
+    the workbook ``ws`` was read from.
 
     Raises:
-        NotImplementedError: the sheet has conditional formatting, which OSWorld's ``style``
-            rule evaluates (with the ``formulas`` package) and we do not: no honest score.
+        UnsupportedFormula: a conditional format formula we cannot evaluate.
     """
-    if len(ws.conditional_formatting) > 0:
-        raise NotImplementedError(
-            f"compare_table style: sheet {ws.title!r} has conditional formatting, which "
-            "osworld-gym does not evaluate"
-        )
-    return {c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col}
+    from osworld_gym.evaluators.metrics import table_conditional
+
+    out = {c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col}
+    table_conditional.apply(ws, path, names, out)
+    return out
 
 
-def styles(a: Any, b: Any, names: list[str]) -> bool:
-    """Whether the two sheets' :func:`style_map` are equal."""
-    ma, mb = style_map(a, names), style_map(b, names)
+def styles(a: Any, b: Any, names: list[str], paths: tuple[str, str]) -> bool:
+    """Whether the two sheets' :func:`style_map` are equal (``paths``: their workbooks)."""
+    ma, mb = style_map(a, names, paths[0]), style_map(b, names, paths[1])
     if ma != mb:
         diff = sorted(set(ma) ^ set(mb)) or [k for k in sorted(ma) if ma[k] != mb[k]]
         logger.info("style differs at %s", diff[:5])
