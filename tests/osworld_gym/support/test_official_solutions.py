@@ -1,0 +1,187 @@
+"""Official OSWorld tasks solved on local desktops: a correct answer scores 1, a near miss 0.
+
+For each task in :data:`official_solutions.SOLUTIONS` (or a sample: ``OSWORLD_SOLUTIONS=N``,
+default 2 tasks, one per domain in turn; ``all`` for the whole set), the test fills a temporary
+OSWorld-layout cache with the solution's own files and stand-ins for the rest
+(:mod:`standins`), then plays the solution's actions through ``env.step`` on a real desktop, as
+an agent would, and requires no infrastructure error and a score of exactly 1 for the correct
+answer and 0 for the wrong one. Run it by domain with ``-k libreoffice_calc/``.
+
+``OSWORLD_SOLUTIONS_REPORT=FILE`` appends one JSON line per episode (id, domain, variant,
+reward, seconds); ``OSWORLD_SOLUTIONS_SHOTS=DIR`` saves every observation as a PNG.
+A solution that needs another branch's fix first (``Solution.after``) is ``xfail`` until then.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from itertools import zip_longest
+from pathlib import Path
+from typing import Any
+
+import pytest
+from official_solutions import SOLUTIONS, Solution
+from osworld_examples import OFFICIAL, SKIP_REASON
+from osworld_gym.episodes.agents import ScriptAgent
+from osworld_gym.episodes.loop import run_episode
+from osworld_gym.support.classifier import capabilities, classify
+from osworld_gym.support.coverage import official_tasks
+from osworld_gym.tasks.task import Task
+from standins import ffmpeg_available, fill_cache, needed_files
+
+DEFAULT_SAMPLE = 2
+VARIANTS = ("correct", "wrong")
+
+
+def _examples(config: pytest.Config) -> Path:
+    option = config.getoption("--osworld-examples", default=None)
+    return Path(option) if option else OFFICIAL
+
+
+def solved_tasks(root: Path) -> list[tuple[str, dict[str, Any], Solution]]:
+    """``(domain, task json, solution)`` for every solution, in SOLUTIONS' order.
+
+    Raises:
+        LookupError: a solution names no official task, or one not supported here.
+    """
+    tasks = {raw["id"]: (d, raw) for d, raw in official_tasks(root)}
+    caps = capabilities("local")
+    out = []
+    for sol in SOLUTIONS:
+        found = [tasks[i] for i in tasks if i.startswith(sol.task)]
+        if len(found) != 1:
+            raise LookupError(f"solution {sol.task!r} matches {len(found)} official tasks")
+        domain, raw = found[0]
+        if not classify(raw, caps).supported:
+            raise LookupError(f"solution {sol.task!r}: the task is not supported here")
+        out.append((domain, raw, sol))
+    return out
+
+
+def sample(tasks: list[Any], n: int | None) -> list[Any]:
+    """``n`` tasks taking each domain in turn (in the order listed), or all of them."""
+    if n is None:
+        return tasks
+    by_domain: dict[str, list[Any]] = {}
+    for t in tasks:
+        by_domain.setdefault(t[0], []).append(t)
+    rounds = zip_longest(*by_domain.values())
+    return [t for rnd in rounds for t in rnd if t is not None][:n]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "solved" not in metafunc.fixturenames:
+        return
+    root = _examples(metafunc.config)
+    if not (root / "test_all.json").is_file():
+        reason = SKIP_REASON if root == OFFICIAL else f"no test_all.json in {root}"
+        metafunc.parametrize("solved", [pytest.param(None, marks=pytest.mark.skip(reason=reason))])
+        return
+    wanted = os.environ.get("OSWORLD_SOLUTIONS", str(DEFAULT_SAMPLE))
+    tasks = sample(solved_tasks(root), None if wanted == "all" else int(wanted))
+    params = []
+    for domain, raw, sol in tasks:
+        for variant in VARIANTS:
+            marks = []
+            if variant == "correct" and sol.after:
+                marks.append(pytest.mark.xfail(reason=f"needs {sol.after}", strict=False))
+            params.append(
+                pytest.param(
+                    (domain, raw, sol, variant),
+                    id=f"{domain}/{raw['id'][:8]}-{variant}",
+                    marks=marks,
+                )
+            )
+    metafunc.parametrize("solved", params)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> Iterator:
+    import gymnasium as gym
+    import osworld_gym  # noqa: F401 - registers OSWorld-v0
+
+    if not ffmpeg_available():
+        pytest.skip("stand-in media files need ffmpeg (scripts/install.sh)")
+    cache = tmp_path_factory.mktemp("osworld-cache")
+    e = gym.make("OSWorld-v0", provider="local", tasks=None, cache_dir=cache, max_steps=40)
+    e.unwrapped.standin_cache = cache
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+def place_files(raw: dict[str, Any], sol: Solution, cache: Path) -> None:
+    """Write the solution's files where the task reads them, then stand-ins for the rest."""
+    needed = [path for path, _ in needed_files(raw, cache)]
+    for name, make in sol.files.items():
+        paths = [p for p in needed if p.name == name or p.name.endswith(f"_{name}")]
+        assert paths, f"{sol.task}: the task reads no file named {name!r} ({needed})"
+        for path in paths:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(make())
+    fill_cache(raw, cache)
+
+
+class RecordingAgent(ScriptAgent):
+    """Plays a script and, when asked, saves each observation it is shown."""
+
+    def __init__(self, script: list[str], shots: Path | None):
+        super().__init__(script)
+        self.shots = shots
+
+    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
+        if self.shots is not None:
+            from PIL import Image
+
+            self.shots.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(obs["screenshot"]).save(self.shots / f"{self._turn:02d}.png")
+        return super().act(obs, info)
+
+
+def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved):
+    domain, raw, sol, variant = solved
+    cache = env.unwrapped.standin_cache
+    place_files(raw, sol, cache)
+    task = Task.from_dict(raw, domain)
+    script = [*sol.correct, sol.final] if variant == "correct" else [*sol.wrong, sol.wrong_final]
+    shots = os.environ.get("OSWORLD_SOLUTIONS_SHOTS")
+    agent = RecordingAgent(script, Path(shots) / f"{raw['id'][:8]}-{variant}" if shots else None)
+    t0 = time.monotonic()
+    res = run_episode(env, agent, task, stop_on_action_error=True)
+    outcome = {
+        "id": task.id,
+        "domain": domain,
+        "variant": variant,
+        "reward": res.score,
+        "error": res.error,
+        "steps": res.steps,
+        "seconds": round(time.monotonic() - t0, 1),
+    }
+    if report := os.environ.get("OSWORLD_SOLUTIONS_REPORT"):
+        with open(report, "a") as f:
+            f.write(json.dumps(outcome) + "\n")
+    assert res.error is None, res.error
+    want = 1.0 if variant == "correct" else 0.0
+    assert res.score == want, (
+        f"the {variant} answer scored {res.score}"
+        + ("" if variant == "correct" else f" (it {sol.wrong_because})")
+    )
+
+
+def test_every_solution_names_one_supported_official_task_and_its_files(request, tmp_path):
+    root = _examples(request.config)
+    if not (root / "test_all.json").is_file():
+        pytest.skip(SKIP_REASON)
+    solved = solved_tasks(root)
+    domains = {d for d, _, _ in solved}
+    assert len(solved) >= 25
+    assert domains == {d for d, _ in official_tasks(root)} - {"vs_code"}, domains
+    for _, raw, sol in solved:
+        assert sol.correct != sol.wrong or sol.final != sol.wrong_final, sol.task
+        needed = [p.name for p, _ in needed_files(raw, tmp_path)]
+        for name in sol.files:
+            assert any(n == name or n.endswith(f"_{name}") for n in needed), (sol.task, name)
