@@ -80,6 +80,21 @@ def command(name: str) -> list[str]:
     return [keys("shift", "esc"), sleep(1), write(name), sleep(1.2), press("enter"), sleep(1)]
 
 
+def gimp_action(name: str) -> list[str]:
+    """Run a GIMP action by name from its action search ("/"; slow to open the first time)."""
+    return [sleep(10), press("/"), sleep(8), write(name), sleep(2), press("enter"), sleep(3)]
+
+
+def ctrl_scroll(clicks: int) -> list[str]:
+    """Zoom with Ctrl and the mouse wheel (negative: out) where the pointer is."""
+    return [
+        "pyautogui.keyDown('ctrl')",
+        f"pyautogui.scroll({clicks})",
+        "pyautogui.keyUp('ctrl')",
+        sleep(1),
+    ]
+
+
 def py(code: str) -> str:
     """A ``python3`` run of ``code`` from a quoted here-document (no shell quoting inside)."""
     return f"python3 - <<'PY'\n{code}\nPY"
@@ -217,20 +232,15 @@ def vlcrc(*settings: str) -> list[str]:
 CHROME_PREFS = "pathlib.Path.home()/'.config/google-chrome/Default/Preferences'"
 
 
-def chrome_profile_name(name: str, file: str = "Preferences") -> list[str]:
-    """Quit Chrome (it writes its profile on a clean exit) and set the profile's name."""
-    if file == "Preferences":
-        code = (
-            f"import json, pathlib; p = {CHROME_PREFS}; d = json.loads(p.read_text()); "
-            f"d.setdefault('profile', {{}})['name'] = {name!r}; p.write_text(json.dumps(d))"
-        )
-    else:  # the profile list's copy of the name, which Chrome rewrites from Preferences
-        code = (
-            "import json, pathlib; p = pathlib.Path.home()/'.config/google-chrome/Local State'; "
-            "d = json.loads(p.read_text()); "
-            f"d['profile']['info_cache']['Default']['name'] = {name!r}; p.write_text(json.dumps(d))"
-        )
-    return terminal("pkill chrom; sleep 3", py(code))
+def chrome_profile_name(name: str) -> list[str]:
+    """Quit Chrome and set the profile's name in its Preferences (created if Chrome has not
+    written it yet: a fresh profile has none for its first seconds)."""
+    code = (
+        f"import json, pathlib; p = {CHROME_PREFS}; "
+        "d = json.loads(p.read_text()) if p.exists() else {}; "
+        f"d.setdefault('profile', {{}})['name'] = {name!r}; p.write_text(json.dumps(d))"
+    )
+    return [sleep(6), *terminal("pkill chrom; sleep 3", py(code))]
 
 
 # -- the solutions ---------------------------------------------------------------------------------
@@ -290,21 +300,21 @@ SOLUTIONS: list[Solution] = [
     Solution(
         "2ae9ba84",
         chrome_profile_name("Thomas"),
-        chrome_profile_name("Thomas", file="Local State"),
-        "renamed the profile list's copy, which Chrome overwrites from the profile",
+        chrome_profile_name("thomas"),
+        "wrote the name in lower case",
     ),
     Solution("480bcfea", [sleep(1)], [sleep(1)], "claims done", final="FAIL"),
     # gimp ----------------------------------------------------------------------------------------
     Solution(
         "a746add2",
-        [sleep(6), press("/"), sleep(1.5), write("vignette"), sleep(1.5), press("enter"), sleep(3)],
-        [sleep(6), press("/"), sleep(1.5), write("gaussian blur"), sleep(1.5), press("enter"), sleep(3)],
+        gimp_action("vignette"),
+        gimp_action("gaussian blur"),
         "opened the Gaussian Blur filter instead",
     ),
     Solution(
         "d52d6308",
-        [sleep(8), press("tab"), sleep(2)],
-        [sleep(8), press("/"), sleep(1.5), write("single-window mode"), sleep(1.5), press("enter"), sleep(2)],
+        gimp_action("hide docks"),
+        gimp_action("single-window mode"),
         "switched to single-window mode instead of hiding the docks",
     ),
     Solution(
@@ -325,8 +335,8 @@ SOLUTIONS: list[Solution] = [
     ),
     Solution(
         "1334ca3e",
-        [sleep(3), *command("Zoom Out"), *command("Zoom Out")],
-        [sleep(3), *command("Zoom In")],
+        [sleep(3), *ctrl_scroll(-5)],
+        [sleep(3), *ctrl_scroll(3)],
         "zoomed in",
         files={
             "Zoom_Out_Oversized_Cells.xlsx": xlsx(ZOOM_ROWS, _zoomed),
