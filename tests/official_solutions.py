@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 Files = dict[str, Callable[[], bytes]]
@@ -48,6 +48,13 @@ class Solution:
     wrong_final: str = "DONE"
     #: What must land before this solution scores as expected ("" if nothing).
     after: str = ""
+    #: A window whose title contains this is waited for (up to :data:`READY_S`) before the
+    #: first action, as an agent watching the screen waits for the task's app to open.
+    ready: str = ""
+
+
+#: How long a solution waits for its task's app window before acting anyway.
+READY_S = 90.0
 
 
 # -- action helpers --------------------------------------------------------------------------------
@@ -77,12 +84,17 @@ def terminal(*commands: str, open_it: bool = True) -> list[str]:
 
 def command(name: str) -> list[str]:
     """Run a LibreOffice command by name from its command popup (Shift+Esc, LibreOffice 7.2+)."""
-    return [keys("shift", "esc"), sleep(1), write(name), sleep(1.2), press("enter"), sleep(1)]
+    return [keys("shift", "esc"), sleep(2), write(name), sleep(1.5), press("enter"), sleep(1.5)]
 
 
 def gimp_action(name: str) -> list[str]:
     """Run a GIMP action by name from its action search ("/"; slow to open the first time)."""
     return [sleep(10), press("/"), sleep(8), write(name), sleep(2), press("enter"), sleep(3)]
+
+
+def slide_properties() -> list[str]:
+    """Open Impress's Slide > Slide Properties dialog from the keyboard (menu mnemonics)."""
+    return [sleep(4), keys("alt", "l"), sleep(1.5), press("p"), sleep(3)]
 
 
 def ctrl_scroll(clicks: int) -> list[str]:
@@ -93,6 +105,12 @@ def ctrl_scroll(clicks: int) -> list[str]:
         "pyautogui.keyUp('ctrl')",
         sleep(1),
     ]
+
+
+def stop(name: str) -> str:
+    """A command line ending the processes named like ``name`` and waiting until they are
+    gone (apps write their settings while they exit)."""
+    return f"pkill {name}; while pgrep {name} >/dev/null; do sleep 0.5; done"
 
 
 def py(code: str) -> str:
@@ -212,9 +230,10 @@ def prefs_js(*lines: str) -> list[str]:
     """Stop Thunderbird, append ``user_pref`` lines to the profile's prefs.js (what the
     preferences dialogs write), and start it again (the task's postconfig closes it)."""
     profile = "~/.thunderbird/t5q2a5hp.default-release"
-    appended = " && ".join(f"echo {line!r} >> {profile}/prefs.js" for line in lines)
+    assert not any("'" in line for line in lines), lines
+    appended = " && ".join(f"echo '{line}' >> {profile}/prefs.js" for line in lines)
     return terminal(
-        "pkill thunderbird; sleep 3",
+        stop("thunderbird"),
         appended,
         "setsid thunderbird >/dev/null 2>&1 &",
     ) + [sleep(12)]
@@ -240,7 +259,7 @@ def chrome_profile_name(name: str) -> list[str]:
         "d = json.loads(p.read_text()) if p.exists() else {}; "
         f"d.setdefault('profile', {{}})['name'] = {name!r}; p.write_text(json.dumps(d))"
     )
-    return [sleep(6), *terminal("pkill chrom; sleep 3", py(code))]
+    return [sleep(6), *terminal(stop("chrom"), py(code))]
 
 
 # -- the solutions ---------------------------------------------------------------------------------
@@ -356,20 +375,19 @@ SOLUTIONS: list[Solution] = [
     # libreoffice_impress -------------------------------------------------------------------------
     Solution(
         "ce88f674",
-        [sleep(4), *command("Slide Properties"), keys("alt", "p"), sleep(0.5), press("enter"), sleep(2)],
-        [sleep(4), *command("Slide Properties"), keys("alt", "l"), sleep(0.5), press("enter"), sleep(2)],
-        "kept the slides landscape",
+        [*slide_properties(), keys("alt", "p"), sleep(1), press("enter"), sleep(2)],
+        [*slide_properties(), keys("alt", "p"), sleep(1), press("esc"), sleep(2)],
+        "chose Portrait but closed the dialog with Escape",
         files={"AM_Last_Page_Template.pptx": pptx_landscape},
-        after="r25-apps (Ctrl+S from the sidebar)",
     ),
     Solution(
         "0f84bef9",
         terminal(
-            "pkill soffice; sleep 3",
+            stop("soffice"),
             xcu_item("/org.openoffice.Office.Impress/Misc/Start", "EnablePresenterScreen", "false"),
         ),
         terminal(
-            "pkill soffice; sleep 3",
+            stop("soffice"),
             xcu_item("/org.openoffice.Office.Impress/Misc/Start", "EnablePresenterScreen", "true"),
         ),
         "left the presenter console on",
@@ -377,11 +395,11 @@ SOLUTIONS: list[Solution] = [
     Solution(
         "2cd43775",
         terminal(
-            "pkill soffice; sleep 3",
+            stop("soffice"),
             xcu_item("/org.openoffice.Office.Common/Save/Document", "AutoSaveTimeIntervall", "3"),
         ),
         terminal(
-            "pkill soffice; sleep 3",
+            stop("soffice"),
             xcu_item("/org.openoffice.Office.Common/Save/Document", "AutoSaveTimeIntervall", "30"),
         ),
         "set 30 minutes, not 3",
@@ -454,12 +472,12 @@ SOLUTIONS: list[Solution] = [
     Solution(
         "a10b69e1",
         terminal(
-            "pkill thunderbird; sleep 3",
+            stop("thunderbird"),
             "cd ~/.thunderbird/t5q2a5hp.default-release/Mail/'Local Folders' && touch COMPANY UNIVERSITY",
             "setsid thunderbird >/dev/null 2>&1 &",
         ) + [sleep(12)],
         terminal(
-            "pkill thunderbird; sleep 3",
+            stop("thunderbird"),
             "cd ~/.thunderbird/t5q2a5hp.default-release/Mail/'Local Folders' && touch COMPANY",
             "setsid thunderbird >/dev/null 2>&1 &",
         ) + [sleep(12)],
@@ -493,6 +511,36 @@ SOLUTIONS: list[Solution] = [
         "stopped the video after opening it",
     ),
 ]
+
+
+#: The window each solution waits for (its task's app, or the terminal setup opened).
+READY: dict[str, str] = {
+    "5ced85fc": "Terminal",
+    "4d117223": "Terminal",
+    "12086550": "Chromium",
+    "2ae9ba84": "Chromium",
+    "a746add2": "GIMP",
+    "d52d6308": "GNU Image Manipulation Program",
+    "77b8ab4d": "GIMP",
+    "357ef137": "Multiply_Time_Number.xlsx",
+    "1334ca3e": "Zoom_Out_Oversized_Cells.xlsx",
+    "4188d3a4": "Freeze_row_column.xlsx",
+    "ce88f674": "AM_Last_Page_Template.pptx",
+    "0f84bef9": "multimedia_classroom_podium-2020.pptx",
+    "2cd43775": "LibreOffice Impress",
+    "3ef2b351": "Constitution_Template_With_Guidelines.docx",
+    "ecc2413d": "Sample_Statutory_Declaration.docx",
+    "2b9493d7": "Terminal",
+    "b337d106": "Terminal",
+    "2c9fc0de": "Terminal",
+    "3f28fe4f": "Mozilla Thunderbird",
+    "f201fbc3": "Mozilla Thunderbird",
+    "a10b69e1": "Mozilla Thunderbird",
+    "9195653c": "VLC media player",
+    "5ac2891a": "VLC media player",
+    "59f21cfb": "VLC media player",
+}
+SOLUTIONS = [replace(s, ready=READY.get(s.task, "")) for s in SOLUTIONS]
 
 
 def _zip(members: dict[str, str]) -> bytes:

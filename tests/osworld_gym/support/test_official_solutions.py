@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from official_solutions import SOLUTIONS, Solution
+from official_solutions import READY_S, SOLUTIONS, Solution
 from osworld_examples import OFFICIAL, SKIP_REASON
 from osworld_gym.episodes.agents import ScriptAgent
 from osworld_gym.episodes.loop import run_episode
@@ -127,13 +127,32 @@ def place_files(raw: dict[str, Any], sol: Solution, cache: Path) -> None:
 
 
 class RecordingAgent(ScriptAgent):
-    """Plays a script and, when asked, saves each observation it is shown."""
+    """Plays a script once the task's window is open and, when asked, saves each observation.
 
-    def __init__(self, script: list[str], shots: Path | None):
+    Waiting is the agent's own time (no step): it looks at the desktop's window titles
+    (``wmctrl -l``, judge side) every second, as an agent would look at screenshots, up to
+    :data:`official_solutions.READY_S`.
+    """
+
+    def __init__(self, script: list[str], shots: Path | None, ready: str, env: Any):
         super().__init__(script)
-        self.shots = shots
+        self.shots, self.ready, self.env = shots, ready, env
+        self.waited_s: float | None = None
+
+    def _wait_ready(self) -> None:
+        t0 = time.monotonic()
+        client = self.env.unwrapped._client
+        while time.monotonic() - t0 < READY_S:
+            titles = client.execute(["wmctrl", "-l"], timeout=10).get("output") or ""
+            if self.ready in titles:
+                self.waited_s = round(time.monotonic() - t0, 1)
+                time.sleep(1)  # let the window draw and take focus
+                return
+            time.sleep(1)
 
     def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
+        if self._turn == 0 and self.ready:
+            self._wait_ready()
         if self.shots is not None:
             from PIL import Image
 
@@ -149,7 +168,8 @@ def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved):
     task = Task.from_dict(raw, domain)
     script = [*sol.correct, sol.final] if variant == "correct" else [*sol.wrong, sol.wrong_final]
     shots = os.environ.get("OSWORLD_SOLUTIONS_SHOTS")
-    agent = RecordingAgent(script, Path(shots) / f"{raw['id'][:8]}-{variant}" if shots else None)
+    folder = Path(shots) / f"{raw['id'][:8]}-{variant}" if shots else None
+    agent = RecordingAgent(script, folder, sol.ready, env)
     t0 = time.monotonic()
     res = run_episode(env, agent, task, stop_on_action_error=True)
     outcome = {
@@ -159,6 +179,7 @@ def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved):
         "reward": res.score,
         "error": res.error,
         "steps": res.steps,
+        "waited_s": agent.waited_s,
         "seconds": round(time.monotonic() - t0, 1),
     }
     if report := os.environ.get("OSWORLD_SOLUTIONS_REPORT"):
