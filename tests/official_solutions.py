@@ -69,7 +69,9 @@ def keys(*names: str) -> str:
 
 
 def press(name: str, times: int = 1) -> str:
-    return f"pyautogui.press({name!r}, presses={times})" if times > 1 else f"pyautogui.press({name!r})"
+    return (
+        f"pyautogui.press({name!r}, presses={times})" if times > 1 else f"pyautogui.press({name!r})"
+    )
 
 
 def sleep(seconds: float) -> str:
@@ -285,6 +287,9 @@ def chrome_profile_name(name: str) -> list[str]:
     return [sleep(6), *terminal(stop("chrom"), py(code))]
 
 
+LOCAL_FOLDERS = "~/.thunderbird/t5q2a5hp.default-release/Mail/'Local Folders'"
+RICK = "Rick Astley - Never Gonna Give You Up (Official Music Video).mp4"
+
 # -- the solutions ---------------------------------------------------------------------------------
 
 SOLUTIONS: list[Solution] = [
@@ -320,7 +325,7 @@ SOLUTIONS: list[Solution] = [
                 "&& chmod 640 sub/deep/d\n"
             ),
             "eval.sh": text(
-                "cd ~/testDir && [ -z \"$(find . -type f ! -perm 644)\" ] "
+                'cd ~/testDir && [ -z "$(find . -type f ! -perm 644)" ] '
                 "&& echo 'All files have the correct permissions.' "
                 "|| echo 'Some files have other permissions.'\n"
             ),
@@ -335,7 +340,13 @@ SOLUTIONS: list[Solution] = [
     # chrome --------------------------------------------------------------------------------------
     Solution(
         "12086550",
-        [sleep(2), keys("ctrl", "l"), sleep(0.5), write("chrome://password-manager/passwords\n"), sleep(3)],
+        [
+            sleep(2),
+            keys("ctrl", "l"),
+            sleep(0.5),
+            write("chrome://password-manager/passwords\n"),
+            sleep(3),
+        ],
         [sleep(2), keys("ctrl", "l"), sleep(0.5), write("chrome://settings/privacy\n"), sleep(3)],
         "opened privacy settings, not the password manager",
     ),
@@ -370,8 +381,22 @@ SOLUTIONS: list[Solution] = [
     # libreoffice_calc ----------------------------------------------------------------------------
     Solution(
         "357ef137",
-        [sleep(3), keys("ctrl", "home"), press("down", 2), press("right", 4), write("=C3*24*D3\n"), sleep(1)],
-        [sleep(3), keys("ctrl", "home"), press("down", 2), press("right", 4), write("=C3*D3\n"), sleep(1)],
+        [
+            sleep(3),
+            keys("ctrl", "home"),
+            press("down", 2),
+            press("right", 4),
+            write("=C3*24*D3\n"),
+            sleep(1),
+        ],
+        [
+            sleep(3),
+            keys("ctrl", "home"),
+            press("down", 2),
+            press("right", 4),
+            write("=C3*D3\n"),
+            sleep(1),
+        ],
         "multiplied the time value (a fraction of a day) by the rate",
         files={"Multiply_Time_Number.xlsx": xlsx(HOURS_ROWS, _time_sheet)},
     ),
@@ -387,7 +412,13 @@ SOLUTIONS: list[Solution] = [
     ),
     Solution(
         "4188d3a4",
-        [sleep(3), keys("ctrl", "home"), press("right", 2), press("down"), *command("Freeze Rows and Columns")],
+        [
+            sleep(3),
+            keys("ctrl", "home"),
+            press("right", 2),
+            press("down"),
+            *command("Freeze Rows and Columns"),
+        ],
         [sleep(3), *command("Freeze First Row")],
         "froze the first row only, not columns A and B",
         files={
@@ -474,10 +505,16 @@ SOLUTIONS: list[Solution] = [
     ),
     Solution(
         "2c9fc0de",
-        terminal("git add -A && git commit -qm 'daily update' && git push -q origin main", open_it=False),
+        terminal(
+            "git add -A && git commit -qm 'daily update' && git push -q origin main", open_it=False
+        ),
         terminal("git add -A && git commit -qm 'daily update'", open_it=False),
         "committed but did not push",
-        files={"binder.zip": lambda: _zip({"binder/README.md": "# binder\n", "binder/run.py": "print(1)\n"})},
+        files={
+            "binder.zip": lambda: _zip(
+                {"binder/README.md": "# binder\n", "binder/run.py": "print(1)\n"}
+            )
+        },
     ),
     # thunderbird ---------------------------------------------------------------------------------
     Solution(
@@ -496,14 +533,16 @@ SOLUTIONS: list[Solution] = [
         "a10b69e1",
         terminal(
             stop("thunderbird"),
-            "cd ~/.thunderbird/t5q2a5hp.default-release/Mail/'Local Folders' && touch COMPANY UNIVERSITY",
+            f"cd {LOCAL_FOLDERS} && touch COMPANY UNIVERSITY",
             "setsid thunderbird >/dev/null 2>&1 &",
-        ) + [sleep(12)],
+        )
+        + [sleep(12)],
         terminal(
             stop("thunderbird"),
-            "cd ~/.thunderbird/t5q2a5hp.default-release/Mail/'Local Folders' && touch COMPANY",
+            f"cd {LOCAL_FOLDERS} && touch COMPANY",
             "setsid thunderbird >/dev/null 2>&1 &",
-        ) + [sleep(12)],
+        )
+        + [sleep(12)],
         "created only one of the two folders",
     ),
     # vlc -----------------------------------------------------------------------------------------
@@ -522,19 +561,25 @@ SOLUTIONS: list[Solution] = [
     Solution(
         "59f21cfb",
         [
-            *vlc_dismiss_privacy(), keys("ctrl", "o"), sleep(2),
-            write("/home/user/Desktop/Rick Astley - Never Gonna Give You Up (Official Music Video).mp4\n"),
+            *vlc_dismiss_privacy(),
+            keys("ctrl", "o"),
+            sleep(2),
+            write(f"/home/user/Desktop/{RICK}\n"),
             sleep(4),
         ],
         [
-            *vlc_dismiss_privacy(), keys("ctrl", "o"), sleep(2),
-            write("/home/user/Desktop/Rick Astley - Never Gonna Give You Up (Official Music Video).mp4\n"),
-            sleep(4), press("s"), sleep(1),
+            *vlc_dismiss_privacy(),
+            keys("ctrl", "o"),
+            sleep(2),
+            write(f"/home/user/Desktop/{RICK}\n"),
+            sleep(4),
+            press("s"),
+            sleep(1),
         ],
         "stopped the video after opening it",
         after="r25-apps (VLC's HTTP interface on 8080, as on OSWorld's image)",
         files={
-            "Rick Astley - Never Gonna Give You Up (Official Music Video).mp4": video(120),
+            RICK: video(120),
         },
     ),
 ]

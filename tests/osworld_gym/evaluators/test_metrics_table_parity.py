@@ -188,17 +188,23 @@ def test_style_conditional_fill_is_the_differential_background_colour(tmp_path):
     )
 
 
-def test_style_conditional_formula_we_cannot_evaluate_raises(tmp_path):
+def test_style_conditional_formula_we_cannot_evaluate(tmp_path):
+    """A function our evaluator lacks: the gold's is a judge error (no score), the agent's
+    file fails the rule (never an unscored episode)."""
     from openpyxl.formatting.rule import FormulaRule
+    from osworld_gym.errors import EvaluatorError
 
     def cf(ws):
         ws.conditional_formatting.add(
             "B2:B5", FormulaRule(formula=["B2>PERCENTILE($B$2:$B$5,0.9)"], font=Font(color=GREEN))
         )
 
-    gold = book(tmp_path / "g.xlsx", RATES, cf)
-    with pytest.raises(NotImplementedError, match="PERCENTILE"):
-        compare_table(gold, gold, rules=[{"type": "style", **RULE0, "props": ["font_color"]}])
+    exotic = book(tmp_path / "g.xlsx", RATES, cf)
+    plain = book(tmp_path / "p.xlsx", RATES, green_font_cells("B3"))
+    rule = {"type": "style", **RULE0, "props": ["font_color"]}
+    with pytest.raises(EvaluatorError, match="PERCENTILE"):
+        compare_table(plain, exotic, rules=[rule])
+    assert compare_table(exotic, plain, rules=[rule]) == 0.0
 
 
 def test_check_cell_reads_booleans_as_none_and_numbers_as_floats(tmp_path):
@@ -396,3 +402,39 @@ def test_filter_against_a_gold_resaved_by_libreoffice(tmp_path):
     assert openpyxl.load_workbook(gold).active.auto_filter.filterColumn[0].filters.blank is None
     assert compare_table(made, gold, rules=[rule]) == 0.0
     assert compare_table(resaved, gold, rules=[rule]) == 1.0
+
+
+def test_style_conditional_formatting_osworld_cannot_read_fails_the_agent_not_the_judge(tmp_path):
+    """OSWorld's code raises on a lone absolute reference (``$B$3`` becomes the range "B3:")
+    and on a differential style without the font a font property asks for. In the agent's
+    file that is a 0 here (an exception would leave the episode unscored, a way out of a
+    failure); in the gold file it is the judge's error."""
+    from openpyxl.formatting.rule import CellIsRule, FormulaRule
+    from osworld_gym.errors import EvaluatorError
+
+    rule = {"type": "style", **RULE0, "props": ["font_color"]}
+    gold = book(tmp_path / "gold.xlsx", RATES, green_font_cells("B3"))
+
+    def cf(factory):
+        return lambda ws: ws.conditional_formatting.add("B2:B5", factory())
+
+    lone = book(
+        tmp_path / "lone.xlsx",
+        RATES,
+        cf(lambda: FormulaRule(formula=["B2=$B$3"], font=Font(color=GREEN))),
+    )
+    fill_only = book(
+        tmp_path / "fill.xlsx",
+        RATES,
+        cf(
+            lambda: CellIsRule(
+                operator="greaterThan", formula=["4"], fill=PatternFill("solid", bgColor=GREEN)
+            )
+        ),
+    )
+    assert compare_table(lone, gold, rules=[rule]) == 0.0
+    assert compare_table(fill_only, gold, rules=[rule]) == 0.0
+    with pytest.raises(EvaluatorError, match="gold workbook's conditional formatting"):
+        compare_table(gold, lone, rules=[rule])
+    with pytest.raises(ValueError, match="unknown cell style"):
+        compare_table(lone, gold, rules=[{**rule, "props": ["colour"]}])

@@ -187,9 +187,8 @@ def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved):
             f.write(json.dumps(outcome) + "\n")
     assert res.error is None, res.error
     want = 1.0 if variant == "correct" else 0.0
-    assert res.score == want, (
-        f"the {variant} answer scored {res.score}"
-        + ("" if variant == "correct" else f" (it {sol.wrong_because})")
+    assert res.score == want, f"the {variant} answer scored {res.score}" + (
+        "" if variant == "correct" else f" (it {sol.wrong_because})"
     )
 
 

@@ -370,9 +370,35 @@ def _compare_with(read: Callable[..., Any]) -> Rule:
 
 
 def _style(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
-    (b0, _), (b1, _) = sheet_title(rule["sheet_idx0"], r, e), sheet_title(rule["sheet_idx1"], r, e)
-    pair = _pair(rule, r, e)
-    return pair is not None and props.styles(*pair, rule["props"], (b0.path, b1.path))
+    """OSWorld's ``style`` rule: every cell's style props equal, conditional formatting
+    applied. A sheet whose conditional formatting cannot be applied (a formula OSWorld's code
+    or ours cannot evaluate) fails the rule when it is the agent's, and raises when it is the
+    gold's: an agent's file never turns a failure into an unscored episode."""
+    unknown = sorted(set(rule["props"]) - props.STYLE_PROPS)
+    if unknown:
+        raise ValueError(f"style: unknown cell style properties {unknown}")
+    maps = []
+    for key in ("sheet_idx0", "sheet_idx1"):
+        book, _ = sheet_title(rule[key], r, e, styles=True)
+        ws = sheet(rule[key], r, e, styles=True)
+        if ws is None:
+            logger.info("style: no sheet %r", rule[key])
+            return False
+        try:
+            maps.append(props.style_map(ws, rule["props"], book.path))
+        except (ValueError, AttributeError, NotImplementedError) as exc:
+            if book.gold:
+                raise EvaluatorError(
+                    f"style: the gold workbook's conditional formatting cannot be applied: {exc}"
+                ) from exc
+            logger.info("style: the result's conditional formatting cannot be applied: %s", exc)
+            return False
+    if maps[0] != maps[1]:
+        diff = sorted(set(maps[0]) ^ set(maps[1])) or [
+            k for k in sorted(maps[0]) if maps[0][k] != maps[1][k]
+        ]
+        logger.info("style differs at %s", diff[:5])
+    return maps[0] == maps[1]
 
 
 def _filter(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:

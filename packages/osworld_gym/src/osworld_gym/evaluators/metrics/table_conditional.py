@@ -16,6 +16,10 @@ rules of OSWorld's kept for parity:
   ``$B$2:$B$9``, in the order written). So ``B2=MAX($B$2:$B$9)`` tests each cell against the
   column's maximum, whatever cell ``B2`` is; a formula whose references do not bind that way
   is active on no cell.
+* **Errors kept.** A formula with a lone absolute reference (``$B$3``, not a range) raises
+  ``ValueError``, and a differential style without the font (number format) a ``font_*``
+  (``number_format``) property asks for raises ``AttributeError``, as both do in OSWorld's
+  code; :func:`~osworld_gym.evaluators.evaluate` blames them by whose file it was.
 * **Values** are read from the sheet's XML (:mod:`.table_cells`: numbers as floats); an empty
   cell is never tested, and after 50 empty cells in a rule each further empty cell ends its
   range.
@@ -84,8 +88,12 @@ def _absolute_values(path: str, title: str, formula: str) -> list[Any]:
     out: list[Any] = []
     for col1, row1, col2, row2 in _ABSOLUTE.findall(formula):
         if not col2:
-            out.append(read_cell_value(path, title, f"{col1}{row1}"))
-            continue
+            # OSWorld's load_xlsx_styles reads a lone absolute reference as the range "B3:",
+            # which openpyxl refuses: every such formula raises there, and so here
+            raise ValueError(
+                f"conditional format formula {formula!r}: OSWorld cannot read its absolute "
+                f"reference ${col1}${row1} (a range {col1}{row1}: to openpyxl)"
+            )
         c1, c2 = sorted((column_index_from_string(col1), column_index_from_string(col2)))
         r1, r2 = sorted((int(row1), int(row2)))
         out.append(
@@ -128,25 +136,25 @@ def _is_active(rule: Any, path: str, title: str) -> Callable[[Any], bool] | None
 
 def dxf_style(prop: str, cell: Any, dxf: Any) -> Any:
     """Style property ``prop`` of ``cell`` under the differential style ``dxf`` (OSWorld's
-    ``_read_cell_style`` with ``diff_style``); an unreadable one is ``None``."""
+    ``_read_cell_style`` with ``diff_style``). As there, an unreadable fill is ``None`` but a
+    differential style without the font or number format asked for raises
+    (``AttributeError``)."""
     from osworld_gym.evaluators.metrics.table_props import cell_style
 
     if prop in ("hyperlink", "merge"):
         return cell_style(prop, cell)
-    try:
-        if prop == "fill_type":
-            return dxf.fill.tagname
-        if prop in ("bgcolor", "fgcolor"):
-            return dxf.fill.bgColor.rgb
-        if cell.value is None:
+    if prop in ("fill_type", "bgcolor", "fgcolor"):
+        try:
+            return dxf.fill.tagname if prop == "fill_type" else dxf.fill.bgColor.rgb
+        except AttributeError:
             return None
-        if prop == "number_format":
-            return dxf.numFmt.formatCode if cell.data_type == "n" else None
-        if prop == "font_color":
-            return dxf.font.color.rgb
-        return getattr(dxf.font, prop.removeprefix("font_"))
-    except AttributeError:
+    if cell.value is None:
         return None
+    if prop == "number_format":
+        return dxf.numFmt.formatCode if cell.data_type == "n" else None
+    if prop == "font_color":
+        return dxf.font.color.rgb
+    return getattr(dxf.font, prop.removeprefix("font_"))
 
 
 def apply(ws: Any, path: str, names: list[str], styles: dict[str, list[Any]]) -> None:

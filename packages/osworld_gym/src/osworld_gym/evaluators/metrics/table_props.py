@@ -89,21 +89,14 @@ def style_map(ws: Any, names: list[str], path: str) -> dict[str, list[Any]]:
 
     Raises:
         UnsupportedFormula: a conditional format formula we cannot evaluate.
+        ValueError, AttributeError: one OSWorld's code cannot evaluate either (see
+            :mod:`.table_conditional`).
     """
     from osworld_gym.evaluators.metrics import table_conditional
 
     out = {c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col}
     table_conditional.apply(ws, path, names, out)
     return out
-
-
-def styles(a: Any, b: Any, names: list[str], paths: tuple[str, str]) -> bool:
-    """Whether the two sheets' :func:`style_map` are equal (``paths``: their workbooks)."""
-    ma, mb = style_map(a, names, paths[0]), style_map(b, names, paths[1])
-    if ma != mb:
-        diff = sorted(set(ma) ^ set(mb)) or [k for k in sorted(ma) if ma[k] != mb[k]]
-        logger.info("style differs at %s", diff[:5])
-    return ma == mb
 
 
 def freeze_key(ws: Any) -> tuple[Any, ...]:
