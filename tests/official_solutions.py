@@ -53,8 +53,11 @@ class Solution:
     ready: str = ""
 
 
-#: How long a solution waits for its task's app window before acting anyway.
+#: How long a solution waits for a window before acting anyway.
 READY_S = 90.0
+#: A script item ``WAIT_PREFIX + title`` is no action: the agent waits there until a window
+#: titled like that is open (see :func:`wait_for`).
+WAIT_PREFIX = "#wait-for-window:"
 
 
 # -- action helpers --------------------------------------------------------------------------------
@@ -74,13 +77,20 @@ def press(name: str, times: int = 1) -> str:
     )
 
 
+def wait_for(title: str) -> str:
+    """Wait (no step) until a window whose title contains ``title`` is open."""
+    return WAIT_PREFIX + title
+
+
 def sleep(seconds: float) -> str:
     return f"time.sleep({seconds})"
 
 
 def terminal(*commands: str, open_it: bool = True) -> list[str]:
     """Type ``commands`` into a terminal (opened with Ctrl+Alt+T unless one is focused)."""
-    opening = [keys("ctrl", "alt", "t"), sleep(2.5)] if open_it else [sleep(0.5)]
+    opening = (
+        [keys("ctrl", "alt", "t"), wait_for("Terminal"), sleep(1)] if open_it else [sleep(0.5)]
+    )
     return [*opening, *(write(c + "\n") for c in commands), sleep(2)]
 
 
@@ -91,7 +101,16 @@ def command(name: str) -> list[str]:
 
 def gimp_action(name: str) -> list[str]:
     """Run a GIMP action by name from its action search ("/"; slow to open the first time)."""
-    return [sleep(10), press("/"), sleep(8), write(name), sleep(2), press("enter"), sleep(3)]
+    return [
+        sleep(3),
+        press("/"),
+        wait_for("Search Actions"),
+        sleep(1),
+        write(name),
+        sleep(2),
+        press("enter"),
+        sleep(3),
+    ]
 
 
 def slide_properties() -> list[str]:
@@ -591,9 +610,9 @@ READY: dict[str, str] = {
     "4d117223": "Terminal",
     "12086550": "Chromium",
     "2ae9ba84": "Chromium",
-    "a746add2": "GIMP",
+    "a746add2": "[dog_with_background]",
     "d52d6308": "GNU Image Manipulation Program",
-    "77b8ab4d": "GIMP",
+    "77b8ab4d": "[The_Lost_River_Of_Dreams]",
     "357ef137": "Multiply_Time_Number.xlsx",
     "1334ca3e": "Zoom_Out_Oversized_Cells.xlsx",
     "4188d3a4": "Freeze_row_column.xlsx",

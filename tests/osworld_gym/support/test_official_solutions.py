@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from official_solutions import READY_S, SOLUTIONS, Solution
+from official_solutions import READY_S, SOLUTIONS, WAIT_PREFIX, Solution
 from osworld_examples import OFFICIAL, SKIP_REASON
-from osworld_gym.episodes.agents import ScriptAgent
 from osworld_gym.episodes.loop import run_episode
 from osworld_gym.support.classifier import capabilities, classify
 from osworld_gym.support.coverage import official_tasks
@@ -126,39 +125,57 @@ def place_files(raw: dict[str, Any], sol: Solution, cache: Path) -> None:
     fill_cache(raw, cache)
 
 
-class RecordingAgent(ScriptAgent):
-    """Plays a script once the task's window is open and, when asked, saves each observation.
+class RecordingAgent:
+    """Plays a solution's script, waiting where it says, and saves each observation if asked.
 
-    Waiting is the agent's own time (no step): it looks at the desktop's window titles
-    (``wmctrl -l``, judge side) every second, as an agent would look at screenshots, up to
-    :data:`official_solutions.READY_S`.
+    Waiting is the agent's own time (no step): before the first action until the task's window
+    is open (``ready``), and wherever the script holds ``wait_for(title)``, it reads the
+    desktop's window titles (``wmctrl -l``, judge side) every half second, as an agent would
+    look at screenshots, up to :data:`official_solutions.READY_S`.
     """
 
     def __init__(self, script: list[str], shots: Path | None, ready: str, env: Any):
-        super().__init__(script)
-        self.shots, self.ready, self.env = shots, ready, env
-        self.waited_s: float | None = None
+        self.steps = [a for a in script if not a.startswith(WAIT_PREFIX)]
+        self.waits: dict[int, list[str]] = {}
+        n = 0
+        for a in script:
+            if a.startswith(WAIT_PREFIX):
+                self.waits.setdefault(n, []).append(a[len(WAIT_PREFIX) :])
+            else:
+                n += 1
+        if ready:
+            self.waits.setdefault(0, []).insert(0, ready)
+        self.shots, self.env = shots, env
+        self.turn = 0
+        self.waited_s: list[float | None] = []
 
-    def _wait_ready(self) -> None:
+    def reset(self, task: Any) -> None:
+        self.turn = 0
+
+    def wait_for(self, title: str) -> None:
         t0 = time.monotonic()
         client = self.env.unwrapped._client
         while time.monotonic() - t0 < READY_S:
             titles = client.execute(["wmctrl", "-l"], timeout=10).get("output") or ""
-            if self.ready in titles:
-                self.waited_s = round(time.monotonic() - t0, 1)
+            if title in titles:
+                self.waited_s.append(round(time.monotonic() - t0, 1))
                 time.sleep(1)  # let the window draw and take focus
                 return
-            time.sleep(1)
+            time.sleep(0.5)
+        self.waited_s.append(None)
 
     def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
-        if self._turn == 0 and self.ready:
-            self._wait_ready()
+        for title in self.waits.get(self.turn, []):
+            self.wait_for(title)
         if self.shots is not None:
             from PIL import Image
 
             self.shots.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(obs["screenshot"]).save(self.shots / f"{self._turn:02d}.png")
-        return super().act(obs, info)
+            Image.fromarray(obs["screenshot"]).save(self.shots / f"{self.turn:02d}.png")
+        if self.turn >= len(self.steps):
+            raise RuntimeError("the episode did not end after the last action")
+        self.turn += 1
+        return self.steps[self.turn - 1]
 
 
 def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved):
