@@ -77,6 +77,7 @@ from functools import cached_property
 from typing import Any
 
 from osworld_gym.errors import EvaluatorError
+from osworld_gym.evaluators.metrics import table_conditional as conditional
 from osworld_gym.evaluators.metrics import table_objects as objects
 from osworld_gym.evaluators.metrics import table_print as printing
 from osworld_gym.evaluators.metrics import table_props as props
@@ -385,7 +386,7 @@ def _style(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
             logger.info("style: no sheet %r", rule[key])
             return False
         try:
-            maps.append(props.style_map(ws, rule["props"], book.path))
+            maps.append(conditional.style_map(ws, rule["props"], book.path))
         except (ValueError, AttributeError, NotImplementedError) as exc:
             if book.gold:
                 raise EvaluatorError(

@@ -41,6 +41,7 @@ from typing import Any
 
 from osworld_gym.evaluators.metrics.formula import XlError, compile_formula
 from osworld_gym.evaluators.metrics.table_cells import read_cell_value
+from osworld_gym.evaluators.metrics.table_props import cell_style
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +140,6 @@ def dxf_style(prop: str, cell: Any, dxf: Any) -> Any:
     ``_read_cell_style`` with ``diff_style``). As there, an unreadable fill is ``None`` but a
     differential style without the font or number format asked for raises
     (``AttributeError``)."""
-    from osworld_gym.evaluators.metrics.table_props import cell_style
-
     if prop in ("hyperlink", "merge"):
         return cell_style(prop, cell)
     if prop in ("fill_type", "bgcolor", "fgcolor"):
@@ -187,3 +186,19 @@ def apply(ws: Any, path: str, names: list[str], styles: dict[str, list[Any]]) ->
                         active.append(ws.cell(row=row, column=col))
             for cell in active:
                 styles[cell.coordinate] = [dxf_style(n, cell, rule.dxf) for n in names]
+
+
+def style_map(ws: Any, names: list[str], path: str) -> dict[str, list[Any]]:
+    """``{coordinate: [props]}`` for every cell from A1 to the sheet's last row and column,
+    as OSWorld's ``load_xlsx_styles`` builds it (so two sheets of different extents differ),
+    with the sheet's conditional formatting applied (:func:`apply`). ``path`` is
+    the workbook ``ws`` was read from.
+
+    Raises:
+        UnsupportedFormula: a conditional format formula we cannot evaluate.
+        ValueError, AttributeError: one OSWorld's code cannot evaluate either (see the
+            module docstring).
+    """
+    out = {c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col}
+    apply(ws, path, names, out)
+    return out

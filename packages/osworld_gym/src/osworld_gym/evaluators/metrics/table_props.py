@@ -81,24 +81,6 @@ def cell_style(prop: str, cell: Any) -> Any:
     return (link.target or link.location or "") if link is not None else ""
 
 
-def style_map(ws: Any, names: list[str], path: str) -> dict[str, list[Any]]:
-    """``{coordinate: [props]}`` for every cell from A1 to the sheet's last row and column,
-    as OSWorld's ``load_xlsx_styles`` builds it (so two sheets of different extents differ),
-    with the sheet's conditional formatting applied (:mod:`.table_conditional`). ``path`` is
-    the workbook ``ws`` was read from.
-
-    Raises:
-        UnsupportedFormula: a conditional format formula we cannot evaluate.
-        ValueError, AttributeError: one OSWorld's code cannot evaluate either (see
-            :mod:`.table_conditional`).
-    """
-    from osworld_gym.evaluators.metrics import table_conditional
-
-    out = {c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col}
-    table_conditional.apply(ws, path, names, out)
-    return out
-
-
 def freeze_key(ws: Any) -> tuple[Any, ...]:
     """What ``freeze`` compares (OSWorld's ``_freeze_compare_key``): frozen panes by their
     frozen column and row counts (not the scroll-dependent top-left cell); a split or other
