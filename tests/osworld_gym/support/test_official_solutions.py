@@ -8,7 +8,8 @@ an agent would, and requires no infrastructure error and a score of exactly 1 fo
 answer and 0 for the wrong one. Run it by domain with ``-k libreoffice_calc/``.
 
 ``OSWORLD_SOLUTIONS_REPORT=FILE`` appends one JSON line per episode (id, domain, variant,
-reward, seconds); ``OSWORLD_SOLUTIONS_SHOTS=DIR`` saves every observation as a PNG.
+reward, seconds); the observations of an episode that did not score as expected are saved as
+PNGs (the path is in the failure message), of every episode with ``OSWORLD_SOLUTIONS_SHOTS=DIR``.
 A solution that needs another branch's fix first (``Solution.after``) is ``xfail`` until then.
 """
 
@@ -146,11 +147,19 @@ class RecordingAgent:
         if ready:
             self.waits.setdefault(0, []).insert(0, ready)
         self.shots, self.env = shots, env
+        #: the observations seen, as PNG bytes (written by :meth:`save`)
+        self.frames: list[bytes] = []
         self.turn = 0
         self.waited_s: list[float | None] = []
 
     def reset(self, task: Any) -> None:
         self.turn = 0
+
+    def save(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, png in enumerate(self.frames):
+            (folder / f"{i:02d}.png").write_bytes(png)
+        return folder
 
     def wait_for(self, title: str) -> None:
         t0 = time.monotonic()
@@ -168,24 +177,27 @@ class RecordingAgent:
         for title in self.waits.get(self.turn, []):
             self.wait_for(title)
         if self.shots is not None:
+            import io
+
             from PIL import Image
 
-            self.shots.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(obs["screenshot"]).save(self.shots / f"{self.turn:02d}.png")
+            buf = io.BytesIO()
+            Image.fromarray(obs["screenshot"]).save(buf, "PNG")
+            self.frames.append(buf.getvalue())
         if self.turn >= len(self.steps):
             raise RuntimeError("the episode did not end after the last action")
         self.turn += 1
         return self.steps[self.turn - 1]
 
 
-def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved):
+def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved, tmp_path):
     domain, raw, sol, variant = solved
     cache = env.unwrapped.standin_cache
     place_files(raw, sol, cache)
     task = Task.from_dict(raw, domain)
     script = [*sol.correct, sol.final] if variant == "correct" else [*sol.wrong, sol.wrong_final]
     shots = os.environ.get("OSWORLD_SOLUTIONS_SHOTS")
-    folder = Path(shots) / f"{raw['id'][:8]}-{variant}" if shots else None
+    folder = Path(shots) if shots else tmp_path
     agent = RecordingAgent(script, folder, sol.ready, env)
     t0 = time.monotonic()
     res = run_episode(env, agent, task, stop_on_action_error=True)
@@ -199,13 +211,17 @@ def test_official_task_solved_scores_1_and_a_near_miss_scores_0(env, solved):
         "waited_s": agent.waited_s,
         "seconds": round(time.monotonic() - t0, 1),
     }
+    want = 1.0 if variant == "correct" else 0.0
+    if shots or res.error is not None or res.score != want:
+        outcome["screenshots"] = str(agent.save(folder / f"{raw['id'][:8]}-{variant}"))
     if report := os.environ.get("OSWORLD_SOLUTIONS_REPORT"):
         with open(report, "a") as f:
             f.write(json.dumps(outcome) + "\n")
-    assert res.error is None, res.error
-    want = 1.0 if variant == "correct" else 0.0
-    assert res.score == want, f"the {variant} answer scored {res.score}" + (
-        "" if variant == "correct" else f" (it {sol.wrong_because})"
+    assert res.error is None, f"{res.error} (screenshots: {outcome.get('screenshots')})"
+    because = "" if variant == "correct" else f"; it {sol.wrong_because}"
+    assert res.score == want, (
+        f"the {variant} answer scored {res.score}{because} "
+        f"(screenshots: {outcome.get('screenshots')})"
     )
 
 
