@@ -512,8 +512,8 @@ SOLUTIONS: list[Solution] = [
     ),
     Solution(
         "b337d106",
-        terminal("echo 'set number' >> ~/.vimrc", open_it=False),
-        terminal("echo 'set relativenumber' >> ~/.vimrc", open_it=False),
+        terminal("echo 'set number' >> ~/.vimrc"),
+        terminal("echo 'set relativenumber' >> ~/.vimrc"),
         "set relative line numbers, not absolute ones",
         files={
             "eval.sh": text(
@@ -622,7 +622,7 @@ READY: dict[str, str] = {
     "3ef2b351": "Constitution_Template_With_Guidelines.docx",
     "ecc2413d": "Sample_Statutory_Declaration.docx",
     "2b9493d7": "Terminal",
-    "b337d106": "Terminal",
+    "b337d106": "Chromium",  # setup opens a terminal, then Chrome's window takes the focus
     "2c9fc0de": "Terminal",
     "3f28fe4f": "Mozilla Thunderbird",
     "f201fbc3": "Mozilla Thunderbird",
