@@ -17,10 +17,13 @@ if [ ${#domains[@]} = 0 ]; then
     thunderbird vlc)
 fi
 report="${REPORT:-$(mktemp --suffix=.jsonl)}"
+# each domain's pytest temp folder, kept: an episode that scores unexpectedly saves its
+# screenshots there (the failure message names the folder)
+temp="$(mktemp -d --suffix=-official-solutions)"
 rc=0
 for d in "${domains[@]}"; do
   OSWORLD_SOLUTIONS=all OSWORLD_SOLUTIONS_REPORT="$report" \
-    uv run --frozen pytest -q -p no:cacheprovider \
+    uv run --frozen pytest -q -p no:cacheprovider --basetemp "$temp/$d" \
     tests/osworld_gym/support/test_official_solutions.py -k "$d/" || rc=1
 done
 uv run --frozen python - "$report" <<'PY'
@@ -54,5 +57,5 @@ for r in rows:
         print(f"- {r['domain']}/{r['id'][:8]} {r['variant']}: scored {r['reward']} "
               f"({r['error'] or 'no error'})")
 PY
-echo "episodes: $report"
+echo "episodes: $report; screenshots of unexpected scores: $temp"
 exit $rc
