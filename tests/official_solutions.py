@@ -58,6 +58,8 @@ READY_S = 90.0
 #: A script item ``WAIT_PREFIX + title`` is no action: the agent waits there until a window
 #: titled like that is open (see :func:`wait_for`).
 WAIT_PREFIX = "#wait-for-window:"
+#: ``wait_for(NEW_WINDOW + title)``: a window that was not open before the previous action.
+NEW_WINDOW = "new:"
 
 
 # -- action helpers --------------------------------------------------------------------------------
@@ -89,7 +91,9 @@ def sleep(seconds: float) -> str:
 def terminal(*commands: str, open_it: bool = True) -> list[str]:
     """Type ``commands`` into a terminal (opened with Ctrl+Alt+T unless one is focused)."""
     opening = (
-        [keys("ctrl", "alt", "t"), wait_for("Terminal"), sleep(1)] if open_it else [sleep(0.5)]
+        [keys("ctrl", "alt", "t"), wait_for(NEW_WINDOW + "Terminal"), sleep(1)]
+        if open_it
+        else [sleep(0.5)]
     )
     return [*opening, *(write(c + "\n") for c in commands), sleep(2)]
 
@@ -515,6 +519,10 @@ SOLUTIONS: list[Solution] = [
         terminal("echo 'set number' >> ~/.vimrc"),
         terminal("echo 'set relativenumber' >> ~/.vimrc"),
         "set relative line numbers, not absolute ones",
+        after=(
+            "the desktop to focus a terminal opened with Ctrl+Alt+T over Chrome (it maps on top "
+            "but Chrome keeps the keyboard)"
+        ),
         files={
             "eval.sh": text(
                 "grep -qx 'set number\\|set nu' ~/.vimrc "

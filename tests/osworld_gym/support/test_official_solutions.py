@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from official_solutions import READY_S, SOLUTIONS, WAIT_PREFIX, Solution
+from official_solutions import NEW_WINDOW, READY_S, SOLUTIONS, WAIT_PREFIX, Solution
 from osworld_examples import OFFICIAL, SKIP_REASON
 from osworld_gym.episodes.loop import run_episode
 from osworld_gym.support.classifier import capabilities, classify
@@ -151,6 +151,8 @@ class RecordingAgent:
         self.frames: list[bytes] = []
         self.turn = 0
         self.waited_s: list[float | None] = []
+        #: window ids open before the action a ``new:`` wait follows
+        self.before: set[str] = set()
 
     def reset(self, task: Any) -> None:
         self.turn = 0
@@ -161,12 +163,21 @@ class RecordingAgent:
             (folder / f"{i:02d}.png").write_bytes(png)
         return folder
 
+    def _windows(self) -> dict[str, str]:
+        """``{window id: title}`` of the desktop's windows (``wmctrl -l``)."""
+        out = self.env.unwrapped._client.execute(["wmctrl", "-l"], timeout=10).get("output")
+        rows = [line.split(None, 3) for line in (out or "").splitlines()]
+        return {r[0]: r[3] if len(r) > 3 else "" for r in rows if r}
+
     def wait_for(self, title: str) -> None:
+        """Wait for a window titled like ``title``; ``new:title`` wants one that was not open
+        before the previous action (a terminal opened next to one setup opened)."""
+        new = title.startswith(NEW_WINDOW)
+        title = title.removeprefix(NEW_WINDOW)
         t0 = time.monotonic()
-        client = self.env.unwrapped._client
         while time.monotonic() - t0 < READY_S:
-            titles = client.execute(["wmctrl", "-l"], timeout=10).get("output") or ""
-            if title in titles:
+            found = [i for i, t in self._windows().items() if title in t]
+            if any(i not in self.before for i in found) if new else found:
                 self.waited_s.append(round(time.monotonic() - t0, 1))
                 time.sleep(1)  # let the window draw and take focus
                 return
@@ -186,6 +197,8 @@ class RecordingAgent:
             self.frames.append(buf.getvalue())
         if self.turn >= len(self.steps):
             raise RuntimeError("the episode did not end after the last action")
+        if any(t.startswith(NEW_WINDOW) for t in self.waits.get(self.turn + 1, [])):
+            self.before = set(self._windows())
         self.turn += 1
         return self.steps[self.turn - 1]
 
