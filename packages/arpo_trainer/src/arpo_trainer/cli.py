@@ -162,13 +162,14 @@ def train(args: ARPOConfig, margs: ModelArguments) -> int:
     """Build the policy and trainer, warm-start the replay if asked, train, plot the curve."""
     from transformers.trainer_utils import get_last_checkpoint
 
+    from arpo_trainer.desktops import run_capabilities
     from arpo_trainer.modeling import lora_config
     from arpo_trainer.plotting import curve_text, plot_success
     from arpo_trainer.tasks import resolve_tasks
     from arpo_trainer.trainer import ARPOTrainer
 
     _setup_logging(args)
-    tasks = resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
+    tasks = resolve_tasks(args.tasks, args.task_ids, provider=run_capabilities(args))
     model, processor = build_policy(margs, args, tasks)
     peft = None
     if margs.use_lora:

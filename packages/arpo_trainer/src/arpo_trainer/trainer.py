@@ -43,7 +43,7 @@ from trl.trainer.utils import use_adapter
 from arpo_trainer.batch import collate, importance_sampling_ratio, training_sequence
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.demos import record_demonstrations
-from arpo_trainer.desktops import DesktopPool
+from arpo_trainer.desktops import DesktopPool, run_capabilities
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
 from arpo_trainer.generation import TransformersPolicy, TRLGenerationPolicy, turn_generation_config
 from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
@@ -96,7 +96,7 @@ class ARPOTrainer(GRPOTrainer):
         self.tasks = (
             tasks
             if tasks is not None
-            else resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
+            else resolve_tasks(args.tasks, args.task_ids, provider=run_capabilities(args))
         )
         if train_dataset is None:
             train_dataset = task_dataset(self.tasks, args.task_ids)
