@@ -168,9 +168,9 @@ def train(args: ARPOConfig, margs: ModelArguments) -> int:
     """Build the policy and trainer, warm-start the replay if asked, train, plot the curve."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    from arpo_trainer.desktops import run_capabilities
     from arpo_trainer.modeling import lora_config
     from arpo_trainer.plotting import curve_text, plot_success
+    from arpo_trainer.preflight import run_capabilities
     from arpo_trainer.tasks import resolve_tasks
     from arpo_trainer.trainer import ARPOTrainer
 
@@ -245,7 +245,7 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
     from accelerate import PartialState
     from accelerate.utils import set_seed
 
-    from arpo_trainer.desktops import run_capabilities
+    from arpo_trainer.preflight import run_capabilities
     from arpo_trainer.selection import choose_tasks, evaluate_tasks, stats_records, success_table
     from arpo_trainer.tasks import resolve_tasks, task_dataset, write_task_list
     from arpo_trainer.trainer import ARPOTrainer

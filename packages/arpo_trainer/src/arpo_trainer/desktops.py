@@ -531,31 +531,6 @@ def parse_desktop_source(section: dict[str, Any] | None, provider: str = "local"
     return DesktopSource(source, num_desktops=num, provider_kwargs=dict(provider_kwargs))
 
 
-def desktop_provider_kwargs(args: Any) -> dict[str, Any]:
-    """The provider arguments every desktop of a run gets (the ``desktops`` section's, under the
-    ``env_kwargs`` ones, as :class:`DesktopPool` merges them)."""
-    source: DesktopSource = args.desktop_source
-    env_provider = (args.env_kwargs or {}).get("provider_kwargs") or {}
-    return {**source.provider_kwargs, **env_provider}
-
-
-def run_capabilities(args: Any) -> Any:
-    """What the run's desktops offer tasks, read where they run
-    (:func:`arpo_trainer.preflight.desktop_preflight`); the tasks are classified against it.
-
-    Raises:
-        RuntimeError: the desktops' capabilities could not be read; the message lists why and
-            what to run (``arpo-train --dry_run`` prints the same).
-    """
-    from arpo_trainer.preflight import desktop_preflight
-
-    per_process = args.per_device_train_batch_size * args.steps_per_generation
-    _, problems, caps = desktop_preflight(args, per_process)
-    if caps is None:
-        raise RuntimeError("cannot tell which tasks the desktops run: " + "; ".join(problems))
-    return caps
-
-
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 

@@ -213,12 +213,33 @@ def local_desktop_problems(provider: str) -> list[str]:
     return []
 
 
+def desktop_provider_kwargs(args: Any) -> dict[str, Any]:
+    """The provider arguments every desktop of a run gets (the ``desktops`` section's, under the
+    ``env_kwargs`` ones, as :class:`DesktopPool` merges them)."""
+    source = args.desktop_source
+    env_provider = (args.env_kwargs or {}).get("provider_kwargs") or {}
+    return {**source.provider_kwargs, **env_provider}
+
+
+def run_capabilities(args: Any) -> Any:
+    """What the run's desktops offer tasks, read where they run
+    (:func:`arpo_trainer.preflight.desktop_preflight`); the tasks are classified against it.
+
+    Raises:
+        RuntimeError: the desktops' capabilities could not be read; the message lists why and
+            what to run (``arpo-train --dry_run`` prints the same).
+    """
+    per_process = args.per_device_train_batch_size * args.steps_per_generation
+    _, problems, caps = desktop_preflight(args, per_process)
+    if caps is None:
+        raise RuntimeError("cannot tell which tasks the desktops run: " + "; ".join(problems))
+    return caps
+
+
 def desktop_preflight(args: Any, total: int) -> tuple[list[str], list[str], Any]:
     """``(lines, problems, capabilities)`` of the run's ``total`` desktops: what they offer
     tasks, read where they run (``capabilities`` is ``None`` when it could not be read: see
     ``problems``)."""
-    from arpo_trainer.desktops import desktop_provider_kwargs
-
     source = args.desktop_source
     kwargs = desktop_provider_kwargs(args)
     if source.source == "ray":

@@ -43,10 +43,11 @@ from trl.trainer.utils import use_adapter
 from arpo_trainer.batch import collate, importance_sampling_ratio, training_sequence
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.demos import record_demonstrations
-from arpo_trainer.desktops import DesktopPool, run_capabilities
+from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
 from arpo_trainer.generation import TransformersPolicy, TRLGenerationPolicy, turn_generation_config
 from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
+from arpo_trainer.preflight import run_capabilities
 from arpo_trainer.ranks import RankGroup
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
