@@ -108,7 +108,9 @@ def spawn_owner(tag: str, mode: str) -> tuple[subprocess.Popen, str]:
 # ---- image --------------------------------------------------------------------------------------
 def test_an_unchanged_image_is_reused_not_rebuilt(dk, tag):
     t0 = time.monotonic()
-    again = build_image(BuildOptions(apps="minimal"), client=dk)
+    again = build_image(
+        BuildOptions(apps="minimal", tag=os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG")), client=dk
+    )
     TIMINGS["rebuild_check_s"] = time.monotonic() - t0
     assert again.reused and again.tag == tag
     labels = dk.images.get(tag).labels
