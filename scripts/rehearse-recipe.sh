@@ -62,6 +62,19 @@ image=${REHEARSE_IMAGE:-$("$PY" -c 'from osworld_gym.image import default_tag; p
 stamp "building $image (osworld-gym image build --apps full)"
 "$PY" -m osworld_gym.cli image build --apps full --tag "$image"
 stamp "image ready: $(docker image inspect -f '{{.Size}}' "$image" | awk '{printf "%.2f GB", $1/1e9}')"
+# what the image says it runs of OSWorld's 369 (its manifest): never more than the 264 that need
+# nothing external (no website, VS Code, Google account, GNOME Shell or systemd)
+examples=$("$PY" -c 'import sys; sys.path.insert(0, "tests"); from osworld_examples import OFFICIAL; print(OFFICIAL)')
+if [ -f "$examples/test_all.json" ]; then
+  "$PY" -m osworld_gym.cli tasks coverage "$examples" --provider docker --image "$image" --json \
+    >"$work/coverage.json"
+  "$PY" - "$work/coverage.json" <<'PY'
+import json, sys
+total = json.load(open(sys.argv[1]))["total"]
+assert total["tasks"] == 369 and 250 <= total["supported"] <= 264, total
+print(f"rehearse-recipe: the full image runs {total['supported']} of {total['tasks']} OSWorld tasks")
+PY
+fi
 
 # 2. a Ray cluster of one desktop node, which `ray_address: auto` finds through RAY_ADDRESS
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
