@@ -135,8 +135,11 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self.screen_size: tuple[int, int] = (int(w), int(h))
         # what the tasks may use depends on the desktop: its provider, and on local desktops
         # its profile (gsettings)
-        caps = self.provider.capabilities(self.provider.profile)
-        self.tasks: TaskSet | None = None if tasks is None else load_tasks(tasks, provider=caps)
+        self.tasks: TaskSet | None = (
+            None
+            if tasks is None
+            else load_tasks(tasks, provider=self.provider.desktop_capabilities())
+        )
         self.action_set = (
             action_set
             if isinstance(action_set, ActionSet)
