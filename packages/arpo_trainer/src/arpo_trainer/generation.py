@@ -122,10 +122,10 @@ class TransformersPolicy:
             "mm_token_type_ids": (input_ids == enc.image_token_id).long() * attention_mask,
         }
         inputs.update(batch_image_inputs(contexts))
-        device = next(self.model.parameters()).device
-        inputs = {k: v.to(device) for k, v in inputs.items()}
-        if "pixel_values" in inputs:
-            inputs["pixel_values"] = inputs["pixel_values"].to(next(self.model.parameters()).dtype)
+        param = next(self.model.parameters())
+        inputs = {k: v.to(param.device) for k, v in inputs.items()}
+        if "pixel_values" in inputs:  # uint8 until here
+            inputs["pixel_values"] = enc.model_pixels(inputs["pixel_values"], param.dtype)
         was_training = self.model.training
         self.model.eval()
         try:

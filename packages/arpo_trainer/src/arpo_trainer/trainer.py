@@ -320,20 +320,21 @@ class ARPOTrainer(GRPOTrainer):
             (self.accelerator.process_index + 1) * len(inputs),
         )
         all_advantages = advantages.clone()
-        advantages = advantages[local].to(device)
+        advantages = advantages[local].cpu()
 
-        # 4. tensors
+        # 4. tensors, kept on the host (screenshots as uint8 patches): TRL buffers the whole
+        # generation batch until the next rollout, and _prepare_inputs moves one micro-batch at a
+        # time to the device
         batch, sampling_logps = collate(
             seqs,
             pad_id=self._tokenizer.pad_token_id,
             image_token_id=self.encoder.image_token_id,
-            device=device,
         )
         loss_mask = batch["completion_mask"] * batch["tool_mask"]
         output: dict[str, Any] = {
             **batch,
             "advantages": advantages,
-            "num_items_in_batch": self.accelerator.gather(loss_mask.sum()).sum(),
+            "num_items_in_batch": self.accelerator.gather(loss_mask.sum().to(device)).sum(),
         }
         input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
@@ -403,6 +404,7 @@ class ARPOTrainer(GRPOTrainer):
                     batch_size=batch_size,
                     **fwd,
                 )
+                old = old.cpu()
                 output["old_per_token_logps"] = old
             if self.beta != 0.0:
                 if self.ref_model is not None:
@@ -427,7 +429,7 @@ class ARPOTrainer(GRPOTrainer):
                             batch_size=batch_size,
                             **fwd,
                         )
-                output["ref_per_token_logps"] = ref
+                output["ref_per_token_logps"] = ref.cpu()
         # Replayed and demonstrated turns were not sampled by this policy now: no sampling
         # log-probs,
         # so they get importance ratio 1 (as in ARPO, which recomputes them with the current
@@ -445,6 +447,77 @@ class ARPOTrainer(GRPOTrainer):
                 clip_min=self.vllm_importance_sampling_clip_min,
                 clip_max=self.vllm_importance_sampling_clip_max,
             )
+
+    # -- the device sees one micro-batch at a time -----------------------------------------------
+
+    def _prepare_inputs(self, generation_batch: Any) -> dict[str, Any]:
+        """TRL's buffering (the generation batch stays on the host), then only the micro-batch
+        handed out moved to the device."""
+        inputs = super()._prepare_inputs(generation_batch)
+        device = self.accelerator.device
+        return {
+            k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v
+            for k, v in inputs.items()
+        }
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        pixel_values=None,
+        image_grid_thw=None,
+        num_images=None,
+        mm_token_type_ids=None,
+        **others,
+    ):
+        """TRL's per-token log-probs, ``batch_size`` rows at a time, each chunk moved to the
+        device and its screenshots turned from uint8 patches into the processor's values there."""
+        if any(v is not None for v in others.values()):
+            raise ValueError(f"unexpected model inputs for Qwen-VL: {sorted(others)}")
+        device = self.accelerator.device
+        n = input_ids.size(0)
+        step = batch_size or n
+        unwrapped = self.accelerator.unwrap_model(model)
+        dtype = next(unwrapped.parameters()).dtype
+        if pixel_values is not None:
+            images = torch.tensor([0, *num_images]).cumsum(0).tolist()
+            per_image = image_grid_thw.prod(-1).cpu()
+            rows = torch.cat([torch.zeros(1, dtype=per_image.dtype), per_image.cumsum(0)]).tolist()
+        logps, entropies, aux = [], [], []
+        for start in range(0, n, step):
+            end = min(start + step, n)
+            kw: dict[str, Any] = {}
+            i0, i1 = (images[start], images[end]) if pixel_values is not None else (0, 0)
+            if i1 > i0:  # a chunk of stubs only (failed desktops) has no screenshot at all
+                chunk = pixel_values[rows[i0] : rows[i1]].to(device, non_blocking=True)
+                kw["pixel_values"] = self.encoder.model_pixels(chunk, dtype)
+                kw["image_grid_thw"] = image_grid_thw[i0:i1].to(device)
+                kw["num_images"] = num_images[start:end]
+            if mm_token_type_ids is not None:
+                kw["mm_token_type_ids"] = mm_token_type_ids[start:end].to(device)
+            lp, ent, ax = super()._get_per_token_logps_and_entropies(
+                model,
+                input_ids[start:end].to(device),
+                attention_mask[start:end].to(device),
+                logits_to_keep,
+                batch_size=None,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **kw,
+            )
+            logps.append(lp)
+            entropies.append(ent)
+            aux.append(ax)
+        return (
+            torch.cat(logps),
+            torch.cat(entropies) if compute_entropy else None,
+            torch.stack(aux).mean() if compute_aux_loss else None,
+        )
 
     # -- logging -----------------------------------------------------------------------------------
 
