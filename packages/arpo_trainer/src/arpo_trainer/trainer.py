@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import is_peft_model
 from datasets import Dataset
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -40,12 +41,23 @@ from trl.models import unwrap_model_for_generation
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
-from arpo_trainer.batch import collate, importance_sampling_ratio, training_sequence
+from arpo_trainer.batch import (
+    collate,
+    importance_sampling_ratio,
+    training_sequence,
+    window_loss_scales,
+)
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.demos import record_demonstrations
 from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
-from arpo_trainer.generation import TransformersPolicy, TRLGenerationPolicy, turn_generation_config
+from arpo_trainer.generation import (
+    TransformersPolicy,
+    TRLGenerationPolicy,
+    special_token_suppression,
+    suppressed_tokens_in_loss,
+    turn_generation_config,
+)
 from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
 from arpo_trainer.ranks import RankGroup
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
@@ -143,6 +155,8 @@ class ARPOTrainer(GRPOTrainer):
             # state)
             seed=args.seed + self.ranks.process_index,
         )
+        # token ids neither sampling path can produce; the trainer scores without them too
+        self.suppressed_ids = special_token_suppression(self.encoder)
         if self.use_vllm:
             configure_vllm_generation(
                 self.vllm_generation, self.encoder, max_turn_tokens=args.max_turn_tokens
@@ -334,6 +348,7 @@ class ARPOTrainer(GRPOTrainer):
         output: dict[str, Any] = {
             **batch,
             "advantages": advantages,
+            "valid": torch.tensor([t.valid for t in trajs], dtype=torch.bool),
             "num_items_in_batch": self.accelerator.gather(loss_mask.sum().to(device)).sum(),
         }
         input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
@@ -451,14 +466,36 @@ class ARPOTrainer(GRPOTrainer):
     # -- the device sees one micro-batch at a time -----------------------------------------------
 
     def _prepare_inputs(self, generation_batch: Any) -> dict[str, Any]:
-        """TRL's buffering (the generation batch stays on the host), then only the micro-batch
-        handed out moved to the device."""
+        """TRL's buffering (the generation batch stays on the host), then: every micro-batch's
+        loss scaled to a mean over valid trajectories (:func:`~arpo_trainer.batch.
+        window_loss_scales`), and only the micro-batch handed out moved to the device."""
+        buffered = self._buffered_inputs
         inputs = super()._prepare_inputs(generation_batch)
+        if self.model.training and self._buffered_inputs is not buffered:
+            self._scale_to_valid_rows(self._buffered_inputs)
         device = self.accelerator.device
         return {
             k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v
             for k, v in inputs.items()
         }
+
+    def _scale_to_valid_rows(self, micro_batches: list[dict[str, Any]]) -> None:
+        valid = torch.tensor([int(mb["valid"].sum()) for mb in micro_batches])
+        every = self.accelerator.gather(valid.to(self.accelerator.device)).cpu()
+        scales = window_loss_scales(
+            every.view(-1, len(micro_batches)),
+            rows=len(micro_batches[0]["valid"]),
+            accumulation=self.current_gradient_accumulation_steps,
+            first_step=self._step,
+            loss_type=self.loss_type,
+        )
+        for mb, scale in zip(micro_batches, scales.tolist(), strict=True):
+            mb["loss_scale"] = torch.tensor(scale, dtype=torch.float32)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        scale = inputs.get("loss_scale")
+        return loss if scale is None else loss * scale.to(loss.device)
 
     def _get_per_token_logps_and_entropies(
         self,
@@ -476,13 +513,16 @@ class ARPOTrainer(GRPOTrainer):
         **others,
     ):
         """TRL's per-token log-probs, ``batch_size`` rows at a time, each chunk moved to the
-        device and its screenshots turned from uint8 patches into the processor's values there."""
+        device and its screenshots turned from uint8 patches into the processor's values there;
+        scored with the vision tokens suppressed (:func:`~arpo_trainer.generation.
+        suppressed_tokens_in_loss`)."""
         if any(v is not None for v in others.values()):
             raise ValueError(f"unexpected model inputs for Qwen-VL: {sorted(others)}")
         device = self.accelerator.device
         n = input_ids.size(0)
         step = batch_size or n
         unwrapped = self.accelerator.unwrap_model(model)
+        patched = unwrapped.get_base_model() if is_peft_model(unwrapped) else unwrapped
         dtype = next(unwrapped.parameters()).dtype
         if pixel_values is not None:
             images = torch.tensor([0, *num_images]).cumsum(0).tolist()
@@ -500,16 +540,17 @@ class ARPOTrainer(GRPOTrainer):
                 kw["num_images"] = num_images[start:end]
             if mm_token_type_ids is not None:
                 kw["mm_token_type_ids"] = mm_token_type_ids[start:end].to(device)
-            lp, ent, ax = super()._get_per_token_logps_and_entropies(
-                model,
-                input_ids[start:end].to(device),
-                attention_mask[start:end].to(device),
-                logits_to_keep,
-                batch_size=None,
-                compute_entropy=compute_entropy,
-                compute_aux_loss=compute_aux_loss,
-                **kw,
-            )
+            with suppressed_tokens_in_loss(patched, self.suppressed_ids):
+                lp, ent, ax = super()._get_per_token_logps_and_entropies(
+                    model,
+                    input_ids[start:end].to(device),
+                    attention_mask[start:end].to(device),
+                    logits_to_keep,
+                    batch_size=None,
+                    compute_entropy=compute_entropy,
+                    compute_aux_loss=compute_aux_loss,
+                    **kw,
+                )
             logps.append(lp)
             entropies.append(ent)
             aux.append(ax)
