@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from arpo_trainer.gpu_check import Workload, measure, plan_for
+from arpo_trainer.gpu_check import Workload, measure, plan_for, shape_of
 from arpo_trainer.memory import GB, ModelShape
-from arpo_trainer.model_shapes import QWEN2_5_VL_7B, qwen2_5_vl_config, scaled_shape
+from arpo_trainer.model_shapes import QWEN2_5_VL_7B, scaled_shape
 
 TOLERANCE = 0.15
 
@@ -64,16 +64,6 @@ CASES = {
         256,
     ),
 }
-
-
-def shape_of(shape: dict, params: int) -> ModelShape:
-    cfg = qwen2_5_vl_config(shape)
-    t, v = cfg.text_config, cfg.vision_config
-    return ModelShape(
-        float(params), t.hidden_size, t.num_hidden_layers, t.intermediate_size, t.vocab_size,
-        v.hidden_size, v.depth, heads=t.num_attention_heads, kv_heads=t.num_key_value_heads,
-        vision_intermediate=v.intermediate_size, vision_heads=v.num_heads,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("case", list(CASES))

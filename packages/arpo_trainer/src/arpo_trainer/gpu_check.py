@@ -57,10 +57,16 @@ from arpo_trainer.memory import (
     MemorySettings,
     ModelShape,
     estimate_memory,
+    estimate_throughput,
     host_memory,
 )
 from arpo_trainer.memtrack import TensorPeak
-from arpo_trainer.model_shapes import QWEN2_5_VL_7B, qwen2_5_vl_config, scaled_shape
+from arpo_trainer.model_shapes import (
+    QWEN2_5_VL_7B,
+    parameter_count,
+    qwen2_5_vl_config,
+    scaled_shape,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +100,7 @@ class Measured:
     tokens: int
     image_tokens: int
     patches: int
+    screenshots: int
     prompt_tokens: int
     states_bytes: int = 0
     update_peak_bytes: int = 0
@@ -131,9 +138,11 @@ def build_encoder(workload: Workload):
     )
 
 
-def synthetic_trajectory(encoder, workload: Workload, seed: int = 0):
-    """A finished trajectory of ``workload``'s lengths: random screenshots (with structure, like
-    a desktop) and random action tokens closed by ``<|im_end|>``, all sampled (trained)."""
+def synthetic_episode(encoder, workload: Workload, seed: int = 0):
+    """``(trajectory, last context)`` of ``workload``'s lengths: random screenshots (with
+    structure, like a desktop) and random action tokens closed by ``<|im_end|>``, all sampled
+    (trained). The context is the one the last turn is sampled in: every screenshot, every action
+    but the last."""
     from arpo_trainer.generation import special_token_suppression
 
     rng = np.random.default_rng(seed)
@@ -145,12 +154,12 @@ def synthetic_trajectory(encoder, workload: Workload, seed: int = 0):
         for i in range(len(tok))
         if i not in special and not tok.convert_ids_to_tokens(i).startswith("<|")
     ]
-    words = " ".join(encoder.tokenizer.decode([i]) for i in rng.choice(vocab, 64))
+    words = " ".join(tok.decode([int(i)]) for i in rng.choice(vocab, 64))
     instruction = words
     while len(encoder.header_ids(instruction)) < workload.prompt_tokens:
         instruction += " " + words
     shots = []
-    for _ in range(workload.screenshots):
+    for _ in range(workload.turns):
         small = rng.integers(0, 255, (workload.height // 40, workload.width // 40, 3), np.uint8)
         frame = np.kron(small, np.ones((40, 40, 1), np.uint8))
         shots.append(encoder.screenshot_png(frame))
@@ -159,9 +168,9 @@ def synthetic_trajectory(encoder, workload: Workload, seed: int = 0):
         for _ in range(workload.turns)
     ]
     logps = [[-1.0] * len(a) for a in actions]
-    while len(shots) < len(actions):
-        shots.append(shots[-1])
-    return encoder.encode(instruction, shots[: len(actions)], actions, logps)
+    trajectory = encoder.encode(instruction, shots, actions, logps)
+    context = encoder.encode(instruction, shots, actions[:-1])
+    return trajectory, context
 
 
 def build_model(shape: dict[str, Any], encoder, *, dtype: torch.dtype, device: str, seed: int):
@@ -184,7 +193,7 @@ def build_model(shape: dict[str, Any], encoder, *, dtype: torch.dtype, device: s
     config.vision_config._attn_implementation = attn
     torch.manual_seed(seed)
     with torch.device(device):
-        model = Qwen2_5_VLForConditionalGeneration(config).to(dtype)
+        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=dtype)
     model.generation_config.eos_token_id = encoder.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     return model
@@ -196,24 +205,6 @@ def _has_flash_attn() -> bool:
     except ImportError:
         return False
     return True
-
-
-def model_shape_of(model) -> ModelShape:
-    """The memory model's view of ``model``."""
-    t, v = model.config.text_config, model.config.vision_config
-    return ModelShape(
-        params=float(sum(p.numel() for p in model.parameters())),
-        hidden=t.hidden_size,
-        layers=t.num_hidden_layers,
-        intermediate=t.intermediate_size,
-        vocab=t.vocab_size,
-        vision_hidden=v.hidden_size,
-        vision_layers=v.depth,
-        heads=t.num_attention_heads,
-        kv_heads=t.num_key_value_heads,
-        vision_intermediate=v.intermediate_size,
-        vision_heads=v.num_heads,
-    )
 
 
 @contextlib.contextmanager
@@ -262,12 +253,12 @@ def make_trainer(model, encoder, workdir: str, *, device: str, gradient_checkpoi
         loss_type="grpo",
         epsilon_high=0.3,
         delta=3.0,
+        beta=0.0,
     )
     trainer = ARPOTrainer(model, args, encoder.processor)
     trainer.encoder = encoder  # the UI-TARS pixel budget, not the config's default
     if gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.config.use_cache = False
     trainer.current_gradient_accumulation_steps = 1
     return trainer
 
@@ -303,7 +294,7 @@ def measure(
 ) -> Measured:
     """Build a model of ``shape``, sample one turn at the longest context, run two updates."""
     encoder = build_encoder(workload)
-    seq = synthetic_trajectory(encoder, workload, seed)
+    seq, context = synthetic_episode(encoder, workload, seed)
     model = build_model(shape, encoder, dtype=dtype, device=device, seed=seed)
     patches = sum(int(f.grid_thw.prod()) for f in seq.images)
     out = Measured(
@@ -315,6 +306,7 @@ def measure(
         prompt_tokens=len(seq.prompt_ids),
         image_tokens=sum(f.num_tokens for f in seq.images),
         patches=patches,
+        screenshots=len(seq.images),
         host_batch_bytes=sum(f.nbytes for f in seq.images),
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -322,7 +314,7 @@ def measure(
             model, encoder, tmp, device=device, gradient_checkpointing=gradient_checkpointing
         )
         if rollout:
-            _measure_rollout(trainer, encoder, seq, workload, out)
+            _measure_rollout(trainer, encoder, context, workload, out)
         _measure_updates(trainer, seq, out)
         trainer.close_desktops()
     del trainer, model
@@ -332,27 +324,14 @@ def measure(
     return out
 
 
-def _measure_rollout(trainer, encoder, seq, workload: Workload, out: Measured) -> None:
-    """One turn after the trajectory's longest context (all screenshots, all but the last
-    action), sampled by the policy the trainer uses without vLLM."""
-    from arpo_trainer.chat import EncodedSequence
+def _measure_rollout(trainer, encoder, context, workload: Workload, out: Measured) -> None:
+    """One full-length turn after the trajectory's longest context, sampled by the policy the
+    trainer uses without vLLM (``generate`` with a KV cache)."""
     from arpo_trainer.generation import TransformersPolicy, turn_generation_config
 
-    eos = encoder.eos_token_id
-    cut = len(seq.completion_ids) - 1
-    while seq.completion_ids[cut - 1] != encoder.tokenizer.convert_tokens_to_ids("\n"):
-        cut -= 1  # back to the start of the last assistant turn's text
-        if cut <= 0:
-            break
-    context = EncodedSequence(
-        prompt_ids=seq.prompt_ids,
-        completion_ids=seq.completion_ids[: len(seq.completion_ids) - workload.turn_tokens - 1],
-        images=seq.images,
-        pngs=seq.pngs,
-    )
     cfg = turn_generation_config(encoder, max_new_tokens=workload.turn_tokens, do_sample=True)
-    cfg.min_new_tokens = workload.turn_tokens  # a full-length turn, EOS or not
-    cfg.suppress_tokens = sorted(set(cfg.suppress_tokens or []) | {eos})
+    cfg.min_new_tokens = workload.turn_tokens  # a full-length turn, whatever the random model says
+    cfg.use_cache = True
     model = trainer.model
     device = out.device
     policy = TransformersPolicy(model, encoder, cfg)
@@ -446,151 +425,189 @@ def _has_triton() -> bool:
 # -- the command ---------------------------------------------------------------------------------
 
 
+@dataclass
+class Device:
+    """The accelerator's size and the figures the throughput plan assumes for it."""
+
+    name: str
+    memory_gb: float
+    peak_tflops: float  # dense bf16
+    bandwidth_tbps: float
+
+    @classmethod
+    def detect(cls, device: str) -> Device:
+        if not device.startswith("cuda"):
+            return cls("cpu", 0.0, math.nan, math.nan)
+        props = torch.cuda.get_device_properties(torch.device(device))
+        h200 = "H200" in props.name
+        return cls(props.name, props.total_memory / GB, 989.0, 4.8 if h200 else 3.35)
+
+
+def shape_of(shape: dict[str, Any], params: int) -> ModelShape:
+    """The memory model's view of a :mod:`~arpo_trainer.model_shapes` shape."""
+    t, v = shape["text"], shape["vision"]
+    return ModelShape(
+        params=float(params),
+        hidden=t["hidden_size"],
+        layers=t["num_hidden_layers"],
+        intermediate=t["intermediate_size"],
+        vocab=t["vocab_size"],
+        vision_hidden=v["hidden_size"],
+        vision_layers=v["depth"],
+        heads=t["num_attention_heads"],
+        kv_heads=t["num_key_value_heads"],
+        vision_intermediate=v["intermediate_size"],
+        vision_heads=v["num_heads"],
+    )
+
+
+def tiny_shape(depth: int) -> dict[str, Any]:
+    """The CPU smoke version's model: the 7B's layout at narrow widths."""
+    return scaled_shape(
+        QWEN2_5_VL_7B, layers=depth, hidden=128, intermediate=256, heads=4, kv_heads=2,
+        vocab=2048, vision_depth=2, vision_hidden=64, vision_intermediate=128, vision_heads=2,
+    )  # fmt: skip
+
+
 def run(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument(
         "--depths",
         default="2,4",
-        help="language layers of the reduced models (two or more: per-layer slope)",
+        help="language layers of the reduced models (two or more give the per-layer slope)",
     )
     ap.add_argument(
         "--tiny",
         action="store_true",
-        help="CPU smoke version: 1 language layer, narrow widths, 2 small screenshots (CI)",
+        help="the CPU smoke version CI runs: narrow widths, 2 small screenshots, depth 1",
     )
     ap.add_argument("--no-rollout", action="store_true", help="skip the rollout turn")
     ap.add_argument("--json", type=Path, help="also write the measurements here")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     device = a.device
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    depths = [int(d) for d in a.depths.split(",")]
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        print("gpu-check: no CUDA device here (use --device cpu --tiny for the CPU version)")
+        return 2
+    dtype = torch.bfloat16  # the recipe's precision, on CPU too
+    depths = [int(d) for d in a.depths.split(",")] if not a.tiny else [1]
     if a.tiny:
-        depths = [1]
         workload = Workload(screenshots=2, width=640, height=360, turns=2, turn_tokens=16)
         workload.prompt_tokens = 64
     else:
         workload = Workload()
-    gpu_gb = (
-        torch.cuda.get_device_properties(0).total_memory / GB if device.startswith("cuda") else 0.0
+    dev = Device.detect(device)
+    widths = "narrow widths (the CPU smoke version)" if a.tiny else "Qwen2.5-VL-7B's widths"
+    print(
+        f"gpu-check on {dev.name}: {widths}, random weights, {workload.screenshots} screenshots "
+        f"{workload.width}x{workload.height}, {workload.turns} turns of {workload.turn_tokens} "
+        f"tokens"
     )
-    rows = []
+    rows: list[tuple[Measured, dict[str, Any]]] = []
     for depth in depths:
-        if a.tiny:
-            shape = scaled_shape(
-                QWEN2_5_VL_7B,
-                layers=depth,
-                hidden=128,
-                intermediate=256,
-                heads=4,
-                kv_heads=2,
-                vocab=2048,
-                vision_depth=2,
-                vision_hidden=64,
-                vision_intermediate=128,
-                vision_heads=2,
-            )
-        else:
-            shape = scaled_shape(QWEN2_5_VL_7B, layers=depth)
+        shape = tiny_shape(depth) if a.tiny else scaled_shape(QWEN2_5_VL_7B, layers=depth)
+        t0 = time.perf_counter()
         m = measure(shape, workload, device=device, dtype=dtype, rollout=not a.no_rollout)
-        rows.append(m)
-        _print_run(m, shape, gpu_gb)
-    _print_recipe_scaling(rows, gpu_gb)
+        _print_run(m, shape, dev, time.perf_counter() - t0)
+        rows.append((m, shape))
+    if not a.tiny:
+        _print_recipe(rows, dev)
     if a.json:
-        a.json.write_text(json.dumps([asdict(m) for m in rows], indent=2))
-    return 1 if any(m.errors for m in rows) else 0
+        a.json.write_text(json.dumps([asdict(m) for m, _ in rows], indent=2))
+    failed = [e for m, _ in rows for e in m.errors]
+    print("gpu-check: " + ("FAILED: " + "; ".join(failed) if failed else "done"))
+    return 1 if failed else 0
 
 
 def _gb(x: float) -> str:
-    return f"{x / GB:8.2f}" if x >= 0.01 * GB else f"{x / 1e6:6.1f}MB"
+    return "n/a" if math.isnan(x) else f"{x / GB:.2f} GB" if x >= 0.01 * GB else f"{x / 1e6:.1f} MB"
 
 
-def _print_run(m: Measured, shape_dict: dict[str, Any], gpu_gb: float) -> None:
-    from transformers import Qwen2_5_VLForConditionalGeneration  # noqa: F401 - env check
+def _rate(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:,.0f}/s" if x >= 10 else f"{x:.2f}/s"
 
-    config = qwen2_5_vl_config(shape_dict)
-    t, v = config.text_config, config.vision_config
-    shape = ModelShape(
-        params=float(m.params),
-        hidden=t.hidden_size,
-        layers=t.num_hidden_layers,
-        intermediate=t.intermediate_size,
-        vocab=t.vocab_size,
-        vision_hidden=v.hidden_size,
-        vision_layers=v.depth,
-        heads=t.num_attention_heads,
-        kv_heads=t.num_key_value_heads,
-        vision_intermediate=v.intermediate_size,
-        vision_heads=v.num_heads,
-    )
-    plan = plan_for(m, shape, gpu_gb=gpu_gb)
+
+def _print_run(m: Measured, shape_dict: dict[str, Any], dev: Device, seconds: float) -> None:
+    shape = shape_of(shape_dict, m.params)
+    plan = plan_for(m, shape, gpu_gb=dev.memory_gb)
+    speed = estimate_throughput(
+        shape, tokens=m.tokens, image_tokens=m.image_tokens,
+        screenshots=m.screenshots,
+        peak_tflops=dev.peak_tflops, bandwidth_tbps=dev.bandwidth_tbps,
+    )  # fmt: skip
     print(
-        f"\n== {m.depth} language layer(s), {m.params / 1e9:.2f}e9 parameters, {m.dtype} on "
-        f"{m.device}: {m.tokens} tokens ({m.image_tokens} visual, {m.patches} patches)"
+        f"\n== {m.depth} language layer(s): {m.params / 1e9:.2f}e9 parameters, {m.dtype} on "
+        f"{m.device}; one trajectory of {m.tokens} tokens ({m.image_tokens} visual, "
+        f"{m.patches} patches); {seconds:.0f} s"
     )
-    print(f"  {'term':44} {'plan':>10} {'measured':>10}")
-    print(f"  {'model states (weights, grads, AdamW)':44} {_gb(plan.states * GB):>10} "
-          f"{_gb(m.states_bytes):>10}")  # fmt: skip
-    print(f"  {'update peak (states + activations)':44} {_gb(plan.training * GB):>10} "
-          f"{_gb(m.update_peak_bytes):>10}")  # fmt: skip
-    print(f"  {'  of which above the states':44} {_gb((plan.training - plan.states) * GB):>10} "
-          f"{_gb(m.update_peak_bytes - m.states_bytes):>10}")  # fmt: skip
-    print(f"  {'optimizer step peak':44} {'':>10} {_gb(m.step_peak_bytes):>10}")
-    if m.rollout_seconds:
-        print(
-            f"  rollout turn: {m.rollout_new_tokens} tokens after a {m.rollout_context}-token "
-            f"context in {m.rollout_seconds:.2f} s = {m.rollout_tokens_per_s:.1f} tokens/s, "
-            f"peak {_gb(m.rollout_peak_bytes).strip()}"
-        )
-    print(
-        f"  update: {m.tokens} tokens forward + backward in {m.update_seconds:.2f} s = "
-        f"{m.update_tokens_per_s:.0f} tokens/s"
-    )
-    print(f"  host, this trajectory's screenshots as uint8 patches: {_gb(m.host_batch_bytes)}")
+    table = [
+        ("model states (weights, grads, AdamW)", _gb(plan.states * GB), _gb(m.states_bytes)),
+        ("activations of one update", _gb(plan.activations * GB),
+         _gb(m.update_peak_bytes - m.states_bytes)),
+        ("update peak", _gb((plan.states + plan.activations) * GB), _gb(m.update_peak_bytes)),
+        ("optimizer step peak", "", _gb(m.step_peak_bytes)),
+        ("update tokens/s (forward + backward)", _rate(speed.update_tokens_per_s),
+         _rate(m.update_tokens_per_s)),
+        (f"rollout turn tokens/s (after {m.rollout_context} tokens)",
+         _rate(speed.decode_tokens_per_s), _rate(m.rollout_tokens_per_s)),
+        ("rollout turn peak (generate)", "", _gb(m.rollout_peak_bytes)),
+        ("host: the trajectory's screenshots (uint8)", "", _gb(m.host_batch_bytes)),
+    ]  # fmt: skip
+    print(f"  {'':46} {'plan':>12} {'measured':>12}")
+    for name, planned, measured in table:
+        print(f"  {name:46} {planned:>12} {measured:>12}")
     for e in m.errors:
         print(f"  ERROR {e}")
 
 
-def _print_recipe_scaling(rows: list[Measured], gpu_gb: float) -> None:
-    """Per-layer slope from two depths, scaled to the recipe's 28 layers (and the recipe's plan
-    for 8 GPUs with ZeRO-3, whose model-state share cannot be measured on one GPU)."""
-    ok = [m for m in rows if not m.errors and m.update_peak_bytes]
+def _print_recipe(rows: list[tuple[Measured, dict[str, Any]]], dev: Device) -> None:
+    """The per-layer slope of two depths, scaled to the recipe's 28 layers, next to the recipe's
+    plan (8 GPUs, ZeRO-3, vLLM colocate), whose model-state share needs 8 ranks to measure."""
+    ok = [(m, s) for m, s in rows if not m.errors and m.update_peak_bytes]
     if len(ok) < 2:
+        print("\n(two depths are needed to scale to 28 layers)")
         return
-    a, b = ok[0], ok[-1]
-    per_layer = (b.update_peak_bytes - b.states_bytes - (a.update_peak_bytes - a.states_bytes)) / (
-        b.depth - a.depth
-    )
-    rest = a.update_peak_bytes - a.states_bytes - per_layer * a.depth
+    (a, _), (b, _) = ok[0], ok[-1]
+    act_a, act_b = a.update_peak_bytes - a.states_bytes, b.update_peak_bytes - b.states_bytes
+    per_layer = (act_b - act_a) / (b.depth - a.depth)
     layers = QWEN2_5_VL_7B["text"]["num_hidden_layers"]
-    full = rest + per_layer * layers
-    shape = ModelShape(
-        8.29e9, 3584, layers, 18944, 152064, 1280, 32, heads=28, kv_heads=4,
-        vision_intermediate=3420, vision_heads=16,
+    full = act_b + per_layer * (layers - b.depth)
+    sec_layer = (b.update_seconds - a.update_seconds) / (b.depth - a.depth)
+    full_seconds = b.update_seconds + sec_layer * (layers - b.depth)
+    recipe_shape = shape_of(QWEN2_5_VL_7B, parameter_count(qwen2_5_vl_config(QWEN2_5_VL_7B)))
+    settings = MemorySettings(
+        tokens=b.tokens, image_tokens=b.image_tokens, prompt_tokens=b.prompt_tokens,
+        gpu_gb=dev.memory_gb or 80.0,
     )  # fmt: skip
-    act = 2 if a.dtype in ("bfloat16", "float16") else 4
-    plan = estimate_memory(
-        shape,
-        MemorySettings(
-            num_gpus=1, gpu_gb=gpu_gb, zero_stage=0, tokens=b.tokens, image_tokens=b.image_tokens,
-            activation_bytes=act, vllm_colocate=False,
-        ),
+    recipe = estimate_memory(recipe_shape, settings)
+    speed = estimate_throughput(
+        recipe_shape, tokens=b.tokens, image_tokens=b.image_tokens,
+        screenshots=b.screenshots, peak_tflops=dev.peak_tflops, bandwidth_tbps=dev.bandwidth_tbps,
     )  # fmt: skip
-    print(f"\n== scaled to {layers} layers (activations above the model states)")
-    print(f"  per language layer: measured {_gb(per_layer).strip()}")
-    print(f"  {'activations at 28 layers':44} {'plan':>10} {'measured':>10}")
-    print(f"  {'':44} {_gb((plan.training - plan.states) * GB):>10} {_gb(full):>10}")
-    recipe = estimate_memory(shape, MemorySettings())
+    print(f"\n== the recipe: {layers} layers, scaled from {a.depth} and {b.depth} by the slope")
+    print(f"  {'':46} {'plan':>12} {'measured':>12}")
+    print(f"  {'activations per language layer':46} "
+          f"{_gb(recipe_shape.hidden * b.tokens * 2):>12} {_gb(per_layer):>12}")  # fmt: skip
+    print(f"  {'activations of one update at 28 layers':46} {_gb(recipe.activations * GB):>12} "
+          f"{_gb(full):>12}")  # fmt: skip
+    print(f"  {'update tokens/s at 28 layers':46} {_rate(speed.update_tokens_per_s):>12} "
+          f"{_rate(b.tokens / full_seconds if full_seconds > 0 else math.nan):>12}")  # fmt: skip
     print(
-        f"  the recipe's plan (8 GPUs, ZeRO-3, vLLM colocate): training peak "
-        f"{recipe.training:.1f} GB, rollout peak {recipe.rollout:.1f} GB per GPU; its model "
-        f"states share ({recipe.states:.1f} GB) and ZeRO-3 buffers need 8 ranks to measure"
+        f"  per GPU in the recipe (8 GPUs, ZeRO-3): model states {recipe.states:.1f} GB + ZeRO-3 "
+        f"buffers {recipe.zero3_live:.1f} GB (need 8 ranks to measure) + activations (above) + "
+        f"vLLM asleep {recipe.vllm_during_training:.1f} GB = training peak "
+        f"{recipe.training:.1f} GB planned, "
+        f"{recipe.states + recipe.zero3_live + recipe.vllm_during_training + full / GB:.1f} GB "
+        f"with the measured activations; rollout peak {recipe.rollout:.1f} GB "
+        f"(vLLM reserves {recipe.vllm_awake:.0f} GB by construction)"
     )
-    hosts = host_memory(
-        rollouts_per_process=16, screenshots=15, patches_per_screenshot=b.patches // 15 or 1
+    patches = b.patches // max(1, b.screenshots)
+    host = host_memory(
+        rollouts_per_process=16, screenshots=15, patches_per_screenshot=patches, tokens=b.tokens
     )
-    print(f"  host per process: {hosts}")
+    print(f"  host per process (16 trajectories): {host}")
 
 
 def main() -> None:

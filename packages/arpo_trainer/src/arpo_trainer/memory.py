@@ -376,6 +376,61 @@ def host_memory(
     return HostEstimate(buffered_batch=batch / GB, feature_cache=cache / GB)
 
 
+@dataclass(frozen=True)
+class Throughput:
+    """Expected speed of one process's GPU (see :func:`estimate_throughput`)."""
+
+    update_flops: float  # one trajectory's forward + recompute + backward
+    update_tokens_per_s: float
+    decode_tokens_per_s: float  # one sequence, after a context of ``tokens``
+
+
+def estimate_throughput(
+    shape: ModelShape,
+    *,
+    tokens: int,
+    image_tokens: int,
+    screenshots: int = 15,
+    gradient_checkpointing: bool = True,
+    peak_tflops: float = 989.0,
+    mfu: float = 0.4,
+    bandwidth_tbps: float = 3.35,
+    bandwidth_use: float = 0.6,
+    weight_bytes: int = 2,
+) -> Throughput:
+    """Tokens per second of an update and of decoding, from FLOPs and bytes (defaults: an H100
+    SXM's dense bf16 peak and HBM bandwidth, at 40% and 60% of them; ``scripts/gpu-check.sh``
+    measures what a GPU really does).
+
+    An update runs the forward twice with gradient checkpointing and the backward (2x the
+    forward): 4 forwards. A forward is 2 FLOPs per weight per token through the language layers,
+    2 per head weight per token, and causal attention ``2 T^2 hidden`` per layer; the vision
+    tower 2 per weight per patch and attention over 64-patch windows (each image whole in its 4
+    full-attention blocks). Decoding one token reads every weight and the context's KV cache.
+
+    >>> t = estimate_throughput(KNOWN_SHAPES["qwen2.5-vl-7b"], tokens=45_780, image_tokens=40_365)
+    >>> round(t.update_flops / 1e15, 1), round(t.update_tokens_per_s), round(t.decode_tokens_per_s)
+    (5.2, 3460, 105)
+    """
+    h, layers, v = shape.hidden, shape.layers, shape.vocab
+    kv = shape.kv_width
+    layer_weights = 2 * h * h + 2 * h * kv + 3 * h * shape.intermediate
+    vh = shape.vision_hidden
+    block_weights = 4 * vh * vh + 3 * vh * shape.vision_mlp
+    patches = 4 * image_tokens
+    per_image = patches / max(1, screenshots)
+    full_blocks = min(4, shape.vision_layers)
+    fwd = 2 * layers * layer_weights * tokens + 2 * h * v * tokens + 2 * layers * tokens**2 * h
+    fwd += 2 * shape.vision_layers * block_weights * patches
+    fwd += 4 * vh * patches * (64 * (shape.vision_layers - full_blocks) + per_image * full_blocks)
+    passes = 4 if gradient_checkpointing else 3
+    flops = passes * fwd
+    update = tokens / (flops / (peak_tflops * 1e12 * mfu))
+    step_bytes = weight_bytes * shape.params + 2 * layers * tokens * kv * weight_bytes
+    decode = bandwidth_tbps * 1e12 * bandwidth_use / step_bytes
+    return Throughput(update_flops=flops, update_tokens_per_s=update, decode_tokens_per_s=decode)
+
+
 def trajectory_tokens(
     *,
     max_history_images: int,
