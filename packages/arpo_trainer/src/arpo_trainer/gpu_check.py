@@ -188,12 +188,11 @@ def build_model(shape: dict[str, Any], encoder, *, dtype: torch.dtype, device: s
     }
     config = qwen2_5_vl_config(shape, ids)
     attn = "flash_attention_2" if device.startswith("cuda") and _has_flash_attn() else "sdpa"
-    config._attn_implementation = attn
-    config.text_config._attn_implementation = attn
-    config.vision_config._attn_implementation = attn
     torch.manual_seed(seed)
     with torch.device(device):
-        model = Qwen2_5_VLForConditionalGeneration._from_config(config, dtype=dtype)
+        model = Qwen2_5_VLForConditionalGeneration._from_config(
+            config, dtype=dtype, attn_implementation=attn
+        )
     model.generation_config.eos_token_id = encoder.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     return model
@@ -238,7 +237,7 @@ def make_trainer(model, encoder, workdir: str, *, device: str, gradient_checkpoi
     args = ARPOConfig(
         output_dir=str(Path(workdir) / "out"),
         use_cpu=on_cpu,
-        bf16=not on_cpu,
+        bf16=False,  # the weights are bf16 already; as under DeepSpeed's bf16, no autocast
         report_to="none",
         save_strategy="no",
         gradient_checkpointing=gradient_checkpointing,
