@@ -23,56 +23,20 @@ from __future__ import annotations
 
 import pytest
 import torch
-from arpo_trainer.gpu_check import Workload, measure, plan_for, shape_of
+from arpo_trainer.memcheck import CPU_CASES, measure, plan_for, shape_of
 from arpo_trainer.memory import GB, ModelShape
 from arpo_trainer.model_shapes import QWEN2_5_VL_7B, scaled_shape
 
 TOLERANCE = 0.15
 
-SMALL = {"heads": 4, "kv_heads": 2, "vision_heads": 2}
-NARROW_VISION = {"vision_depth": 2, "vision_hidden": 64, "vision_intermediate": 128}
-SHORT = Workload(screenshots=2, width=640, height=360, turns=2, turn_tokens=64, prompt_tokens=200)
-LONG = Workload(screenshots=4, width=1280, height=720, turns=4, turn_tokens=128, prompt_tokens=400)
 
-CASES = {
-    "deep language model": (
-        dict(layers=6, hidden=256, intermediate=1024, vocab=2048, **NARROW_VISION),
-        SHORT,
-        256,
-    ),
-    "wide vision tower": (
-        dict(
-            layers=1,
-            hidden=128,
-            intermediate=256,
-            vocab=2048,
-            vision_depth=4,
-            vision_hidden=256,
-            vision_intermediate=1024,
-        ),
-        SHORT,
-        256,
-    ),  # fmt: skip
-    "large vocabulary": (
-        dict(layers=1, hidden=128, intermediate=256, vocab=40000, **NARROW_VISION),
-        SHORT,
-        32768,
-    ),
-    "long trajectory": (
-        dict(layers=2, hidden=256, intermediate=1024, vocab=2048, **NARROW_VISION),
-        LONG,
-        256,
-    ),
-}
-
-
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", list(CPU_CASES))
 def test_the_plan_predicts_the_measured_peak(case, monkeypatch):
     from trl.trainer import utils as trl_utils
 
-    sizes, workload, chunk = CASES[case]
+    sizes, workload, chunk = CPU_CASES[case]
     monkeypatch.setattr(trl_utils, "_CHUNKED_LOGPROB_CHUNK_SIZE", chunk)
-    shape = scaled_shape(QWEN2_5_VL_7B, **sizes, **SMALL)
+    shape = scaled_shape(QWEN2_5_VL_7B, **sizes)
     m = measure(shape, workload, device="cpu", dtype=torch.bfloat16, rollout=False)
     assert not m.errors
     plan = plan_for(m, shape_of(shape, m.params), gpu_gb=0.0)
