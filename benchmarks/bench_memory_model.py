@@ -36,9 +36,9 @@ def main() -> None:
         try:
             shape = scaled_shape(QWEN2_5_VL_7B, **sizes)
             m = measure(shape, workload, device="cpu", dtype=torch.bfloat16, rollout=False)
+            plan = plan_for(m, shape_of(shape, m.params), gpu_gb=0.0)  # told the same chunk
         finally:
             trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE = kept
-        plan = plan_for(m, shape_of(shape, m.params), gpu_gb=0.0)
         measured = m.update_peak_bytes - m.states_bytes
         base = plan.inputs + plan.vision_kept
         phases = {
