@@ -231,13 +231,16 @@ class ScriptedPolicy:
 
 
 class TRLGenerationPolicy:
-    """Samples turns through a GRPOTrainer's ``_generate_single_turn`` (the vLLM path with TRL's
-    weight sync; token ids in, token ids and processed log-probs out).
+    """Samples turns with vLLM through TRL's ``VLLMGeneration`` (token ids in, token ids and
+    processed log-probs out), held awake for a whole rollout by the trainer's
+    :class:`~arpo_trainer.vllm_rollout.VLLMRolloutEngine`.
 
     In colocate mode each screenshot's run of ``<|image_pad|>`` is collapsed to one token, since
     vLLM expands it itself (see :mod:`arpo_trainer.vllm_rollout`); the server path locates the
     expanded runs. Stop and suppression tokens come from
-    :func:`~arpo_trainer.vllm_rollout.configure_vllm_generation`.
+    :func:`~arpo_trainer.vllm_rollout.configure_vllm_generation`. Outside the trainer's rollout
+    (``ARPOTrainer.policy()``) each call is a rollout of its own (wake, sync if the step changed,
+    sample, sleep).
     """
 
     def __init__(self, trainer, encoder: TurnEncoder):
@@ -247,12 +250,13 @@ class TRLGenerationPolicy:
     def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
         if not contexts:
             return []
+        engine = self.trainer.vllm_engine
         images = [[Image.open(io.BytesIO(png)).convert("RGB") for png in c.pngs] for c in contexts]
         prompts = [c.input_ids for c in contexts]
-        if self.trainer.vllm_generation.mode == "colocate":
+        if engine.mode == "colocate":
             prompts = [collapse_image_runs(p, self.encoder.image_token_id) for p in prompts]
-        ids, logps = self.trainer._generate_single_turn(
-            prompts, [im or None for im in images], {}, num_generations=1
+        ids, logps = engine.generate(
+            prompts, [im or None for im in images], step=self.trainer.state.global_step
         )
         out = []
         for k, sampled in enumerate(ids):

@@ -64,7 +64,7 @@ from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
 from arpo_trainer.rollout import Collector, RolloutStats, Trajectory
 from arpo_trainer.tasks import resolve_tasks, task_dataset
-from arpo_trainer.vllm_rollout import configure_vllm_generation
+from arpo_trainer.vllm_rollout import VLLMRolloutEngine, configure_vllm_generation, vllm_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +116,17 @@ class ARPOTrainer(GRPOTrainer):
             reward_funcs = [evaluator_score, format_error]
             if args.reward_weights is None:
                 args.reward_weights = [1.0, args.format_penalty]
+        # The colocated engine sleeps between rollouts (VLLMRolloutEngine), not after every turn.
+        # vLLM's CPU build refuses enable_sleep_mode: build it without, run the same sleep calls.
+        vllm_sleeps = bool(
+            args.use_vllm and args.vllm_mode == "colocate" and args.vllm_enable_sleep_mode
+        )
+        if vllm_sleeps and vllm_on_cpu():
+            log.info(
+                "vLLM's CPU build has no sleep mode: the engine is built without it; between "
+                "rollouts it still sleeps (caches dropped, no memory released)"
+            )
+            args.vllm_enable_sleep_mode = False
         super().__init__(
             model=model,
             reward_funcs=reward_funcs,
@@ -157,9 +168,13 @@ class ARPOTrainer(GRPOTrainer):
         )
         # token ids neither sampling path can produce; the trainer scores without them too
         self.suppressed_ids = special_token_suppression(self.encoder)
+        self.vllm_engine: VLLMRolloutEngine | None = None
         if self.use_vllm:
             configure_vllm_generation(
                 self.vllm_generation, self.encoder, max_turn_tokens=args.max_turn_tokens
+            )
+            self.vllm_engine = VLLMRolloutEngine(
+                self.vllm_generation, self.accelerator, sleeps=vllm_sleeps
             )
         else:
             self.turn_generation_config = turn_generation_config(
@@ -231,8 +246,10 @@ class ARPOTrainer(GRPOTrainer):
     def policy(self) -> Iterator[Any]:
         """The current policy, ready to sample (TRL's vLLM path, or ``generate`` on the unwrapped
         model)."""
-        if self.use_vllm:
-            yield TRLGenerationPolicy(self, self.encoder)
+        if self.vllm_engine is not None:
+            # awake, with the current weights, for every turn of the rollout; asleep after it
+            with self.vllm_engine.rollout(self.state.global_step):
+                yield TRLGenerationPolicy(self, self.encoder)
             return
         with unwrap_model_for_generation(
             self.model_wrapped,
