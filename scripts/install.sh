@@ -21,6 +21,9 @@ APT_PACKAGES=(
   # apps the built-in tasks use; socat forwards Chromium's debugging port for the chrome tasks
   xterm mousepad libreoffice-common libreoffice-calc libreoffice-writer libreoffice-impress
   chromium vlc socat
+  # LibreOffice as on OSWorld's Ubuntu image: GTK3 widgets (the desktop selects them with
+  # SAL_USE_VCLPLUGIN=gtk3) and the Elementary icons LibreOffice picks on GNOME
+  libreoffice-gtk3 libreoffice-style-elementary
   # apps whole OSWorld domains run: GIMP (gimp), Thunderbird (thunderbird), and Ubuntu's PDF
   # viewer (evince: tasks open PDFs; without it they open in GIMP's import dialog)
   gimp thunderbird evince

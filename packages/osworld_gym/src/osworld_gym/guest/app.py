@@ -100,6 +100,10 @@ class GuestConfig:
         return PlayerIdentity(self.player_uid, gid, tuple(self.player_cgroups), tuple(prefix))
 
 
+#: LibreOffice's widget toolkit on every desktop (``SAL_USE_VCLPLUGIN``): GTK3, as on OSWorld's
+#: Ubuntu image (Debian's ``libreoffice-gtk3``); its icon theme is set in the home template's
+#: LibreOffice profile (``skel/.config/libreoffice``).
+LIBREOFFICE_VCL_PLUGIN = "gtk3"
 #: ``$PATH`` of evaluation and setup commands when the guest has none.
 COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Variables a command environment keeps from the guest's (none of them the player's doing).
@@ -111,6 +115,7 @@ _KEPT = (
     "XDG_SESSION_TYPE",
     "QT_ACCESSIBILITY",
     "GTK_A11Y",
+    "SAL_USE_VCLPLUGIN",
     "TMPDIR",
     # the desktop profile's session (guest/profiles): gsettings in a task's command must
     # read the same dconf database and schemas as the desktop's apps
@@ -178,6 +183,10 @@ class GuestApp:
             XDG_CONFIG_HOME=str(self.home / ".config"),
             QT_ACCESSIBILITY="1",
             GTK_A11Y="atspi",
+            # LibreOffice draws with GTK3, as on OSWorld's Ubuntu image, chosen here rather
+            # than by what happens to be installed (without libreoffice-gtk3 it picks its X11
+            # "gen" widgets; with it, by the desktop it guesses). See docs/fidelity.md.
+            SAL_USE_VCLPLUGIN=LIBREOFFICE_VCL_PLUGIN,
         )
         env.pop("NO_AT_BRIDGE", None)
         if self.player is not None:  # the player's runtime dir and (empty) X authority file

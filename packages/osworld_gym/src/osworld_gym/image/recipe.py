@@ -112,6 +112,10 @@ APPS: dict[str, tuple[str, ...]] = {
         "libreoffice-calc",
         "libreoffice-writer",
         "libreoffice-impress",
+        # LibreOffice as on OSWorld's Ubuntu image: GTK3 widgets (the guest selects them) and
+        # the Elementary icons LibreOffice picks on GNOME
+        "libreoffice-gtk3",
+        "libreoffice-style-elementary",
         "chromium",
         "vlc",
         "ffmpeg",
