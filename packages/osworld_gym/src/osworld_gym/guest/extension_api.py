@@ -46,6 +46,7 @@ def register(router: Router, app: GuestApp) -> None:
                 )
             prims.append(p)
         t0 = time.perf_counter()
+        app.forget_task_steps()
         if app.settle is not None:
             app.settle.mark_input()  # what the screen does from here on is these actions' doing
         app.xinput.run(prims)

@@ -309,7 +309,7 @@ def _runs(pid: int) -> int | None:
 
 
 @dataclass
-class _Mark:
+class InputMark:
     at: float
     sample: ProcSample
     #: Each main thread's run count at the input: one that has not run since is asleep on a
@@ -391,7 +391,7 @@ class SettleSignal:
         self.quiet_s, self.poll_s, self.first_change_s = quiet_s, poll_s, first_change_s
         self.timer_s = timer_s
         self._lock = threading.Lock()
-        self._mark: _Mark | None = None
+        self._mark: InputMark | None = None
         self._drawn_since_mark = False
         #: Why the last wait lasted as long as it did (see :class:`_Why`).
         self.last_why = ""
@@ -403,10 +403,20 @@ class SettleSignal:
             self.damage.look()
             self._drawn_since_mark = False
             sample = self.procs.sample()
-            self._mark = _Mark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
+            self._mark = InputMark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
 
-    def wait(self, max_s: float = 3.0) -> dict[str, float]:
+    def mark(self) -> InputMark:
+        """A mark for :meth:`wait`'s ``since``: like :meth:`mark_input`, but kept by the caller,
+        so that a wait for what the judge's own steps set off never takes an action's mark."""
+        with self._lock:
+            sample = self.procs.sample()
+            return InputMark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
+
+    def wait(self, max_s: float = 3.0, since: InputMark | None = None) -> dict[str, float]:
         """Block until the desktop is idle (or ``max_s`` after the last input); timing facts.
+
+        ``since``: a :meth:`mark` to wait from instead of the last :meth:`mark_input` (which is
+        then left for the next wait). Drawing is counted from the first look of this wait.
 
         Facts: ``settle_ms`` (this wait), ``since_input_ms``, ``settle_looks``, ``settle_capped``
         (1.0 when ``max_s`` ran out), ``screen_changed`` (1.0 when anything was drawn since the
@@ -414,11 +424,18 @@ class SettleSignal:
         ``settle_timers`` (how many event-loop timers were waited for).
         """
         with self._lock:
-            return self._wait(max_s)
+            if since is None:
+                return self._wait(max_s, self._mark)
+            kept, self._mark = self._mark, since
+            kept_drawn, self._drawn_since_mark = self._drawn_since_mark, False
+            try:
+                return self._wait(max_s, since)
+            finally:
+                self._mark, self._drawn_since_mark = kept, kept_drawn
 
-    def _wait(self, max_s: float) -> dict[str, float]:
+    def _wait(self, max_s: float, mark: InputMark | None) -> dict[str, float]:
         t0 = time.monotonic()
-        mark = self._mark or _Mark(t0, self.procs.sample())
+        mark = mark or InputMark(t0, self.procs.sample())
         start, base = mark.at, mark.sample
         timerless, server = self.timerless(), self.server()
         last_activity = t0
@@ -526,7 +543,7 @@ class SettleSignal:
         }
 
     @staticmethod
-    def _note_sleepers(why: _Why, now: float, pids: frozenset[int], mark: _Mark) -> None:
+    def _note_sleepers(why: _Why, now: float, pids: frozenset[int], mark: InputMark) -> None:
         """For the trace: how the main threads that ran since the input sleep as the wait ends
         (``asleep[name:syscall+timeout ms]``; ``-`` no timeout we can read), at most six."""
         notes = []
@@ -548,7 +565,7 @@ class SettleSignal:
             why.spans[-1][1] = ";".join(notes)
 
     def _chunk_due(
-        self, pids: frozenset[int], mark: _Mark, timerless: set[int], chunking: bool
+        self, pids: frozenset[int], mark: InputMark, timerless: set[int], chunking: bool
     ) -> tuple[float, int] | None:
         """:meth:`_timer_due` within ``CHUNK_S``, looked at up to ``CHUNK_LOOKS`` times a few ms
         apart: between its slices LibreOffice's main thread now and then waits on a lock or a
@@ -563,7 +580,11 @@ class SettleSignal:
         return None
 
     def _timer_due(
-        self, pids: frozenset[int], mark: _Mark, timerless: set[int], within: float | None = None
+        self,
+        pids: frozenset[int],
+        mark: InputMark,
+        timerless: set[int],
+        within: float | None = None,
     ) -> tuple[float, int] | None:
         """The soonest wake-up, if within ``within`` (default ``timer_s``) seconds, of a desktop
         process's main thread that ran since the input (so may have armed it in reaction to
