@@ -66,6 +66,13 @@ def test_install_sh_installs_every_package_doctor_names():
     assert missing == [], f"scripts/install.sh does not install {missing}"
 
 
+def test_install_sh_and_the_image_give_thunderbird_the_same_preferences():
+    from osworld_gym.image.recipe import THUNDERBIRD_PREFS, render_dockerfile
+
+    assert f"tb_prefs='{THUNDERBIRD_PREFS}'" in INSTALL.read_text()
+    assert THUNDERBIRD_PREFS in render_dockerfile("full")
+
+
 def test_the_full_docker_image_installs_every_package_the_tasks_need():
     image = set(SYSTEM_PACKAGES) | set(APPS["full"])
     need = {doctor.PACKAGES[p] for p in doctor.required_programs()}

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from osworld_gym.guest.profiles import UBUNTU_PROGRAMS, UBUNTU_THEMES
+from osworld_gym.image.recipe import THUNDERBIRD_PREFS, THUNDERBIRD_PREFS_FILE
 from osworld_gym.support.packages import DESKTOP_PATH, PACKAGES
 from osworld_gym.support.programs import opened_suffixes, task_programs
 
@@ -306,11 +307,20 @@ APP_LOOK_FILES: dict[str, str] = {
 
 
 def check_app_looks(probe: _Probe) -> list[Check]:
-    """LibreOffice's GTK3 plugin and icon theme are installed (see :data:`APP_LOOK_FILES`)."""
-    return [
+    """LibreOffice's GTK3 plugin and icon theme are installed (see :data:`APP_LOOK_FILES`), and
+    Thunderbird's system preferences are ``scripts/install.sh``'s (no donation tab)."""
+    checks = [
         Check(f"look {Path(path).name}", probe.host_path(path).is_file(), path, package)
         for path, package in APP_LOOK_FILES.items()
     ]
+    prefs = probe.host_path(THUNDERBIRD_PREFS_FILE)
+    try:
+        ok = THUNDERBIRD_PREFS in prefs.read_text()
+    except OSError:
+        ok = False
+    detail = THUNDERBIRD_PREFS_FILE if ok else f"{THUNDERBIRD_PREFS_FILE}: run scripts/install.sh"
+    checks.append(Check("thunderbird preferences", ok, detail, None))
+    return checks
 
 
 def check_themes(probe: _Probe) -> list[Check]:

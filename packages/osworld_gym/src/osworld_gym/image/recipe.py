@@ -131,6 +131,14 @@ APPS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Thunderbird's system-wide preferences (Debian reads ``/etc/thunderbird/pref/*.js`` for every
+#: profile), as ``scripts/install.sh`` writes them: no in-app notifications, which Thunderbird
+#: 153 uses to open a donation tab a few seconds after start (OSWorld's Thunderbird 115 had
+#: none; offline the tab says "Server Not Found" and moves the folder list down).
+THUNDERBIRD_PREFS = 'pref("mail.inappnotifications.enabled", false);'
+THUNDERBIRD_PREFS_FILE = "/etc/thunderbird/pref/osworld-gym.js"
+
+
 def default_tag(apps: str = "minimal") -> str:
     """The tag ``osworld-gym image build --apps APPS`` gives its image by default.
 
@@ -182,6 +190,10 @@ RUN apt-get update && apt-get -y upgrade && rm -rf /var/lib/apt/lists/*
 
 # apps: {apps}
 {_apt(APPS[apps])}
+
+# Thunderbird's preferences for every profile (none where it is not installed)
+RUN if [ -d /etc/thunderbird ]; then \\
+      echo '{THUNDERBIRD_PREFS}' > {THUNDERBIRD_PREFS_FILE}; fi
 
 # the desktop user (the player): no sudo group; `sudo` is the guest's shim (below), which runs
 # the command as the user, as in the local sandbox (password kept for OSWorld's tasks' `sudo -S`)
