@@ -69,6 +69,7 @@ from Xlib.protocol import rq
 
 from osworld_gym.guest.wakeups import next_wakeup
 from osworld_gym.guest.xgrab import make_impervious
+from osworld_gym.protocol.input import CALL_PAUSE_S
 
 log = logging.getLogger(__name__)
 
@@ -412,11 +413,22 @@ class SettleSignal:
             sample = self.procs.sample()
             return InputMark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
 
-    def wait(self, max_s: float = 3.0, since: InputMark | None = None) -> dict[str, float]:
+    def wait(
+        self,
+        max_s: float = 3.0,
+        since: InputMark | None = None,
+        shared: bool = False,
+        timers: bool = True,
+    ) -> dict[str, float]:
         """Block until the desktop is idle (or ``max_s`` after the last input); timing facts.
 
         ``since``: a :meth:`mark` to wait from instead of the last :meth:`mark_input` (which is
-        then left for the next wait). Drawing is counted from the first look of this wait.
+        then left for the next wait). Drawing is counted from the first look of this wait;
+        ``shared``: it counts for the last :meth:`mark_input` as well (a wait between the calls
+        of the action that input began: its looks take the drawing the action's own wait would
+        otherwise see). ``timers=False``: the wait ends once the desktop's processes are idle,
+        without following event-loop timers or work in slices (what those draw is for a frame;
+        an app has handled its input, and what that input posted, before it goes idle).
 
         Facts: ``settle_ms`` (this wait), ``since_input_ms``, ``settle_looks``, ``settle_capped``
         (1.0 when ``max_s`` ran out), ``screen_changed`` (1.0 when anything was drawn since the
@@ -425,15 +437,16 @@ class SettleSignal:
         """
         with self._lock:
             if since is None:
-                return self._wait(max_s, self._mark)
+                return self._wait(max_s, self._mark, timers)
             kept, self._mark = self._mark, since
             kept_drawn, self._drawn_since_mark = self._drawn_since_mark, False
             try:
-                return self._wait(max_s, since)
+                return self._wait(max_s, since, timers)
             finally:
-                self._mark, self._drawn_since_mark = kept, kept_drawn
+                drawn = shared and self._drawn_since_mark
+                self._mark, self._drawn_since_mark = kept, kept_drawn or drawn
 
-    def _wait(self, max_s: float, mark: InputMark | None) -> dict[str, float]:
+    def _wait(self, max_s: float, mark: InputMark | None, timers_too: bool) -> dict[str, float]:
         t0 = time.monotonic()
         mark = mark or InputMark(t0, self.procs.sample())
         start, base = mark.at, mark.sample
@@ -497,7 +510,8 @@ class SettleSignal:
                     why.add(now, "thread", busy)
                     last_activity = time.monotonic()
                 elif (
-                    (chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
+                    timers_too
+                    and (chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
                     and self._drawn_since_mark
                     and (
                         soon := self._chunk_due(
@@ -512,7 +526,8 @@ class SettleSignal:
                     why.add(now, f"chunk+{round(1000 * soon[0])}", {soon[1]})
                     last_activity = time.monotonic() + soon[0]
                 elif (
-                    draws > draws_before_timer
+                    timers_too
+                    and draws > draws_before_timer
                     and sum(timers) < 1000 * TIMER_BUDGET_S
                     and (soon := self._timer_due(cur.pids - started, mark, timerless)) is not None
                 ):
@@ -603,3 +618,39 @@ class SettleSignal:
     def close(self) -> None:
         with self._lock:
             self.damage.close()
+
+
+class Pacer:
+    """The pause between two calls of one action (see :meth:`XInput.run
+    <osworld_gym.guest.xinput.XInput.run>`): until the desktop has reacted to the call before,
+    at most ``max_s`` after that call began and ``budget_s`` in all.
+
+    pyautogui, as OSWorld's VM runs an agent's code, sleeps 0.1 s after every call; sending
+    the next call's input at once let it overtake what the previous one had set off: Impress
+    starts text editing on Return from a posted event, GTK3 LibreOffice runs posted events only
+    when no X input is pending, and every Return typed meanwhile was taken for "start editing"
+    (``press('enter'); write('a\\nb')`` gave ``ab``). Each pause is one settle wait from a mark
+    taken before the call; what it sees drawn counts for the action's own settle. Without a
+    signal (no DAMAGE extension) each pause is pyautogui's own, ``CALL_PAUSE_S``."""
+
+    def __init__(self, signal: SettleSignal | None, max_s: float, budget_s: float):
+        self.signal, self.max_s, self.budget_s = signal, max_s, budget_s
+        self.spent_s = 0.0
+        self.count = 0
+        self._mark = signal.mark() if signal is not None else None
+
+    def __call__(self) -> None:
+        left = self.budget_s - self.spent_s
+        if left <= 0:
+            return
+        t0 = time.monotonic()
+        if self.signal is None:
+            time.sleep(min(CALL_PAUSE_S, left))
+        else:
+            facts = self.signal.wait(
+                min(self.max_s, left), since=self._mark, shared=True, timers=False
+            )
+            log.debug("paced %.0f ms: %s", facts["settle_ms"], self.signal.last_why)
+            self._mark = self.signal.mark()
+        self.spent_s += time.monotonic() - t0
+        self.count += 1

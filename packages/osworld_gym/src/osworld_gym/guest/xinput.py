@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from Xlib import XK, X
 from Xlib import display as xdisplay
@@ -87,8 +87,18 @@ class XInput:
         self._load_keymap()
 
     # ---- public -----------------------------------------------------------------------------
-    def run(self, prims: Iterable[Primitive]) -> None:
-        """Execute validated primitives in order. :class:`Wait` is the host's job and rejected."""
+    def run(
+        self,
+        prims: Iterable[Primitive],
+        pace: Callable[[], None] | None = None,
+        pace_last: bool = False,
+    ) -> None:
+        """Execute validated primitives in order. :class:`Wait` is the host's job and rejected.
+
+        ``pace`` is called between two primitives, once the first has reached the X server
+        (and after the last too with ``pace_last``): it returns when the desktop has reacted,
+        as pyautogui pauses after each call. Keys sent sooner can reach an app before what the
+        previous call set off has run (see :data:`~osworld_gym.protocol.input.PACE_MAX_S`)."""
         with self._lock:
             if self._restore_timer is not None:
                 self._restore_timer.cancel()
@@ -96,8 +106,12 @@ class XInput:
             self._focus_mode = None
             self._load_keymap()
             try:
-                for p in prims:
+                todo = list(prims)
+                for i, p in enumerate(todo, 1):
                     self._do(p)
+                    if pace is not None and (i < len(todo) or pace_last):
+                        self._d.sync()
+                        pace()
             finally:
                 self._d.sync()
                 if self._bound:
