@@ -248,15 +248,19 @@ def test_actions_are_all_validated_before_any_runs(guest: Guest):
     assert guest.client.cursor_position() == (10, 10)
 
 
-def test_the_calls_of_an_action_are_paced_as_pyautogui_paces_them(guest: Guest):
+def test_the_calls_of_an_action_are_paced_as_pyautogui_paces_them(clean: Guest):
     """A pause after every primitive but the last, and after the last too when more input of
-    the same action follows a host-side wait (the client says so)."""
-    c = guest.client
+    the same action follows a host-side wait (the client says so); inside a text or a run of
+    presses, after each Tab and Return that more keys follow."""
+    c = clean.client
     assert c.run_actions([MoveTo(10, 10)])["timings"]["paces"] == 0
     assert c.run_actions([MoveTo(10, 10), MoveTo(20, 20), MoveTo(30, 30)])["timings"]["paces"] == 2
     # [move] wait [move]: one pause before the wait, none at the end
     assert c.run_actions([MoveTo(10, 10), Wait(0.01), MoveTo(20, 20)])["timings"]["paces"] == 1
     assert c.run_actions([MoveTo(10, 10), Wait(0.01)])["timings"]["paces"] == 0
+    assert c.run_actions([TypeText("a\tb\n\nc\n")])["timings"]["paces"] == 3
+    assert c.run_actions([Press("tab", presses=3)])["timings"]["paces"] == 2
+    assert c.run_actions([Press("a", presses=3)])["timings"]["paces"] == 0
     assert c.cursor_position() == (10, 10)
 
 
