@@ -406,6 +406,11 @@ class SettleSignal:
             sample = self.procs.sample()
             self._mark = InputMark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
 
+    def input_mark(self) -> InputMark | None:
+        """The mark of the last :meth:`mark_input` not yet waited for (None if there is none)."""
+        with self._lock:
+            return self._mark
+
     def mark(self) -> InputMark:
         """A mark for :meth:`wait`'s ``since``: like :meth:`mark_input`, but kept by the caller,
         so that a wait for what the judge's own steps set off never takes an action's mark."""
@@ -630,14 +635,15 @@ class Pacer:
     starts text editing on Return from a posted event, GTK3 LibreOffice runs posted events only
     when no X input is pending, and every Return typed meanwhile was taken for "start editing"
     (``press('enter'); write('a\\nb')`` gave ``ab``). Each pause is one settle wait from a mark
-    taken before the call; what it sees drawn counts for the action's own settle. Without a
-    signal (no DAMAGE extension) each pause is pyautogui's own, ``CALL_PAUSE_S``."""
+    taken before the call (the action's own :meth:`~SettleSignal.mark_input` for the first, so
+    an action of one call pays nothing); what it sees drawn counts for the action's own settle.
+    Without a signal (no DAMAGE extension) each pause is pyautogui's own, ``CALL_PAUSE_S``."""
 
     def __init__(self, signal: SettleSignal | None, max_s: float, budget_s: float):
         self.signal, self.max_s, self.budget_s = signal, max_s, budget_s
         self.spent_s = 0.0
         self.count = 0
-        self._mark = signal.mark() if signal is not None else None
+        self._mark: InputMark | None = None
 
     def __call__(self) -> None:
         left = self.budget_s - self.spent_s
@@ -647,9 +653,8 @@ class Pacer:
         if self.signal is None:
             time.sleep(min(CALL_PAUSE_S, left))
         else:
-            facts = self.signal.wait(
-                min(self.max_s, left), since=self._mark, shared=True, timers=False
-            )
+            since = self._mark or self.signal.input_mark() or self.signal.mark()
+            facts = self.signal.wait(min(self.max_s, left), since=since, shared=True, timers=False)
             log.debug("paced %.0f ms: %s", facts["settle_ms"], self.signal.last_why)
             self._mark = self.signal.mark()
         self.spent_s += time.monotonic() - t0
