@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The code-quality guards CI runs before the tests: lint, formatting, types at the seams, and the
-# import floors. Each runs even when an earlier one failed, so one run reports them all.
+# The code-quality guards CI runs before the tests: lint, formatting, types at the seams, the
+# import floors, and the documentation site's strict build (links and anchors). Each runs even
+# when an earlier one failed, so one run reports them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 rc=0
@@ -12,4 +13,5 @@ run uv run --frozen ruff check .
 run uv run --frozen ruff format --check .
 run uv run --frozen basedpyright
 run uv run --frozen lint-imports
+run bash scripts/docs.sh
 exit "$rc"

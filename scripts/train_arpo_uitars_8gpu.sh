@@ -2,8 +2,14 @@
 # ARPO with UI-TARS-1.5-7B on one node of 8 x 80 GB GPUs (packages/arpo_trainer/configs/).
 # Extra arguments are passed to arpo-train, e.g.
 #   scripts/train_arpo_uitars_8gpu.sh --tasks /data/evaluation_examples/test_all.json
-# Needs: uv sync --extra gpu (deepspeed, flash-attn, vllm), Docker with OSWorld desktops (or set
-# --provider / --env_kwargs), and the model in the Hugging Face cache or a local path.
+# Needs (docs/recipe.md):
+#   uv sync --extra recipe      # vLLM, DeepSpeed, flash-attn and wandb (then `wandb login`)
+#   the model in the Hugging Face cache (`hf download ByteDance-Seed/UI-TARS-1.5-7B`) or a local path
+#   desktop nodes in a Ray cluster, each with Docker and our full image:
+#     osworld-gym image build --apps full && ray start --address=HEAD:6379 \
+#       --resources='{"osworld_desktop": N}'    (N per node: docs/recipe.md)
+#   (or another `desktops` section: --desktops '{"source": "docker", "provider_kwargs": ...}').
+# The dry run below checks all of it and names the command for whatever is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIGS=packages/arpo_trainer/configs

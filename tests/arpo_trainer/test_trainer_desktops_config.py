@@ -82,20 +82,38 @@ def test_docker_source_plans_with_its_provider_and_reports_a_missing_daemon(tmp_
         "source 'docker': 4 per process on this machine, provider_kwargs {'image': "
         "'osworld-gym:test'}"
     ) in proc.stdout
-    n = len(yaml.safe_load(DEMO.read_text())["task_ids"])
-    assert f"builtin: {n} supported on 'docker'" in proc.stdout
-    assert (
-        proc.returncode == 2
-        and f"no Docker daemon socket at unix://{tmp_path}/none.sock" in proc.stderr
-    )
+    # no daemon, so no image to read what it holds: the tasks are not counted, never assumed
+    assert "not counted: what the desktops offer could not be read" in proc.stdout
+    assert proc.returncode == 2
+    assert "desktops (docker): cannot reach the Docker daemon" in proc.stderr
+    assert "set DOCKER_HOST" in proc.stderr
 
 
-def test_ray_source_plans_its_actors_and_checks_num_desktops(tmp_path):
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A real one-node Ray cluster (this process is its head) with 8 desktop slots."""
+    ray = pytest.importorskip("ray")
+    from ray._private import ray_constants
+
+    ray_constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
+    ray.init(address="local", num_cpus=8, resources={"osworld_desktop": 8},
+             include_dashboard=False,
+             log_to_driver=False, object_store_memory=100 * 1024**2)  # fmt: skip
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+@pytest.mark.slow
+def test_ray_source_reads_each_desktop_node_and_checks_slots_and_num_desktops(
+    tmp_path, ray_cluster
+):
     path = config_with(
         tmp_path,
         {
             "source": "ray",
-            "ray_address": "auto",
+            "ray_address": ray_cluster,
             "num_desktops": 8,
             "resources": {"osworld_desktop": 1},
             "num_cpus": 1,
@@ -104,12 +122,32 @@ def test_ray_source_plans_its_actors_and_checks_num_desktops(tmp_path):
     )
     proc = arpo_train("--config", str(path), "--dry_run", "--num_processes", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
     assert (
-        "source 'ray': 4 actor(s) per process on auto, each running provider 'local'" in proc.stdout
+        f"source 'ray': 4 actor(s) per process on {ray_cluster}, each running provider 'local'"
+        in out
+    )
+    # the node itself said what its desktops offer (the probe ran there, as a Ray task)
+    assert f"Ray cluster at {ray_cluster}: 1 desktop node(s)" in out
+    assert "8 desktop slot(s), 8 CPUs" in out and "this machine (local sandbox)" in out
+    assert "builtin: 2 supported on these desktops" in out
+    proc = arpo_train("--config", str(path), "--dry_run", "--num_processes", "4")
+    assert proc.returncode == 2
+    assert "desktops.num_desktops is 8, but the run uses 16 desktops" in proc.stderr
+    assert "the Ray cluster has 8 desktop slot(s)" in proc.stderr
+    assert "but the run starts 16 desktops: run `ray start --head" in proc.stderr
+
+
+def test_ray_source_without_a_cluster_says_how_to_start_one(tmp_path):
+    path = config_with(
+        tmp_path,
+        {"source": "ray", "ray_address": "127.0.0.1:9", "resources": {"osworld_desktop": 1}},
+        task_ids=["os-mkdir-001", "os-copy-001"],
     )
     proc = arpo_train("--config", str(path), "--dry_run")
     assert proc.returncode == 2
-    assert "desktops.num_desktops is 8, but the run uses 4 desktops" in proc.stderr
+    assert "no Ray cluster at 127.0.0.1:9" in proc.stderr
+    assert """ray start --head --resources='{"osworld_desktop": 4}'""" in proc.stderr
 
 
 @pytest.mark.parametrize(("section", "message"), [

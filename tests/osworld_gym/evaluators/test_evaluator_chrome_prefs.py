@@ -16,7 +16,7 @@ class Desk:
     def __init__(self, prefs: dict | None):
         self.prefs = prefs
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         assert path == PREFS
         return None if self.prefs is None else json.dumps(self.prefs).encode()
 

@@ -42,7 +42,7 @@ class FakeGuest:
         self.tree = tree
         self.calls: list[tuple[str, Any]] = []
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         self.calls.append(("get_file", path))
         return self.files.get(path)
 
@@ -297,7 +297,30 @@ def test_missing_result_file_scores_zero_not_error(tmp_path):
     assert r.score == 0.0 and "missing" in r.details["metrics"][0]["note"]
 
 
-def test_result_getter_file_not_found_scores_zero(tmp_path):
+def test_a_postconfig_output_the_agents_desktop_refused_scores_zero(tmp_path):
+    """A ``cache_file`` a postconfig command writes is what the agent's desktop printed: the
+    command refused there (400), no file, the agent's doing (0), not a missing gold file."""
+
+    class Refusing(FakeGuest):
+        def execute(self, command, shell=False, timeout=120.0, setup=False):
+            raise GuestError("cannot run", status=400, endpoint="/setup/execute")
+
+    t = task_with(
+        {
+            "postconfig": [
+                {"type": "execute", "parameters": {"command": "ls ~", "stdout": "ls.out"}}
+            ],
+            "func": "exact_match",
+            "result": {"type": "cache_file", "path": "ls.out"},
+            "expected": rule(expected="x"),
+        }
+    )
+    r = evaluate(t, ctx_for(Refusing(), tmp_path))
+    assert r.score == 0.0 and "result not found" in r.details["metrics"][0]["note"]
+
+
+def test_a_setup_output_missing_from_the_cache_is_an_evaluator_error(tmp_path):
+    """The same file written by *setup* (before the agent acted) is the judge's."""
     t = task_with(
         {
             "func": "exact_match",
@@ -305,7 +328,8 @@ def test_result_getter_file_not_found_scores_zero(tmp_path):
             "expected": rule(expected="x"),
         }
     )
-    assert evaluate(t, ctx_for(FakeGuest(), tmp_path)).score == 0.0
+    with pytest.raises(EvaluatorError, match="cache_file' raised FileNotFoundError"):
+        evaluate(t, ctx_for(FakeGuest(), tmp_path))
 
 
 def test_missing_gold_file_is_an_evaluator_error(tmp_path):
@@ -345,22 +369,101 @@ def test_getter_exception_is_an_evaluator_error_never_zero(tmp_path):
         evaluate(t, ctx_for(FakeGuest(), tmp_path))
 
 
-def test_metric_exception_is_an_evaluator_error(tmp_path):
+def _gold_task(func: str) -> Task:
+    return task_with(
+        {
+            "func": func,
+            "result": {"type": "vm_file", "path": "out.txt", "dest": "out.txt"},
+            "expected": {"type": "cache_file", "path": "gold.txt"},
+        }
+    )
+
+
+def _with_gold(tmp_path: Path, text: str = "gold\n") -> EvalContext:
+    ctx = ctx_for(FakeGuest(files={"/home/user/out.txt": b"\xff agent's bytes"}), tmp_path)
+    ctx.cache_dir.mkdir(parents=True, exist_ok=True)
+    (ctx.cache_dir / "gold.txt").write_text(text)
+    return ctx
+
+
+def test_a_metric_raising_on_the_agents_file_but_not_on_the_gold_scores_zero(tmp_path):
+    """Blame by provenance: the gold scored against itself runs, so the agent's file made the
+    metric raise. 0 with the reason, counted per metric, never an excluded episode."""
+    from osworld_gym.evaluators.provenance import raised_counts
+
+    def strict_utf8(result: str, expected: str) -> float:
+        return float(Path(result).read_text("utf-8") == Path(expected).read_text("utf-8"))
+
+    register_metric("strict_utf8", strict_utf8)
+    try:
+        before = raised_counts().get("metric strict_utf8", 0)
+        r = evaluate(_gold_task("strict_utf8"), _with_gold(tmp_path))
+        m = r.details["metrics"][0]
+        assert r.score == 0.0 and m["raised"] == "strict_utf8: UnicodeDecodeError", m
+        assert "the gold scored against itself does not" in m["note"], m
+        assert raised_counts()["metric strict_utf8"] == before + 1
+    finally:
+        registry.unregister_metric("strict_utf8")
+
+
+def test_a_metric_raising_on_the_gold_against_itself_is_an_evaluator_error(tmp_path):
+    """The same metric on gold that is not UTF-8 either: it cannot score its own gold, so the
+    judge is broken (gold data or metric) and the episode has no score."""
+
+    def strict_utf8(result: str, expected: str) -> float:
+        return float(Path(result).read_text("utf-8") == Path(expected).read_text("utf-8"))
+
+    register_metric("strict_utf8", strict_utf8)
+    try:
+        ctx = _with_gold(tmp_path)
+        (ctx.cache_dir / "gold.txt").write_bytes(b"\xff gold")
+        with pytest.raises(EvaluatorError, match="gold scored against itself too"):
+            evaluate(_gold_task("strict_utf8"), ctx)
+    finally:
+        registry.unregister_metric("strict_utf8")
+
+
+def test_a_metric_raising_on_an_agent_value_checked_by_rules_scores_zero(tmp_path):
+    """No gold file to check against (rules): only the agent's value varies between episodes,
+    so the failure is scored 0, with the reason."""
     register_metric("explodes", lambda result, rules: 1 / 0)
     try:
         t = task_with({"func": "explodes", "result": cmd("ls"), "expected": rule()})
-        with pytest.raises(EvaluatorError, match=r"metric 0 \(explodes\) raised ZeroDivisionError"):
-            evaluate(t, ctx_for(FakeGuest(outputs={"ls": ("", "")}), tmp_path))
+        r = evaluate(t, ctx_for(FakeGuest(outputs={"ls": ("", "")}), tmp_path))
+        note = r.details["metrics"][0]["note"]
+        assert r.score == 0.0 and "ZeroDivisionError" in note and "no gold file" in note
     finally:
         registry.unregister_metric("explodes")
 
 
-def test_metric_out_of_range_is_an_evaluator_error(tmp_path):
-    register_metric("too_big", lambda result: 3.0)
+def test_a_metric_raising_on_judge_inputs_only_is_an_evaluator_error(tmp_path):
+    register_metric("explodes", lambda result, rules: 1 / 0)
     try:
-        t = task_with({"func": "too_big", "result": cmd("ls")})
+        t = task_with({"func": "explodes", "result": rule(a=1), "expected": rule()})
+        with pytest.raises(EvaluatorError, match=r"metric 0 \(explodes\) raised ZeroDivisionError"):
+            evaluate(t, ctx_for(FakeGuest(), tmp_path))
+    finally:
+        registry.unregister_metric("explodes")
+
+
+def test_options_that_do_not_fit_the_metric_are_an_evaluator_error(tmp_path):
+    t = task_with(
+        {
+            "func": "exact_match",
+            "result": cmd("ls"),
+            "expected": rule(expected=""),
+            "options": {"no_such_option": True},
+        }
+    )
+    with pytest.raises(EvaluatorError, match="options do not fit the metric"):
+        evaluate(t, ctx_for(FakeGuest(outputs={"ls": ("", "")}), tmp_path))
+
+
+def test_a_score_outside_0_1_on_the_gold_is_an_evaluator_error(tmp_path):
+    register_metric("too_big", lambda result, expected: 3.0)
+    try:
         with pytest.raises(EvaluatorError, match="outside"):
-            evaluate(t, ctx_for(FakeGuest(outputs={"ls": ("", "")}), tmp_path))
+            evaluate(_gold_task("too_big"), _with_gold(tmp_path))
     finally:
         registry.unregister_metric("too_big")
 
@@ -534,7 +637,7 @@ def test_two_episodes_of_one_task_keep_their_fetched_files_apart(tmp_path):
         def __init__(self, text):
             self.text = text
 
-        def get_file(self, path):
+        def get_file(self, path, max_bytes=None):
             return self.text.encode()
 
     shared = tmp_path / "cache" / "t"

@@ -22,7 +22,7 @@ class Desk:
     def __init__(self, files: dict[str, bytes], outputs: dict[tuple[str, ...], str] | None = None):
         self.files, self.outputs = files, outputs or {}
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         return self.files.get(path)
 
     def execute(self, command: Any, shell: bool = False, timeout: float = 120.0) -> dict:

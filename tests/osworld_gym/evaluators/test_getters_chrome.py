@@ -308,7 +308,7 @@ class Files:
     def __init__(self, files: dict[str, bytes]):
         self.files = files
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         return self.files.get(path)
 
 

@@ -144,7 +144,7 @@ class Guest:
         self.commands.append(command)
         return {"status": "success", "output": self.output, "error": "", "returncode": 0}
 
-    def get_file(self, path):
+    def get_file(self, path, max_bytes=None):
         return self.files.get(path)
 
     def accessibility(self):

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from osworld_gym.evaluators.metrics.chrome import is_expected_active_tab
+from osworld_gym.evaluators.metrics.chrome import (
+    is_expected_active_tab,
+    is_expected_active_tab_approximate,
+)
 from osworld_gym.evaluators.metrics.general import infeasible
 from osworld_gym.evaluators.metrics.images import compare_images, ssim
+from osworld_gym.evaluators.metrics.text import check_list
 from PIL import Image
 
 
@@ -99,3 +103,35 @@ def test_compare_images_reference_base_rescales_and_floors(tmp_path):
         compare_images(str(tmp_path / "n.png"), str(tmp_path / "g.png"), reference_base_result=raw)
         == 0.0
     )
+
+
+@pytest.mark.parametrize("metric", [is_expected_active_tab, is_expected_active_tab_approximate])
+def test_an_active_tab_rule_of_another_type_scores_zero_not_an_error(metric):
+    """OSWorld knows only ``type: url`` and logs the rest, scoring 0; a title that matches
+    the open tab exactly must not turn that into a 1 or into a judge failure."""
+    tab = {"title": "Example Domain", "url": "https://example.com/"}
+    assert metric(tab, {"type": "url", "url": "https://example.com/"}) == 1.0
+    assert metric(tab, {"type": "title", "title": "Example Domain"}) == 0.0
+    assert metric(None, {"type": "title", "title": "Example Domain"}) == 0.0
+    with pytest.raises(ValueError, match="needs a 'type'"):
+        metric(tab, {"url": "https://example.com/"})  # OSWorld: KeyError, a broken task
+
+
+@pytest.mark.parametrize(
+    ("text", "rules", "score"),
+    [
+        # a form feed is not a line break when a file is iterated: "^b$" cannot match
+        ("a\fb\n", {"expect": ["^b$"]}, 0.0),
+        ("a\fb\n", {"expect": ["^a\fb$"]}, 1.0),
+        ("x\n\f\ny\n", {"expect": ["^\f$"]}, 1.0),  # a line holding only a form feed
+        ("x\n\f\ny\n", {"unexpect": ["^$"]}, 1.0),  # ...which is not an empty line
+        ("a\vb\n", {"unexpect": ["^b"]}, 1.0),
+        ("a\u2028b\n", {"expect": ["^b"]}, 0.0),
+        ("a\rb\n", {"expect": ["^b$"]}, 1.0),  # \r alone still ends a line
+        ("a\nb", {"expect": ["a\n"]}, 1.0),  # the line keeps its newline, as in OSWorld
+    ],
+)
+def test_check_list_reads_lines_as_a_text_file_iterates_them(tmp_path, text, rules, score):
+    f = tmp_path / "list.txt"
+    f.write_bytes(text.encode())
+    assert check_list(str(f), rules) == score

@@ -19,9 +19,9 @@ from typing import Any
 import openpyxl
 import pytest
 from openpyxl.chart import BarChart, BarChart3D, LineChart, PieChart, Reference
-from osworld_gym.errors import EvaluatorError, MissingDependencyError
+from osworld_gym.errors import EvaluatorError
 from osworld_gym.evaluators import EvalContext, evaluate
-from osworld_gym.evaluators.metrics import table_objects, table_print
+from osworld_gym.evaluators.metrics import table_objects
 from osworld_gym.evaluators.metrics.table import compare_table
 from osworld_gym.tasks import Task
 
@@ -509,18 +509,19 @@ def test_sparklines_match_by_cell_and_data_range(tmp_path):
 # -- sheet_print --------------------------------------------------------------------------------
 
 
-def printed(path: Path, rows: list[list[Any]], csv: str | None) -> str:
+def printed(
+    path: Path, rows: list[list[Any]], csv: str | None, edit: Callable[[Any], None] | None = None
+) -> str:
     """A workbook and, when ``csv`` is given, its OSWorld-style export ``<stem>-Sheet1.csv``."""
-    out = xlsx(path, rows)
+    out = xlsx(path, rows, edit)
     if csv is not None:
         path.with_name(f"{path.stem}-Sheet1.csv").write_text(csv, encoding="utf-8")
     return out
 
 
-def test_sheet_print_compares_the_exported_csv_beside_the_workbook(tmp_path, monkeypatch):
+def test_sheet_print_compares_the_exported_csv_beside_the_workbook(tmp_path):
     """OSWorld's layout: the task exports each workbook's sheet to ``<stem>-<sheet>.csv`` and
     fetches it with the workbook. The workbooks' cells do not matter, the CSV does."""
-    monkeypatch.setattr(table_print, "SOFFICE", "no-such-soffice")  # the CSVs must be used
     gold = printed(tmp_path / "ids_gold.xlsx", [[1234]], "ID\n0001234\n")
     same = printed(tmp_path / "ids.xlsx", [[1234]], "\ufeffID \r\n 0001234\n\n\n")
     shouting = printed(tmp_path / "upper.xlsx", [[1234]], "id\n0001234\n")
@@ -535,54 +536,41 @@ def test_sheet_print_compares_the_exported_csv_beside_the_workbook(tmp_path, mon
     assert compare_table(same, gold, rules=[missing]) == 0.0
 
 
-@pytest.mark.slow
-@needs_libreoffice
-def test_sheet_print_exports_with_libreoffice_when_no_csv_was_fetched(tmp_path):
+def test_sheet_print_without_the_result_export_scores_zero_as_on_osworld(tmp_path):
     """0bf05a7d-style: pad IDs to 7 digits. A number format does it on screen; the cell value
-    stays 1234, so only the displayed text can tell the padded sheet from the unpadded one."""
+    stays 1234. OSWorld reads only the CSV the task's postconfig exported beside the workbook:
+    without it a correctly formatted workbook scores 0 there, and so here (before, we exported
+    it ourselves with LibreOffice and scored 1)."""
 
     def padded(wb: Any) -> None:
         for row in wb.active.iter_rows(min_row=2):
             row[0].number_format = "0000000"
 
-    gold = xlsx(tmp_path / "gold.xlsx", [["ID", "Share"], ["0001234", "25%"], ["0000042", "5%"]])
-    good = xlsx(tmp_path / "good.xlsx", [["ID", "Share"], [1234, "25%"], [42, "5%"]], padded)
-    bare = xlsx(tmp_path / "bare.xlsx", [["ID", "Share"], [1234, "25%"], [42, "5%"]])
+    gold = printed(tmp_path / "gold.xlsx", [["ID"], ["0001234"]], "ID\n0001234\n")
+    good = printed(tmp_path / "good.xlsx", [["ID"], [1234]], None, padded)
+    assert score(good, gold, type="sheet_print") == 0.0
+    Path(good).with_name("good-Sheet1.csv").write_text("ID\n0001234\n")
     assert score(good, gold, type="sheet_print") == 1.0
+    # a CSV of another sheet is not this sheet's export
+    Path(good).with_name("good-Sheet1.csv").rename(Path(good).with_name("good-Sheet2.csv"))
+    assert score(good, gold, type="sheet_print") == 0.0
+
+
+def test_sheet_print_gold_without_its_export_is_a_judge_error_not_a_zero(tmp_path):
+    gold = printed(tmp_path / "gold.xlsx", [["x"]], None)
+    mine = printed(tmp_path / "mine.xlsx", [["x"]], "x\n")
+    with pytest.raises(EvaluatorError, match="gold workbook .* has no CSV export"):
+        score(mine, gold, type="sheet_print")
+    # a result without its export scores 0 before the gold is read, as in OSWorld
+    bare = printed(tmp_path / "bare.xlsx", [["x"]], None)
     assert score(bare, gold, type="sheet_print") == 0.0
-    # OSWorld's sheet_data reads with pandas, which turns the numeric text "0001234" into
-    # 1234: the values compare equal there, so only sheet_print can tell them apart
-    assert score(good, gold, type="sheet_data") == 1.0
-
-
-def test_sheet_print_without_libreoffice_or_csv_is_an_error_not_a_zero(tmp_path, monkeypatch):
-    gold = printed(tmp_path / "gold.xlsx", [["x"]], "x\n")
-    mine = printed(tmp_path / "mine.xlsx", [["x"]], None)
-    monkeypatch.setattr(table_print, "SOFFICE", "no-such-soffice")
-    with pytest.raises(MissingDependencyError, match="install LibreOffice"):
-        score(mine, gold, type="sheet_print")
-
-    failing = tmp_path / "failing-soffice"
-    failing.write_text("#!/bin/sh\necho 'source file could not be loaded'\nexit 1\n")
-    failing.chmod(0o755)
-    monkeypatch.setattr(table_print, "SOFFICE", str(failing))
-    with pytest.raises(EvaluatorError, match="could not be loaded"):
-        score(mine, gold, type="sheet_print")
-
-    hanging = tmp_path / "hanging-soffice"
-    hanging.write_text("#!/bin/sh\nsleep 30\n")
-    hanging.chmod(0o755)
-    monkeypatch.setattr(table_print, "SOFFICE", str(hanging))
-    monkeypatch.setattr(table_print, "CONVERT_TIMEOUT_S", 0.5)
-    with pytest.raises(EvaluatorError, match="did not export"):
-        score(mine, gold, type="sheet_print")
 
 
 class FakeGuest:
     def __init__(self, files: dict[str, bytes]):
         self.files = files
 
-    def get_file(self, path: str) -> bytes | None:
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes | None:
         return self.files.get(path)
 
 

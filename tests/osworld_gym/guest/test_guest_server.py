@@ -329,6 +329,20 @@ def test_execute_has_osworld_shapes_expansion_and_timeouts(guest: Guest):
     assert e.value.status == 400
 
 
+def test_a_command_printing_over_the_output_cap_is_killed_and_answered_413(guest: Guest):
+    """``/execute`` keeps at most ``MAX_OUTPUT_BYTES`` per stream; a command printing more is
+    killed and answered 413 (the evaluator scores that 0: the agent's file was too big)."""
+    from osworld_gym.protocol.routes import MAX_OUTPUT_BYTES
+
+    g = guest.client
+    fill = "head -c {} /dev/zero | tr '\\0' x"
+    assert len(g.execute(fill.format(MAX_OUTPUT_BYTES), shell=True)["output"]) == MAX_OUTPUT_BYTES
+    for cmd in (fill.format(MAX_OUTPUT_BYTES + 1), fill.format(MAX_OUTPUT_BYTES + 1) + " >&2"):
+        with pytest.raises(GuestError) as e:
+            g.execute(cmd, shell=True)
+        assert e.value.status == 413 and "over 8388608 bytes" in str(e.value), e.value
+
+
 def test_exit_statuses_survive_orphan_reaping(guest: Guest):
     """The reaper collects orphans but never steals a status a request waits for."""
     g = guest.client

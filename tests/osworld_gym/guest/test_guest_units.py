@@ -284,6 +284,33 @@ def test_run_kills_the_whole_group_on_timeout():
     assert out["raised"] and out["s"] < 5 and out["left"] == []
 
 
+def test_run_streams_output_and_kills_a_command_printing_over_the_cap():
+    """``cat`` of a huge file: both streams are read as they come and kept up to the cap; the
+    command is killed (group and all) at the cap, never buffered whole. Input still flows in
+    (the accessibility helper's script comes on stdin)."""
+    out = _in_child("""
+        import json, os, resource
+        from osworld_gym.guest.processes import OutputTooLarge, ProcessRegistry, descendants
+        reg = ProcessRegistry()
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            reg.run(["sh", "-c", "head -c 64M /dev/zero >&2 & head -c 512M /dev/zero; wait"],
+                    timeout=60, max_output=1 << 20)
+            raised = None
+        except OutputTooLarge as e:
+            raised = e.stream
+        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        reg.reap()
+        ok = reg.run(["sh", "-c", "cat; echo done >&2"], timeout=10, input=b"x" * 300000,
+                     max_output=1 << 20)
+        print(json.dumps({"raised": raised, "grew_kib": grew, "left": len(descendants(os.getpid())),
+                          "echo": len(ok.stdout), "err": ok.stderr.decode()}))
+    """)
+    assert out["raised"] in ("stdout", "stderr"), out
+    assert out["grew_kib"] < 32 * 1024 and out["left"] == 0, out
+    assert out["echo"] == 300000 and out["err"] == "done\n", out
+
+
 def test_crashes_of_apps_and_orphans_are_counted_but_not_our_kills_or_clean_exits():
     out = _in_child("""
         import json, os, signal, time

@@ -295,11 +295,12 @@ def test_the_official_favorite_apps_task_scores_zero_untouched_and_one_when_solv
     assert terminated and info["infra_error"] is None and reward == 1.0
 
 
-def test_a_reset_during_a_dbus_activation_keeps_the_session_bus():
+def test_a_reset_during_a_dbus_activation_leaves_a_working_session_bus():
     """dbus-daemon's activation babysitter shares the bus's signal pipe: a reset that SIGTERMed
     it stopped the whole session bus (and with it gsettings, AT-SPI), silently. Nautilus's
     slow-starting tracker made that common; a service that never claims its name makes it
-    certain."""
+    certain. A reset now starts a fresh bus (the old one was the player's to tamper with); it
+    must answer, and keep answering once the reset's request thread is gone."""
     p = LocalProvider()  # any profile: the bus is the guest's
     client = p.start()
     try:
@@ -319,13 +320,15 @@ def test_a_reset_during_a_dbus_activation_keeps_the_session_bus():
             time.sleep(0.1)
         bus_before = sh("pgrep -o -x dbus-daemon")["output"]
         client.reset_desktop()
-        assert sh("pgrep -o -x dbus-daemon")["output"] == bus_before, "the session bus died"
+        assert sh("pgrep -o -x dbus-daemon")["output"] != bus_before, "the bus was not restarted"
         assert "sleep" not in sh("ps -eo comm")["output"], "the activated service was killed"
-        ping = sh(
-            "gdbus call --session --dest org.freedesktop.DBus --object-path "
-            "/org/freedesktop/DBus --method org.freedesktop.DBus.GetId"
-        )
-        assert ping["returncode"] == 0, ping
+        for _ in range(2):  # (a bus started from the request's thread died with it once)
+            time.sleep(1)
+            ping = sh(
+                "gdbus call --session --dest org.freedesktop.DBus --object-path "
+                "/org/freedesktop/DBus --method org.freedesktop.DBus.GetId"
+            )
+            assert ping["returncode"] == 0, ping
     finally:
         p.stop()
 

@@ -61,7 +61,9 @@ def dk():
 
 @pytest.fixture(scope="module")
 def tag(dk) -> str:
-    result = build_image(BuildOptions(apps="minimal"), client=dk)
+    # OSWORLD_GYM_TEST_IMAGE_TAG: a tag of one's own on a daemon shared with others
+    opts = BuildOptions(apps="minimal", tag=os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG"))
+    result = build_image(opts, client=dk)
     TIMINGS.update({f"build_{k}_s": v for k, v in result.timings.items()})
     TIMINGS["build_reused"] = float(result.reused)
     return result.tag
@@ -106,11 +108,56 @@ def spawn_owner(tag: str, mode: str) -> tuple[subprocess.Popen, str]:
 # ---- image --------------------------------------------------------------------------------------
 def test_an_unchanged_image_is_reused_not_rebuilt(dk, tag):
     t0 = time.monotonic()
-    again = build_image(BuildOptions(apps="minimal"), client=dk)
+    again = build_image(
+        BuildOptions(apps="minimal", tag=os.environ.get("OSWORLD_GYM_TEST_IMAGE_TAG")), client=dk
+    )
     TIMINGS["rebuild_check_s"] = time.monotonic() - t0
     assert again.reused and again.tag == tag
     labels = dk.images.get(tag).labels
     assert labels["osworld-gym.image"] == "desktop" and labels["osworld-gym.apps"] == "minimal"
+
+
+# ---- what the image offers tasks: its manifest ------------------------------------------------
+def test_the_image_says_what_it_holds_and_tasks_are_counted_from_it(dk, tag):
+    from osworld_examples import OFFICIAL, PRESENT
+    from osworld_gym.providers.manifest import read_manifest
+    from osworld_gym.support import classify, local_capabilities
+    from osworld_gym.support.coverage import coverage
+
+    manifest = read_manifest(tag, dk)  # read from the image, never started
+    assert manifest["app_set"] == "minimal" and manifest["apps"] == []
+    assert {"xterm", "mousepad", "python3", "sudo"} <= set(manifest["programs"])
+    assert not {"soffice", "chromium", "gimp", "code"} & set(manifest["programs"])
+    assert manifest["gsettings_profiles"] == ["ubuntu"]  # the ubuntu profile's dconf is there
+    caps = DockerProvider(image=tag, network="none").desktop_capabilities()
+    assert (caps.network, caps.google, caps.vscode, caps.apps) == (False, False, False, frozenset())
+    calc = {"id": "c", "instruction": "x", "snapshot": "libreoffice_calc",
+            "related_apps": ["libreoffice_calc"], "evaluator": {"func": "infeasible"}}  # fmt: skip
+    assert "not in the image" in classify(calc, caps).reason
+    assert classify(calc, local_capabilities()).supported  # this machine has LibreOffice
+    if PRESENT:  # OSWorld's 369: never more than what needs nothing external (264)
+        cov = coverage(OFFICIAL, provider="docker", provider_kwargs={"image": tag})
+        total, supported = cov.totals()
+        assert total == 369 and 0 < supported < 60, supported
+        assert cov.totals("libreoffice_calc")[1] == cov.totals("vs_code")[1] == 0
+        assert cov.totals("chrome")[1] == 0
+        bridge = coverage(
+            OFFICIAL, provider="docker", provider_kwargs={"image": tag, "network": "bridge"}
+        )
+        assert bridge.totals()[1] > supported  # websites count once the network is there
+
+
+def test_coverage_of_an_image_that_is_not_here_says_how_to_build_it(dk):
+    proc = subprocess.run(
+        [sys.executable, "-m", "osworld_gym.cli", "tasks", "coverage", "/nonexistent",
+         "--provider", "docker", "--image", "osworld-gym:absent-full"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert (
+        "osworld-gym:absent-full is not here: build it with "
+        "`osworld-gym image build --apps full --tag osworld-gym:absent-full`" in proc.stderr
+    )
 
 
 # ---- the env ------------------------------------------------------------------------------------

@@ -360,3 +360,33 @@ def test_backend_docstring_examples(name: str):
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, f"{result.failed} doctest(s) failed in {name}"
+
+
+# ---- what the desktops offer tasks: configured, never assumed ---------------------------------
+def test_osworlds_vm_image_counts_only_with_its_disk_and_apps_picks_our_image():
+    with pytest.raises(ValueError, match="pass vm_path="):
+        DockerProvider.config_capabilities({"image": OSWORLD_IMAGE})
+    caps = DockerProvider.config_capabilities({"vm_path": "/vm/Ubuntu.qcow2"})
+    assert caps.vscode and caps.network and caps.source == "OSWorld's VM image (/vm/Ubuntu.qcow2)"
+    assert DockerProvider(apps="full").image == default_tag("full")
+    assert DockerProvider().image == default_tag("minimal")
+
+
+def test_an_image_manifest_classifies_tasks_as_the_desktop_it_was_probed_on():
+    """The manifest is :func:`local_capabilities` run inside the image: probed here, it must
+    classify every official task exactly as this machine's local desktop does."""
+    from osworld_examples import OFFICIAL, PRESENT, SKIP_REASON
+    from osworld_gym.providers.manifest import manifest_capabilities, probe
+    from osworld_gym.support import classify, local_capabilities
+    from osworld_gym.support.coverage import official_tasks
+
+    if not PRESENT:
+        pytest.skip(SKIP_REASON)
+    manifest = json.loads(json.dumps(probe("full")))  # as written into the image and read back
+    for profile in ("ubuntu", "openbox"):
+        local = local_capabilities(profile)
+        image = manifest_capabilities(manifest, profile=profile, network="none")
+        assert image.apps == local.apps and image.gsettings == local.gsettings
+        for _, raw in official_tasks(OFFICIAL):
+            a, b = classify(raw, local), classify(raw, image)
+            assert a.supported == b.supported, (raw["id"], a.reason, b.reason)

@@ -412,7 +412,7 @@ def test_steps_that_install_from_the_internet_need_the_network(command, reason):
         "net", ["os"], [step("execute", command=command, shell=True)], {"func": "infeasible"}
     )
     assert classify(raw, SANDBOX).reason == reason
-    assert classify(raw, "docker").supported
+    assert classify(raw, OSWORLD_IMAGE).supported
 
 
 def test_a_browser_task_whose_instruction_names_a_site_needs_it():
@@ -507,10 +507,10 @@ def test_malformed_tasks_are_invalid():
 
 
 def test_osworld_image_providers_only_lack_what_is_not_implemented():
-    assert classify(VSCODE_SETTINGS, "docker").supported
-    assert classify(OS_TEXT_SCALE, "docker").supported
-    assert classify(CHROME_TICKETS, "docker").supported  # chrome_open_tabs runs there
-    assert classify(MULTI_GDRIVE, "docker").reason == "unsupported setup step: googledrive"
+    assert classify(VSCODE_SETTINGS, OSWORLD_IMAGE).supported
+    assert classify(OS_TEXT_SCALE, OSWORLD_IMAGE).supported
+    assert classify(CHROME_TICKETS, OSWORLD_IMAGE).supported  # chrome_open_tabs runs there
+    assert classify(MULTI_GDRIVE, OSWORLD_IMAGE).reason == "unsupported setup step: googledrive"
 
 
 def test_local_capabilities_look_for_the_app_programs(monkeypatch):
@@ -563,7 +563,7 @@ def test_load_tasks_skip_unsupported_uses_the_classification(tmp_path, monkeypat
     assert len(tasks.unsupported) == 5
     assert sorted(load_tasks(root).ids()) == sorted(tasks.ids())  # the default
     assert "needs a live website" in caplog.text
-    on_osworld_image = load_tasks(root, skip_unsupported=True, provider="docker")
+    on_osworld_image = load_tasks(root, skip_unsupported=True, provider=OSWORLD_IMAGE)
     assert "0ed39f63" in on_osworld_image and "gsettings-scale" in on_osworld_image
     with pytest.raises(Exception, match="cannot run on local: needs"):
         load_tasks(root, strict=True)  # strict: a task osworld-gym cannot run is an error

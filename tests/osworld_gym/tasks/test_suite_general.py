@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import urllib.request
 import wave
 import zipfile
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from osworld_gym.support import builtin_tasks
@@ -121,10 +123,9 @@ def free_port() -> int:
 
 @pytest.fixture
 def portal(tmp_path):
-    """The generated portal server running on this machine: (base URL, log folder)."""
+    """The generated portal server running on this machine: (base URL, its process)."""
     script = tmp_path / "portal.py"
-    logs = tmp_path / "logs"
-    script.write_bytes(generate(f"builtin-asset://portal_server?code=MAPLE-4242&log_dir={logs}"))
+    script.write_bytes(generate("builtin-asset://portal_server?code=MAPLE-4242"))
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(script), str(port)])
     base = f"http://127.0.0.1:{port}"
@@ -135,7 +136,7 @@ def portal(tmp_path):
                 break
             except OSError:
                 time.sleep(0.05)
-        yield base, logs
+        yield base, proc
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -147,7 +148,7 @@ def get(url: str) -> tuple[int, str, dict]:
 
 
 def test_the_portal_serves_its_pages_search_and_downloads(portal):
-    base, logs = portal
+    base, _ = portal
     assert "MAPLE-4242" in get(base + "/voucher.html")[1]
     staff = get(base + "/staff.html")[1]
     assert all(name in staff for name, *_ in STAFF)
@@ -156,15 +157,15 @@ def test_the_portal_serves_its_pages_search_and_downloads(portal):
     _, body, headers = get(base + "/files/report.csv")
     assert body.startswith("region,quarter,revenue")
     assert "attachment" in headers["Content-Disposition"]
-    assert "GET /search?q=party" in (logs / "requests.log").read_text()
+    assert "GET /search?q=party" in get(base + "/__judge/requests")[1]
 
 
 def test_the_portal_records_each_form_post_as_a_json_line(portal):
-    base, logs = portal
+    base, _ = portal
     form = b"name=Rosa+Diaz&email=rosa%40example.org&department=Support&newsletter=yes"
     with urllib.request.urlopen(base + "/submit", data=form, timeout=5) as r:
         assert "Thank you Rosa Diaz" in r.read().decode()
-    posted = json.loads((logs / "submissions.jsonl").read_text().splitlines()[-1])
+    posted = json.loads(get(base + "/__judge/submissions")[1].splitlines()[-1])
     assert posted["fields"] == {
         "name": "Rosa Diaz",
         "email": "rosa@example.org",
@@ -205,3 +206,61 @@ def test_tasks_with_variables_give_distinct_instances():
 def test_oracles_fit_in_the_default_step_budget():
     over = [t.id for t in NEW if len(t.oracle) >= 15]
     assert not over, over
+
+
+#: The desktop's Python (the venv's may sit below a directory another uid cannot enter)
+SYSTEM_PYTHON = "/usr/bin/python3"
+#: Run as root, the processes below run as nobody (dropped before exec, so they stay dumpable).
+AS_NOBODY: dict = {"user": 65534, "group": 65534, "extra_groups": []} if os.getuid() == 0 else {}
+_ATTACH = (
+    "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+    "print(libc.ptrace(16, int(sys.argv[1]), 0, 0))"  # PTRACE_ATTACH
+)
+
+
+def _attach(pid: int) -> int:
+    probe = subprocess.run(
+        [SYSTEM_PYTHON, "-c", _ATTACH, str(pid)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd="/",
+        **AS_NOBODY,
+    )
+    return int(probe.stdout.split()[0])
+
+
+def test_the_portals_record_is_in_its_memory_which_its_own_uid_cannot_trace(tmp_path):
+    """Evidence only the server writes: no log file (the agent wrote ~/.cache/portal/... and
+    scored 1 without a browser), a record in memory served on ``/__judge/``, and a server
+    that is non-dumpable, so a process of its own uid (the player's) can neither ptrace it
+    nor read its memory -- while it can trace an ordinary process of that uid."""
+    source = generate("builtin-asset://portal_server")
+    port = free_port()
+    run = "import sys; exec(compile(sys.stdin.read(), 'portal.py', 'exec'))"
+    server = subprocess.Popen(
+        [SYSTEM_PYTHON, "-c", run, str(port)], stdin=subprocess.PIPE, cwd="/", **AS_NOBODY
+    )
+    assert server.stdin is not None
+    server.stdin.write(source)
+    server.stdin.close()
+    plain = subprocess.Popen([SYSTEM_PYTHON, "-c", "import time; time.sleep(60)"], **AS_NOBODY)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/index.html", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        get(base + "/search?q=party")
+        record = get(base + "/__judge/requests")[1]
+        assert "GET /search?q=party" in record and "/__judge/" not in record
+        assert list(tmp_path.iterdir()) == []  # no log file
+        assert _attach(plain.pid) == 0  # the same uid may trace an ordinary process
+        assert _attach(server.pid) == -1  # but not the portal
+        assert Path(f"/proc/{server.pid}/mem").stat().st_uid == 0  # non-dumpable: root's
+    finally:
+        for proc in (server, plain):
+            proc.kill()
+            proc.wait(timeout=10)

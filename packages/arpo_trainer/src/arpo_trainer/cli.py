@@ -4,6 +4,8 @@ Usage::
 
     arpo-train --config configs/demo.yaml [--key value ...]          # train
     arpo-train select-tasks --config configs/demo.yaml --k 16 --selection_output tasks.json
+    accelerate launch --config_file configs/accelerate_zero3_8gpu.yaml -m arpo_trainer.cli \
+        select-tasks --config configs/arpo_uitars_osworld.yaml --k 16   # as training runs
     arpo-train --config configs/arpo_uitars_osworld.yaml --dry_run \
         --accelerate_config configs/accelerate_zero3_8gpu.yaml   # print and check the plan
 
@@ -55,8 +57,12 @@ class SelectArguments:
         metadata={"help": "Keep only tasks with 0 < success rate < 1 (drop always-solved ones)."},
     )
     # not `desktops`: that is the training config's desktop-source section
-    selection_desktops: int = field(
-        default=4, metadata={"help": "Desktops running the baseline in parallel."}
+    selection_desktops: int | None = field(
+        default=None,
+        metadata={
+            "help": "Desktops each process runs the baseline on (default: as training, "
+            "per_device_train_batch_size x steps_per_generation)."
+        },
     )
 
 
@@ -164,11 +170,12 @@ def train(args: ARPOConfig, margs: ModelArguments) -> int:
 
     from arpo_trainer.modeling import lora_config
     from arpo_trainer.plotting import curve_text, plot_success
+    from arpo_trainer.preflight import run_capabilities
     from arpo_trainer.tasks import resolve_tasks
     from arpo_trainer.trainer import ARPOTrainer
 
     _setup_logging(args)
-    tasks = resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
+    tasks = resolve_tasks(args.tasks, args.task_ids, provider=run_capabilities(args))
     model, processor = build_policy(margs, args, tasks)
     peft = None
     if margs.use_lora:
@@ -227,56 +234,48 @@ def train(args: ARPOConfig, margs: ModelArguments) -> int:
 
 
 def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments) -> int:
-    """Run the baseline policy k times per task; write the solved-at-least-once list and a table."""
+    """Run the baseline policy k times per task; write the solved-at-least-once list and a table.
+
+    It runs as training does: under ``accelerate launch`` every process plays its share of the
+    attempts on its own desktops (the config's ``desktops`` section, ``per_device_train_batch_size
+    x steps_per_generation`` per process unless ``selection_desktops`` says otherwise), sampling
+    with the training generation backend (vLLM when ``use_vllm``): the trainer is built as for
+    training (its processes, DeepSpeed, vLLM engine and weight sync) and only its rollout is used.
+    """
+    from accelerate import PartialState
     from accelerate.utils import set_seed
 
-    from arpo_trainer.desktops import DesktopPool
-    from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
-    from arpo_trainer.generation import TransformersPolicy, turn_generation_config
-    from arpo_trainer.rollout import Collector
+    from arpo_trainer.preflight import run_capabilities
     from arpo_trainer.selection import choose_tasks, evaluate_tasks, stats_records, success_table
-    from arpo_trainer.tasks import resolve_tasks, write_task_list
+    from arpo_trainer.tasks import resolve_tasks, task_dataset, write_task_list
+    from arpo_trainer.trainer import ARPOTrainer
 
     _setup_logging(args)
     set_seed(args.seed)
-    tasks = resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
+    tasks = resolve_tasks(args.tasks, args.task_ids, provider=run_capabilities(args))
     model, processor = build_policy(margs, args, tasks)
-    device = "cpu" if args.use_cpu else args.device
-    model.to(device)
-    encoder = make_encoder(args, processor)
-    action_set = make_policy_action_set(args, encoder)
-    policy = TransformersPolicy(
-        model,
-        encoder,
-        turn_generation_config(
-            encoder,
-            max_new_tokens=args.max_turn_tokens,
-            temperature=args.temperature,
-            top_p=args.top_p,
-            top_k=args.top_k,
-        ),
-    )
+    per_process = args.per_device_train_batch_size * args.steps_per_generation
+    n = sargs.selection_desktops or per_process
+    # the trainer wants one generation batch of rows (groups); selection never iterates them
+    rows = task_dataset(tasks)
+    need = per_process * PartialState().num_processes // args.num_generations
+    if len(rows) < need:
+        rows = rows.select([i % len(rows) for i in range(need)])
+    trainer = ARPOTrainer(model, args, processor, tasks=tasks, train_dataset=rows)
     t0 = time.monotonic()
-    with DesktopPool(
-        sargs.selection_desktops,
-        env_kwargs(args, encoder),
-        backend=args.vector_env,
-        step_timeout=args.step_timeout_s,
-    ) as pool:
-        collector = Collector(
-            pool,
-            encoder,
-            action_set,
-            max_turns=args.max_turns,
-            end_on_format_error=args.end_on_format_error,
-        )
-        stats = evaluate_tasks(
-            list(tasks),
-            collector,
-            policy,
-            k=sargs.k,
-            success_threshold=args.replay_success_threshold,
-        )
+    try:
+        with trainer.policy() as policy:
+            stats = evaluate_tasks(
+                list(tasks),
+                trainer.collector(n),
+                policy,
+                k=sargs.k,
+                success_threshold=args.replay_success_threshold,
+            )
+    finally:
+        trainer.close_desktops()
+    if not trainer.accelerator.is_main_process:
+        return 0
     selected = choose_tasks(
         stats, exclude_infeasible=sargs.exclude_infeasible, uncertain_only=sargs.uncertain_only
     )
@@ -288,6 +287,9 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
         model=margs.model_name_or_path,
         exclude_infeasible=sargs.exclude_infeasible,
         uncertain_only=sargs.uncertain_only,
+        processes=trainer.accelerator.num_processes,
+        desktops_per_process=n,
+        generation="vllm-" + args.vllm_mode if args.use_vllm else "transformers",
     )
     table = success_table(stats, selected)
     out.with_suffix(".md").write_text(table + "\n")
@@ -297,7 +299,8 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
     print(table)
     print(
         f"selected {len(selected)}/{len(stats)} tasks in "
-        f"{(time.monotonic() - t0) / 60:.1f} min -> {out}"
+        f"{(time.monotonic() - t0) / 60:.1f} min on {trainer.accelerator.num_processes} "
+        f"process(es) x {n} desktops -> {out}"
     )
     return 0
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,8 @@ class LaunchSettings:
     num_processes: int = 1
     zero_stage: int = 0
     source: str = "default: one process"
+    #: the launch runs under DeepSpeed (``distributed_type: DEEPSPEED``)
+    deepspeed: bool = False
 
 
 def launch_settings(
@@ -59,9 +60,8 @@ def launch_settings(
         cfg = yaml.safe_load(path.read_text()) or {}
         out.num_processes = int(cfg.get("num_processes", 1))
         ds = cfg.get("deepspeed_config") or {}
-        out.zero_stage = (
-            int(ds.get("zero_stage", 0)) if cfg.get("distributed_type") == "DEEPSPEED" else 0
-        )
+        out.deepspeed = cfg.get("distributed_type") == "DEEPSPEED"
+        out.zero_stage = int(ds.get("zero_stage", 0)) if out.deepspeed else 0
         out.source = str(path)
     elif os.environ.get("WORLD_SIZE"):
         out.num_processes, out.source = int(os.environ["WORLD_SIZE"]), "WORLD_SIZE"
@@ -78,12 +78,13 @@ class TaskReport:
     unsupported: Counter[str] = field(default_factory=Counter)
 
 
-def task_report(spec: str, task_ids: list[str] | None, provider: str) -> TaskReport:
-    """Load ``spec`` as training would (unsupported tasks left out) and count why tasks were
-    left out (the loader reports each in ``TaskSet.unsupported``)."""
+def task_report(spec: str, task_ids: list[str] | None, capabilities: Any) -> TaskReport:
+    """Load ``spec`` as training would, classified for the desktops' ``capabilities``
+    (unsupported tasks left out), and count why tasks were left out (the loader reports each in
+    ``TaskSet.unsupported``)."""
     from arpo_trainer.tasks import resolve_tasks
 
-    tasks = resolve_tasks(spec, task_ids, provider=provider)
+    tasks = resolve_tasks(spec, task_ids, provider=capabilities)
     reasons = getattr(tasks, "unsupported", {}) or {}
     return TaskReport(
         supported=[t.id for t in tasks],
@@ -91,43 +92,18 @@ def task_report(spec: str, task_ids: list[str] | None, provider: str) -> TaskRep
     )
 
 
-def desktop_problems(provider: str, env_kwargs: dict[str, Any]) -> list[str]:
-    """What this machine lacks to start desktops of ``provider`` (empty: nothing seen missing)."""
-    if provider == "local":
-        missing = [b for b in ("bwrap", "Xvfb") if shutil.which(b) is None]
-        return (
-            [f"local desktops need {', '.join(missing)} (run scripts/install.sh)"]
-            if missing
-            else []
-        )
-    if provider == "docker":
-        try:
-            import docker  # noqa: F401
-        except ImportError:
-            return ["provider 'docker' needs the docker Python SDK: install osworld-gym[docker]"]
-        host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        if host.startswith("unix://") and not Path(host[len("unix://") :]).exists():
-            return [f"provider 'docker': no Docker daemon socket at {host}"]
-        return []
-    if provider == "remote" and not (
+def remote_problems(env_kwargs: dict[str, Any]) -> list[str]:
+    """Provider ``remote`` without a ``desktops`` section needs its guest's URL."""
+    if (
         env_kwargs.get("url")
         or env_kwargs.get("urls")
-        or (env_kwargs.get("provider_kwargs") or {}).get("url")
+        or ((env_kwargs.get("provider_kwargs") or {}).get("url"))
     ):
-        return [
-            "provider 'remote' needs env_kwargs url (or urls): the guest server address; "
-            "for several guests give a desktops section: {source: remote, urls: [...]}"
-        ]
-    return []
-
-
-def ray_problems(source: Any) -> list[str]:
-    """What this machine lacks to run desktops as Ray actors (the cluster is not contacted)."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        return ["desktops.source 'ray' needs Ray: install osworld-gym[ray]"]
-    return []
+        return []
+    return [
+        "provider 'remote' needs env_kwargs url (or urls): the guest server address; "
+        "for several guests give a desktops section: {source: remote, urls: [...]}"
+    ]
 
 
 def tiny_shape(margs: Any) -> ModelShape:
@@ -221,54 +197,57 @@ def build_plan(
                 "more processes, fewer kept screenshots)"
             )
 
+    # packages and model
+    from arpo_trainer.preflight import desktop_preflight, model_problems, package_problems
+
+    report_to = args.report_to if isinstance(args.report_to, list) else [args.report_to]
+    problems += package_problems(
+        use_vllm=bool(args.use_vllm),
+        deepspeed=launch.deepspeed or bool(args.deepspeed),
+        attn_implementation=margs.attn_implementation,
+        report_to=[str(r) for r in report_to if r],
+    )
+    problems += model_problems(margs.model_name_or_path)
+
     # desktops
-    env_kwargs = dict(args.env_kwargs or {})
-    source = getattr(args, "desktop_source", None)
+    source = args.desktop_source
     lines += [
         "== desktops",
         f"  provider {args.provider!r}: {per_process} per process, {per_process * n} in all, "
         f"{args.screen_width}x{args.screen_height}, {args.max_turns} turns per episode",
     ]
-    if source is not None and args.desktops:
+    if args.desktops:
         lines += source.describe(per_process, n)
         problems += source.check_count(per_process, n)
-    if source is not None and source.source == "ray":
-        problems += ray_problems(source)
-        if not source.ray_address:
-            lines.append(
-                "  note: no ray_address: each trainer process starts its own Ray instance "
-                "with desktops on this machine"
-            )
-            problems += desktop_problems(source.ray_provider, {})
-    elif source is None or source.source != "remote" or not source.remotes:
-        problems += desktop_problems(
-            args.provider,
-            {
-                **env_kwargs,
-                **({"provider_kwargs": source.provider_kwargs} if source is not None else {}),
-            },
-        )
+    if source.source == "remote" and not source.remotes:
+        problems += remote_problems(dict(args.env_kwargs or {}))
+    more, found, caps = desktop_preflight(args, per_process * n)
+    lines += more
+    problems += found
 
     # tasks
     lines.append("== tasks")
-    try:
-        report = task_report(args.tasks, args.task_ids, args.provider)
-    except Exception as e:  # noqa: BLE001 - every loader failure is reported, with its own message
-        problems.append(f"tasks {args.tasks!r} could not be loaded: {e}")
+    if caps is None:
+        lines.append("  not counted: what the desktops offer could not be read (see the problems)")
     else:
-        skipped = sum(report.unsupported.values())
-        lines.append(
-            f"  {args.tasks}: {len(report.supported)} supported on {args.provider!r}, "
-            f"{skipped} unsupported"
-        )
-        lines += [
-            f"    {count:4d} x {reason}" for reason, count in report.unsupported.most_common(12)
-        ]
-        if len(report.supported) < groups:
-            problems.append(
-                f"{len(report.supported)} tasks but a rollout batch needs {groups} groups: "
-                "add tasks or lower per_device_train_batch_size"
+        try:
+            report = task_report(args.tasks, args.task_ids, caps)
+        except Exception as e:  # noqa: BLE001 - every loader failure is reported, with its message
+            problems.append(f"tasks {args.tasks!r} could not be loaded: {e}")
+        else:
+            skipped = sum(report.unsupported.values())
+            lines.append(
+                f"  {args.tasks}: {len(report.supported)} supported on these desktops, "
+                f"{skipped} unsupported"
             )
+            lines += [
+                f"    {count:4d} x {reason}" for reason, count in report.unsupported.most_common(12)
+            ]
+            if len(report.supported) < groups:
+                problems.append(
+                    f"{len(report.supported)} tasks but a rollout batch needs {groups} groups: "
+                    "add tasks or lower per_device_train_batch_size"
+                )
     if args.prompt_template_file:
         lines.append(f"  prompt: {args.prompt_template_file}")
     return lines, problems

@@ -271,6 +271,23 @@ class Collector:
         self.last_stats = stats
         return trajs
 
+    def join(self, policy: Policy, instruction: str = "") -> int:
+        """Join the other ranks' turns without playing: for a rank with no episode to start
+        while others run theirs (task selection's last batches). Generates the throw-away turns
+        :meth:`run` generates for a rank whose episodes all ended, and answers the same
+        all-reduce every turn, so collective generation sees every rank. Returns the turns
+        joined."""
+        padding: EncodedSequence | None = None
+        joined = 0
+        for _turn in range(self.max_turns):
+            if not self.ranks.any(False):
+                break
+            if padding is None:
+                padding = self._padding_context([Trajectory("-", instruction)])
+            policy.sample([padding], [-1])
+            joined += 1
+        return joined
+
     def _padding_context(self, trajs: list[Trajectory]) -> EncodedSequence:
         """A context to generate a throw-away turn from when this rank never encoded one (every
         desktop failed at reset): the first instruction over a black screenshot. It holds an image,

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
-from osworld_gym.support import builtin_tasks, load_tasks
+from osworld_gym.support import Capabilities, builtin_tasks, load_tasks
 from osworld_gym.tasks import TaskSet
+from osworld_gym.tasks.builtin import BUILTIN_DIR
 
 log = logging.getLogger(__name__)
 
@@ -29,18 +30,22 @@ TASK_LIST_KIND = "arpo-task-list"
 
 
 def resolve_tasks(
-    spec: Any, task_ids: Iterable[str] | None = None, *, provider: str = "local"
+    spec: Any, task_ids: Iterable[str] | None = None, *, provider: str | Capabilities = "local"
 ) -> TaskSet:
     """Load a task set (see the module docstring), keeping only ``task_ids`` when given (in that
     order).
 
-    Tasks that ``provider``'s desktops cannot run (an app that is not installed, a metric not
-    implemented, a live website...) are skipped with a logged reason instead of aborting the load:
-    a training set is whatever of the official suite runs (``arpo-train --dry_run`` counts them)."""
+    Tasks that ``provider``'s desktops (a provider name in its default configuration, or the
+    :class:`~osworld_gym.support.Capabilities` of the desktops configured) cannot run (an app
+    that is not installed, a metric not implemented, a live website...) are skipped with a
+    logged reason instead of aborting the load: a training set is whatever of the official suite
+    runs (``arpo-train --dry_run`` counts them)."""
     if isinstance(spec, TaskSet):
         tasks = spec
-    elif spec == "builtin":
+    elif spec == "builtin" and provider == "local":
         tasks = builtin_tasks()
+    elif spec == "builtin":  # the built-in suite, classified for these desktops
+        tasks = load_tasks(BUILTIN_DIR, skip_unsupported=True, provider=provider)
     elif isinstance(spec, (str, Path)) and _is_task_list(Path(spec)):
         doc = json.loads(Path(spec).read_text())
         tasks = resolve_tasks(doc["source"], doc["task_ids"], provider=provider)
@@ -50,9 +55,9 @@ def resolve_tasks(
         ids = list(task_ids)
         missing = [t for t in ids if t not in tasks]
         if missing:
+            where = provider if isinstance(provider, str) else provider.source or "the desktops"
             raise KeyError(
-                f"tasks not found (or unsupported on {provider!r}) in {spec!r}: "
-                f"{', '.join(missing)}"
+                f"tasks not found (or unsupported on {where}) in {spec!r}: {', '.join(missing)}"
             )
         tasks = TaskSet([tasks[t] for t in ids])
     if len(tasks) == 0:

@@ -47,6 +47,7 @@ from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
 from arpo_trainer.generation import TransformersPolicy, TRLGenerationPolicy, turn_generation_config
 from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
+from arpo_trainer.preflight import run_capabilities
 from arpo_trainer.ranks import RankGroup
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
@@ -96,7 +97,7 @@ class ARPOTrainer(GRPOTrainer):
         self.tasks = (
             tasks
             if tasks is not None
-            else resolve_tasks(args.tasks, args.task_ids, provider=args.provider)
+            else resolve_tasks(args.tasks, args.task_ids, provider=run_capabilities(args))
         )
         if train_dataset is None:
             train_dataset = task_dataset(self.tasks, args.task_ids)

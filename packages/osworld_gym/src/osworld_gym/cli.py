@@ -4,7 +4,8 @@ osworld-gym run [--task ID] [--variation N] [--out DIR]    one oracle episode, s
 osworld-gym tasks list [--domain D] [--json]
 osworld-gym tasks show ID [--variation N]
 osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K]
-osworld-gym tasks coverage PATH [--provider P] [--profile P] [--json|--markdown] [--write-meta F]
+osworld-gym tasks coverage PATH [--provider P] [--profile P] [--image TAG] [--json|--markdown]
+                          [--write-meta F]
 osworld-gym doctor [--root DIR] [--json]                    what the desktop and its tasks need
 osworld-gym image build|ls|prune                            the docker provider's image
 """
@@ -19,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.errors import OSWorldGymError
+from osworld_gym.errors import MissingDependencyError, OSWorldGymError
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -142,7 +143,25 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
 def cmd_tasks_coverage(args: argparse.Namespace) -> int:
     from osworld_gym.support.coverage import coverage
 
-    cov = coverage(args.path, provider=args.provider, meta=args.meta, profile=args.profile)
+    kwargs = {
+        k: v
+        for k, v in (("image", args.image), ("vm_path", args.vm_path), ("network", args.network))
+        if v is not None
+    }
+    if kwargs and args.provider != "docker":
+        print("tasks coverage: --image, --vm-path and --network are docker's", file=sys.stderr)
+        return 2
+    try:
+        cov = coverage(
+            args.path,
+            provider=args.provider,
+            meta=args.meta,
+            profile=args.profile,
+            provider_kwargs=kwargs,
+        )
+    except (MissingDependencyError, ValueError) as e:
+        print(f"tasks coverage: {e}", file=sys.stderr)
+        return 2
     if args.write_meta:
         Path(args.write_meta).write_text(json.dumps(cov.supported_ids(), indent=2) + "\n")
     if args.json:
@@ -228,8 +247,14 @@ def build_parser() -> argparse.ArgumentParser:
     cov.add_argument(
         "--provider",
         default="local",
-        help="classify for this provider (local: this machine's sandbox)",
+        help="classify for this provider (local: this machine's sandbox; docker: the image "
+        "named by --image, default the minimal build, as its manifest describes it)",
     )
+    cov.add_argument("--image", help="docker: our image to classify for (its manifest)")
+    cov.add_argument(
+        "--vm-path", help="docker: OSWorld's Ubuntu.qcow2 (classify for OSWorld's VM image)"
+    )
+    cov.add_argument("--network", help="docker: the containers' network (default none: no website)")
     cov.add_argument(
         "--profile",
         choices=("openbox", "ubuntu"),

@@ -119,9 +119,7 @@ class GuestClient:
             if attempt:
                 time.sleep(_BACKOFF_S * 2 ** (attempt - 1))
             try:
-                resp = self._http.request(
-                    method, endpoint, timeout=timeout or self.timeout, **kwargs
-                )
+                resp = self._send_capped(method, endpoint, timeout or self.timeout, kwargs)
             except (httpx.ConnectError, httpx.ConnectTimeout) as e:
                 last = GuestError(f"cannot connect to the guest: {e}", endpoint=endpoint)
                 continue  # nothing reached the server: safe to retry any method
@@ -146,6 +144,40 @@ class GuestClient:
             raise last
         assert last is not None
         raise last
+
+    def _send_capped(
+        self, method: str, endpoint: str, timeout: float, kwargs: dict[str, Any]
+    ) -> httpx.Response:
+        """Send, and read the answer as it comes up to :data:`routes.MAX_ANSWER_BYTES`: an
+        answer over it (a guest that is not ours printing a huge command output) is refused
+        unread, GuestError 413, never held whole."""
+        request = self._http.build_request(method, endpoint, timeout=timeout, **kwargs)
+        resp = self._http.send(request, stream=True)
+        limit = routes.MAX_ANSWER_BYTES
+        try:
+            declared = resp.headers.get("Content-Length")
+            body = bytearray()
+            if not (declared is not None and declared.isdigit() and int(declared) > limit):
+                for chunk in resp.iter_bytes(1 << 20):
+                    body += chunk
+                    if len(body) > limit:
+                        break
+            if len(body) > limit or (declared or "").isdigit() and int(declared or 0) > limit:
+                raise GuestError(
+                    f"{method} {endpoint}: the answer is over the {limit} byte limit",
+                    status=routes.OUTPUT_TOO_LARGE,
+                    endpoint=endpoint,
+                )
+        finally:
+            resp.close()
+        headers = [
+            (k, v)
+            for k, v in resp.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
+        return httpx.Response(
+            resp.status_code, headers=headers, content=bytes(body), request=request
+        )
 
     def _json(
         self, method: str, endpoint: str, *, timeout: float | None = None, **kwargs: Any

@@ -25,12 +25,14 @@ comparing, e.g. ``"result unusable: ... is a directory"``) and ``timings`` in mi
 What counts as an infrastructure error (``info["infra_error"]``, episode excluded) is only what
 the *judge* side does: the guest server or X server not answering, setup steps failing (a
 ``postconfig`` step the guest refuses on the desktop the agent left, e.g. a window it closed,
-is skipped as OSWorld skips it), an evaluator bug (a getter or metric raising, gold data
-missing), host resources (a step or reset timeout) and the transport. Everything the *player* side
--- the agent's apps
-and whatever it runs in the desktop -- can cause is scored: an unusable result file (a
-directory, ``chmod 000``, a fifo, a symlink out of the desktop, a file over the size cap) scores
-0 with the reason in ``eval_note``; a task app killed mid-episode (Linux does not say who sent
+is skipped as OSWorld skips it), a failure on the judge's own inputs (gold data missing, task
+JSON, a metric that cannot score its gold against itself: see
+:mod:`osworld_gym.evaluators.provenance`), host resources (a step or reset timeout) and the
+transport. Everything the *player* side -- the agent's apps and whatever it runs in the
+desktop -- can cause is scored: an unusable result file (a directory, ``chmod 000``, a fifo, a
+symlink out of the desktop, a file over the size cap or one that unpacks to too much), output
+over the cap, or a getter or metric raising on what the agent left scores 0 with the reason in
+``eval_note``; a task app killed mid-episode (Linux does not say who sent
 the signal, and the agent can ``kill -9`` its own apps) is scored normally on the state left
 and listed in ``app_exits``; an evaluator failing *after* such an app exit is scored 0 (the
 getter needed the app the agent's desktop lost). Unsafe task JSON is a
@@ -133,8 +135,11 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self.screen_size: tuple[int, int] = (int(w), int(h))
         # what the tasks may use depends on the desktop: its provider, and on local desktops
         # its profile (gsettings)
-        caps = self.provider.capabilities(self.provider.profile)
-        self.tasks: TaskSet | None = None if tasks is None else load_tasks(tasks, provider=caps)
+        self.tasks: TaskSet | None = (
+            None
+            if tasks is None
+            else load_tasks(tasks, provider=self.provider.desktop_capabilities())
+        )
         self.action_set = (
             action_set
             if isinstance(action_set, ActionSet)

@@ -48,6 +48,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -68,7 +69,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EnvActor", "RayVectorEnv"]
+__all__ = ["DesktopNode", "EnvActor", "RayVectorEnv", "desktop_nodes"]
 
 TRANSPORTS = ("auto", "array", "png")
 
@@ -396,6 +397,91 @@ class RayVectorEnv(VectorEnv):
 
     def __repr__(self) -> str:
         return f"RayVectorEnv(num_envs={self.num_envs}, transport={self.transport!r})"
+
+
+@dataclass
+class DesktopNode:
+    """One node of a Ray cluster that can host desktop actors, and what its desktops offer.
+
+    Attributes:
+        node_id: Ray's node id.
+        address: the node's IP address.
+        slots: how many desktops its resources admit (its custom resource over the amount each
+            desktop asks for).
+        cpus: the node's CPUs; memory_gb: its memory as Ray counts it.
+        capabilities: what desktops of the asked provider offer there
+            (:class:`~osworld_gym.providers.capabilities.Capabilities`), or ``None`` with
+            ``error`` saying why they could not be read (no image on that node, no daemon).
+    """
+
+    node_id: str
+    address: str
+    slots: int
+    cpus: float
+    memory_gb: float
+    capabilities: Any = None
+    error: str | None = None
+
+
+def _node_capabilities(provider: str, provider_kwargs: dict[str, Any]) -> tuple[Any, str | None]:
+    from osworld_gym.providers import provider_class
+
+    try:
+        return provider_class(provider).config_capabilities(provider_kwargs), None
+    except Exception as e:  # noqa: BLE001 - reported per node, with its own message
+        return None, f"{type(e).__name__}: {e}"
+
+
+def desktop_nodes(
+    resources: dict[str, float],
+    provider: str = "local",
+    provider_kwargs: dict[str, Any] | None = None,
+    timeout: float = 120.0,
+) -> list[DesktopNode]:
+    """The alive nodes of the connected Ray cluster that have ``resources`` (what each desktop
+    actor asks for), with what desktops of ``provider`` offer on each: a task runs on every
+    node with the node's own provider (its docker image, its apps), so each is asked there.
+
+    Raises:
+        RuntimeError: Ray is not initialised (connect with ``ray.init(address=...)`` first).
+    """
+    if not ray.is_initialized():
+        raise RuntimeError("connect to the Ray cluster first (ray.init(address=...))")
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    probe = ray.remote(_node_capabilities)
+    nodes: list[DesktopNode] = []
+    refs = []
+    for node in ray.nodes():
+        if not node.get("Alive"):
+            continue
+        have = node.get("Resources") or {}
+        slots = min((int(have.get(k, 0) // v) for k, v in resources.items() if v > 0), default=0)
+        if resources and slots == 0:
+            continue
+        nodes.append(
+            DesktopNode(
+                node_id=node["NodeID"],
+                address=str(node.get("NodeManagerAddress", "?")),
+                slots=slots,
+                cpus=float(have.get("CPU", 0)),
+                memory_gb=float(have.get("memory", 0)) / 2**30,
+            )
+        )
+        refs.append(
+            probe.options(
+                num_cpus=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
+            ).remote(provider, dict(provider_kwargs or {}))
+        )
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    for node, ref in zip(nodes, refs, strict=True):
+        if ref in ready:
+            node.capabilities, node.error = ray.get(ref)
+        else:
+            node.error = f"no answer from the node within {timeout:.0f} s"
+            ray.cancel(ref, force=True)
+    return nodes
 
 
 def _batch(space: gym.Space, n: int) -> gym.Space:

@@ -7,16 +7,15 @@
 4. Several metrics: ``conj == "and"`` (default) returns 0 at the first 0, else the mean;
    ``"or"`` returns 1 at the first 1, else the maximum.
 
-What the agent could have caused scores 0: a result file that does not exist (``None`` from a
-getter, or ``FileNotFoundError`` from a *result* getter, as in OSWorld), and a file the agent
-left unusable (:class:`~osworld_gym.errors.UnusableResultFile`: a directory, a fifo, ``chmod
-000``, a symlink out of the desktop, a file over the size cap) or a result command that timed
-out in a guest that still answers (504: it hung on what the agent left, e.g. reading a fifo),
-with the reason in the metric's ``note``. Everything else that
-goes wrong (a getter or metric raising, gold data missing, the desktop not answering) raises
-:class:`~osworld_gym.errors.EvaluatorError` or another
-:class:`~osworld_gym.errors.InfraError`: such an episode has no trustworthy score and must never
-be reported as 0.
+Who is to blame when something fails is decided by the provenance of the input that failed
+(:mod:`.provenance`): whatever fails while reading or scoring what the agent produced (its
+files, its apps' state, output it can shape) scores 0 with the reason in the metric's
+``note`` -- a missing or unusable result file, a command that hung on what it left, a listener
+of its own on an app's port, output over the cap, a parser raising on its file while the gold
+scored against itself does not. Only failures on judge inputs (gold data, task JSON, a metric
+that cannot score its own gold, the desktop not answering) raise
+:class:`~osworld_gym.errors.EvaluatorError` or another :class:`~osworld_gym.errors.InfraError`:
+such an episode has no trustworthy score and must never be reported as 0.
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from osworld_gym.errors import EvaluatorError, GuestError, UnusableResultFile
+from osworld_gym.errors import EvaluatorError, OSWorldGymError
+from osworld_gym.evaluators import provenance
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.evaluators.metrics.general import infeasible
 from osworld_gym.tasks import evaluator_registry as registry
@@ -100,9 +100,10 @@ def evaluate(task: Task, ctx: EvalContext, runner: SetupRunner | None = None) ->
         return EvalResult(0.0, details)
 
     values = placeholder_values(client_password=ctx.client_password, screen_size=ctx.screen_size)
+    outputs = provenance.postconfig_outputs(p.postconfig)
     scores: list[float] = []
     for i, spec in enumerate(p.metrics):
-        score, info = _score_metric(task.id, i, spec, ctx, values)
+        score, info = _score_metric(task.id, i, spec, ctx, values, outputs)
         details["metrics"].append(info)
         if p.conj == "and" and score == 0.0:
             return EvalResult(0.0, details)
@@ -114,7 +115,12 @@ def evaluate(task: Task, ctx: EvalContext, runner: SetupRunner | None = None) ->
 
 
 def _score_metric(
-    task_id: str, index: int, spec: MetricSpec, ctx: EvalContext, values: dict[str, str]
+    task_id: str,
+    index: int,
+    spec: MetricSpec,
+    ctx: EvalContext,
+    values: dict[str, str],
+    outputs: frozenset[str] = frozenset(),
 ) -> tuple[float, dict[str, Any]]:
     if spec.result is None:  # plan() rejects this; kept for type checkers
         raise EvaluatorError(f"task {task_id!r}, metric {index}: no result getter")
@@ -124,89 +130,109 @@ def _score_metric(
         "expected_type": spec.expected["type"] if spec.expected else None,
     }
     label = f"task {task_id!r}, metric {index} ({spec.func})"
+    getters = [("result", spec.result)] + ([("expected", spec.expected)] if spec.expected else [])
 
-    try:
-        result = _get(spec.result, ctx, values)
-    except FileNotFoundError as exc:
-        logger.info("%s: result not found: %s", label, exc)
-        return 0.0, {**info, "score": 0.0, "result": None, "note": f"result not found: {exc}"}
-    except UnusableResultFile as exc:
-        logger.info("%s: result unusable: %s", label, exc)
-        return 0.0, {**info, "score": 0.0, "result": None, "note": f"result unusable: {exc}"}
-    except GuestError as exc:
-        if exc.status == _UNTRUSTED_LISTENER:  # the agent's process on a task app's port
-            logger.info("%s: result source forged: %s", label, exc)
+    args: list[Any] = []
+    shaped: list[bool] = []
+    for side, config in getters:
+        agent = provenance.agent_shaped(config, outputs)
+        try:
+            value = _get(config, ctx, values)
+        except Exception as exc:
+            why = provenance.getter_blame(exc, agent)
+            if why is None:
+                raise EvaluatorError(
+                    f"{label}: {side} getter {config['type']!r} raised {type(exc).__name__}: {exc}"
+                ) from exc
+            if not isinstance(exc, (OSWorldGymError, FileNotFoundError)):
+                _blame_agent(f"getter {config['type']}", label, exc)
+                info["raised"] = f"{config['type']}: {type(exc).__name__}"
+            logger.info("%s: %s %s", label, side, why)
             return 0.0, {
                 **info,
                 "score": 0.0,
-                "result": None,
-                "note": f"result source not the task's app: {exc}",
+                "result": info.get("result"),
+                "note": f"{side} {why}",
             }
-        if exc.status != _COMMAND_TIMED_OUT:
-            raise EvaluatorError(
-                f"{label}: result getter {spec.result['type']!r} raised GuestError: {exc}"
-            ) from exc
-        # the guest answered: its command hung on what the agent left (``cat`` of a fifo)
-        logger.info("%s: result command timed out: %s", label, exc)
-        return 0.0, {
-            **info,
-            "score": 0.0,
-            "result": None,
-            "note": f"result command timed out on the desktop the agent left: {exc}",
-        }
-    except Exception as exc:
-        raise EvaluatorError(
-            f"{label}: result getter {spec.result['type']!r} raised {type(exc).__name__}: {exc}"
-        ) from exc
-    info["result"] = _short(result)
-    if result is None:
-        return 0.0, {**info, "score": 0.0, "note": "result missing (e.g. file not on the desktop)"}
-
-    args: list[Any] = [result]
-    if spec.expected:
-        try:
-            expected = _get(spec.expected, ctx, values)
-        except UnusableResultFile as exc:  # a desktop file the agent could reach
-            return 0.0, {**info, "score": 0.0, "note": f"expected file unusable: {exc}"}
-        except GuestError as exc:
-            # the agent's doing as much on this side as on the result's: a listener of its own
-            # on a port the expected getter names (409), or a command that hung on what it left
-            # (a fifo, a frozen forger: 504). Scored 0, never excluded as an infra error.
-            if exc.status == _UNTRUSTED_LISTENER:
-                logger.info("%s: expected source forged: %s", label, exc)
-                return 0.0, {
-                    **info,
-                    "score": 0.0,
-                    "note": f"expected source not the task's app: {exc}",
-                }
-            if exc.status == _COMMAND_TIMED_OUT:
-                logger.info("%s: expected command timed out: %s", label, exc)
-                return 0.0, {
-                    **info,
-                    "score": 0.0,
-                    "note": f"expected command timed out on the desktop the agent left: {exc}",
-                }
-            raise EvaluatorError(
-                f"{label}: expected getter {spec.expected['type']!r} raised GuestError: {exc}"
-            ) from exc
-        except Exception as exc:
-            raise EvaluatorError(
-                f"{label}: expected getter {spec.expected['type']!r} raised "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        if expected is None:
-            return 0.0, {**info, "score": 0.0, "note": "expected value missing"}
-        args.append(expected)
+        if side == "result":
+            info["result"] = _short(value)
+        if value is None:
+            if side == "expected" and not agent:
+                raise EvaluatorError(f"{label}: expected getter {config['type']!r} gave nothing")
+            what = (
+                "result missing (e.g. file not on the desktop)"
+                if side == "result"
+                else ("expected value missing on the desktop the agent left")
+            )
+            return 0.0, {**info, "score": 0.0, "note": what}
+        args.append(value)
+        shaped.append(agent)
 
     try:
         fn = registry.metric(spec.func)
-        raw = fn(*args, **spec.options)
     except Exception as exc:
-        raise EvaluatorError(f"{label} raised {type(exc).__name__}: {exc}") from exc
-    score = _check_score(raw, label)
+        raise EvaluatorError(f"{label}: cannot load the metric: {exc}") from exc
+    unfit = provenance.options_fit(fn, len(args), spec.options)
+    if unfit is not None:
+        raise EvaluatorError(f"{label}: the task's options do not fit the metric: {unfit}")
+    try:
+        score = _check_score(fn(*args, **spec.options), label)
+    except Exception as exc:
+        gold = [c["type"] in provenance.GOLD_FILE_GETTERS for _, c in getters]
+        note = _metric_failed(exc, fn, spec, args, shaped, gold, label)
+        return 0.0, {
+            **info,
+            "score": 0.0,
+            "raised": f"{spec.func}: {type(exc).__name__}",
+            "note": note,
+        }
     info["score"] = score
     logger.debug("%s scored %s", label, score)
     return score, info
+
+
+def _metric_failed(
+    exc: Exception,
+    fn: Any,
+    spec: MetricSpec,
+    args: list[Any],
+    shaped: list[bool],
+    gold: list[bool],
+    label: str,
+) -> str:
+    """Blame a metric's failure (see :mod:`.provenance`): raise an EvaluatorError when it is
+    the judge's; else the reason the agent's episode scores 0."""
+    what = f"{type(exc).__name__}: {provenance.short(exc)}"
+    if isinstance(exc, provenance.JUDGE_TYPES) or not any(shaped):
+        raise EvaluatorError(f"{label} raised {what}") from exc
+    gold = [g and not a for g, a in zip(gold, shaped, strict=True)]
+    control = provenance.control_args(args, shaped, gold)
+    if control is not None:
+        try:
+            _check_score(fn(*control, **spec.options), label)
+        except Exception as again:
+            raise EvaluatorError(
+                f"{label} raised {what}; it fails on the gold scored against itself too "
+                f"({type(again).__name__}: {provenance.short(again)}): the gold or the metric "
+                "is broken"
+            ) from exc
+    _blame_agent(f"metric {spec.func}", label, exc)
+    checked = (
+        "the gold scored against itself does not"
+        if control is not None
+        else ("no gold file to check against")
+    )
+    return f"the metric raised {what} on what the agent left ({checked})"
+
+
+def _blame_agent(name: str, label: str, exc: BaseException) -> None:
+    provenance.count(name)
+    logger.warning(
+        "%s: %s raised on what the agent left; scored 0 (a bug if the file is well-formed)",
+        label,
+        name,
+        exc_info=exc,
+    )
 
 
 def _get(config: dict[str, Any], ctx: EvalContext, values: dict[str, str]) -> Any:

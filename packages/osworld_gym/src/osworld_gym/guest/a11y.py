@@ -14,7 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from osworld_gym.guest.processes import ProcessRegistry
+from osworld_gym.guest.processes import OutputTooLarge, ProcessRegistry
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +22,9 @@ SYSTEM_PYTHON = os.environ.get("OSWORLD_GYM_A11Y_PYTHON", "/usr/bin/python3")
 HELPER = Path(__file__).with_name("a11y_helper.py")
 TREE_TIMEOUT_S = 30.0
 TERMINAL_TIMEOUT_S = 10.0
+#: Most bytes of XML the helper may print (its node and text caps allow about 120 MiB; a tree
+#: that large is an app of the agent's making one, never a task's).
+MAX_TREE_BYTES = 64 << 20
 
 
 class A11yUnavailable(RuntimeError):
@@ -29,7 +32,12 @@ class A11yUnavailable(RuntimeError):
 
 
 class A11yFailed(RuntimeError):
-    """The helper ran but failed or timed out."""
+    """The helper ran but failed (``status`` 500), timed out on an app that does not answer
+    (504) or printed more than :data:`MAX_TREE_BYTES` (413): the HTTP status to answer."""
+
+    def __init__(self, message: str, status: int = 500):
+        super().__init__(message)
+        self.status = status
 
 
 class Accessibility:
@@ -59,12 +67,16 @@ class Accessibility:
                 env=self._env,
                 input=HELPER.read_bytes(),
                 judge=False,
+                max_output=MAX_TREE_BYTES,
             )
         except subprocess.TimeoutExpired:
             raise A11yFailed(
                 f"the AT-SPI helper did not finish within {timeout:.0f} s "
-                "(an application may be hung)"
+                "(an application may be hung)",
+                504,
             ) from None
+        except OutputTooLarge as e:
+            raise A11yFailed(f"the accessibility tree is too large: {e}", 413) from None
         err = res.stderr.decode("utf-8", errors="replace").strip()
         if res.returncode == 3:
             raise A11yUnavailable(

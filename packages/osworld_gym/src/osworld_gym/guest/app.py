@@ -364,15 +364,20 @@ class GuestApp:
         return [cfg.uds, cfg.token_file, self.state_dir]
 
     def reset(self, restore_home: bool = True) -> dict:
-        """Kill all apps, restore home from the template, clean the temp dir, revive the WM."""
+        """Kill all apps, restore home from the template, clean the temp and runtime dirs, and
+        start the desktop's infrastructure afresh (window manager, session bus and what it
+        activated, panels; the X server's root properties and key mappings put back): it runs
+        as the player, so whatever the agent did to it (``ptrace``, a relay on the bus socket,
+        its own openbox config) ends with the episode. An attached desktop (no
+        ``--start-x``) keeps its infrastructure; only a dead WM is restarted."""
         with self._reset_lock:
             t0 = time.perf_counter()
             self.forget_task_steps()
             self.recorder.abort()
+            own = self.desktop.xvfb is not None
             # Not the kept processes' subtrees: apps the WM started (Ctrl+Alt+T) must die too.
-            killed = self.registry.kill_tree(
-                keep=self.desktop.infrastructure_pids(), keep_subtrees=False
-            )
+            keep = {self.desktop.xvfb.pid} if own else self.desktop.infrastructure_pids()
+            killed = self.registry.kill_tree(keep=keep, keep_subtrees=False)
             self.setup_roots.clear()
             t_kill = time.perf_counter()
             if restore_home:
@@ -383,7 +388,14 @@ class GuestApp:
                 homedir.clean_tmp(
                     Path(self.config.tmp_dir or tempfile.gettempdir()), self.protected_paths()
                 )
-            wm_restarted = self.desktop.ensure_wm(self.env)
+            session: dict[str, float] = {}
+            if own:
+                self._clean_runtime_dir()
+                session = self.desktop.restart_session(self.env)
+                wm_restarted = True
+            else:
+                wm_restarted = self.desktop.ensure_wm(self.env)
+            t_session = time.perf_counter()
             self.xinput.release_all()
             ms = (time.perf_counter() - t0) * 1000
             log.info(
@@ -399,9 +411,29 @@ class GuestApp:
                 "timings": {
                     "kill_ms": round((t_kill - t0) * 1000, 1),
                     "home_ms": round((t_home - t_kill) * 1000, 1),
+                    "session_ms": round((t_session - t_home) * 1000, 1),
+                    **session,
                 },
                 "wm_restarted": wm_restarted,
             }
+
+    def _clean_runtime_dir(self) -> None:
+        """Empty the apps' runtime dir (the bus socket's home, the player's to write) but for
+        the X authority file: a relay the agent bound at the bus path, AT-SPI's bus and dconf's
+        state go with the episode."""
+        runtime = Path(self.env["XDG_RUNTIME_DIR"])
+        keep = {Path(self.env["XAUTHORITY"]).name} if self.env.get("XAUTHORITY") else set()
+        try:
+            entries = list(runtime.iterdir())
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name in keep:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
     def health(self) -> dict:
         """Liveness of X and the WM, and the app crashes so far (reaped first, waiting for

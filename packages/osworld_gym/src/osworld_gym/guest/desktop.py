@@ -97,8 +97,11 @@ def _die_with_us() -> list[str]:
     """Prefix that makes a child get SIGKILL if the guest dies without cleaning up.
 
     Only for children started from the main thread: the kernel signals when the *thread* that
-    forked exits, and request-handler threads exit after every request.
+    forked exits, and request-handler threads exit after every request (a reset restarts the
+    session bus from one: it gets no prefix, and dies with the sandbox or :meth:`Desktop.stop`).
     """
+    if threading.current_thread() is not threading.main_thread():
+        return []
     return ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
 
 
@@ -151,6 +154,9 @@ class Desktop:
     #: a player client holds an X server grab, so ``can_connect`` would hang until it ends
     _probe: xdisplay.Display | None = field(default=None, init=False, repr=False)
     _probe_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    #: the X server's own state right after it started (root window properties, keyboard and
+    #: modifier mappings), restored at every reset: it outlives the player's processes
+    _x_baseline: XBaseline | None = field(default=None, init=False, repr=False)
 
     # ---- X server ---------------------------------------------------------------------------
     def start_x(self, timeout: float = 15.0) -> None:
@@ -188,6 +194,7 @@ class Desktop:
             lambda: can_connect(self.display), timeout, f"Xvfb {self.display}", self.xvfb, log_path
         )
         self.x_alive()  # opens the liveness connection now, before any player client runs
+        self._x_baseline = XBaseline.take(self.display)
 
     def x_alive(self) -> bool:
         """True if the X server answers a round trip (on a connection a grab cannot stall)."""
@@ -258,7 +265,12 @@ class Desktop:
         return address
 
     # ---- window manager ---------------------------------------------------------------------
-    def start_wm(self, env: dict[str, str], timeout: float = 10.0) -> None:
+    def start_wm(
+        self,
+        env: dict[str, str],
+        marks: list[tuple[str, float]] | None = None,
+        timeout: float = 10.0,
+    ) -> None:
         """Start the window manager and wait until it manages the screen (owns ``WM_S0``)."""
         if self.wm == "none":
             return
@@ -289,11 +301,15 @@ class Desktop:
             )
         log.info("started %s (pid %d)", self.wm, self.wm_proc.pid)
         _wait_for(self.wm_running, timeout, self.wm, self.wm_proc, log_path)
+        if marks is not None:
+            marks.append(("wm_ms", time.perf_counter()))
         if self.session is not None:
             if self.session.panels:
                 self.session.ensure(env)
             else:
                 self.session.start(env, timeout)
+            if marks is not None:
+                marks.append(("panels_ms", time.perf_counter()))
 
     def wm_running(self) -> bool:
         """True if some window manager owns the ``WM_S0`` selection."""
@@ -325,6 +341,36 @@ class Desktop:
         log.warning("window manager is not running; restarting it")
         self.start_wm(env)
         return True
+
+    def restart_session(self, env: dict[str, str]) -> dict[str, float]:
+        """A fresh window manager, session bus (and what it activated: AT-SPI, dconf) and
+        profile panels, and the X server's state put back as it was after it started.
+
+        They run as the player, so during an episode the agent may ``ptrace`` them, replace
+        the bus socket in its runtime dir, load its own openbox config (``--reconfigure``) or
+        set root window properties (``AT_SPI_BUS`` pointing at a bus of its own) and
+        keyboard mappings; none of that may reach the next episode. The caller has killed
+        every process but the X server; this starts the infrastructure again, as at start.
+        A desktop the guest attached to (no ``--start-x``) is not the guest's to restart.
+        Returns how long each part took (``x_ms``, ``bus_ms``, ``wm_ms``, ``panels_ms``).
+        """
+        if self.xvfb is None:
+            return {}
+        marks = [("stop", time.perf_counter())]
+        if self.session is not None:
+            self.session.stop_panels()
+        had_bus = self.bus is not None
+        for proc in (self.wm_proc, self.bus):
+            self.registry.terminate(proc, timeout=3.0)
+        self.wm_proc = self.bus = None
+        if self._x_baseline is not None:
+            self._x_baseline.restore(self.display)
+        marks.append(("x_ms", time.perf_counter()))
+        if had_bus:
+            self.start_bus(env)
+        marks.append(("bus_ms", time.perf_counter()))
+        self.start_wm(env, marks)
+        return {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])}
 
     def infrastructure_pids(self) -> set[int]:
         """Processes a desktop reset must not kill: X, WM, bus, and the accessibility services
@@ -363,3 +409,45 @@ class Desktop:
         if self.xvfb is not None and not can_connect(self.display):
             for stale in (Path(f"/tmp/.X{n}-lock"), Path(f"/tmp/.X11-unix/X{n}")):
                 stale.unlink(missing_ok=True)
+
+
+@dataclass
+class XBaseline:
+    """What the X server held right after it started: root window properties and the keyboard
+    and modifier mappings. Any X client (the player's too) can change them, and they outlive
+    every process; :meth:`restore` deletes properties set since and puts the mappings back."""
+
+    properties: frozenset[int]
+    first_keycode: int
+    keysyms: list[list[int]]
+    modifiers: list[list[int]]
+
+    @classmethod
+    def take(cls, display: str) -> XBaseline:
+        d = make_impervious(xdisplay.Display(display))
+        try:
+            root = d.screen().root
+            first, last = d.display.info.min_keycode, d.display.info.max_keycode
+            return cls(
+                frozenset(root.list_properties()),
+                first,
+                [list(k) for k in d.get_keyboard_mapping(first, last - first + 1)],
+                [list(m) for m in d.get_modifier_mapping()],
+            )
+        finally:
+            d.close()
+
+    def restore(self, display: str) -> None:
+        d = make_impervious(xdisplay.Display(display))
+        try:
+            root = d.screen().root
+            for atom in set(root.list_properties()) - self.properties:
+                root.delete_property(atom)
+            d.change_keyboard_mapping(self.first_keycode, self.keysyms)
+            for _ in range(10):  # MappingBusy while a key is down: the guest released them
+                if d.set_modifier_mapping(self.modifiers) == 0:
+                    break
+                time.sleep(0.01)
+            d.sync()
+        finally:
+            d.close()

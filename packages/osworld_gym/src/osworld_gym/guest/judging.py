@@ -146,22 +146,99 @@ JUDGE_ENV = {
     # curl reads $CURL_HOME/.curlrc when it exists, else falls back to ~/.curlrc (where
     # `write-out = "@file"` prints the agent's JSON for chrome-tabs' `curl .../json/list`)
     "CURL_HOME": str(Path(__file__).with_name("curlhome")),
+    # file(1) reads ~/.magic and ~/.magic.mgc after the system's database unless MAGIC names
+    # the database: the agent's rule "0 string x PNG image data, 320 x 240" made a text file
+    # a PNG for multi_apps-snapshot-desktop-001
+    "MAGIC": "/usr/share/misc/magic",
+    # PulseAudio clients (pactl) read ~/.config/pulse/client.conf, whose default-server can
+    # name a server of the agent's that answers anything
+    "PULSE_CLIENTCONFIG": "/dev/null",
+    # Pythons inside shell commands: no user site (a usercustomize.py in ~/.local), no script
+    # or current directory on sys.path (a json.py in the home); `python3 -I` as the program
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONSAFEPATH": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
+#: Variables a judged command may inherit from the command environment (which the guest builds
+#: itself: none is the player's). Anything else is dropped even if a future change lets it
+#: through: ``LD_*``, ``LOCPATH``, ``GCONV_PATH``, ``BASH_ENV``, ``ENV``, ``PYTHON*`` but ours,
+#: ``TAR_OPTIONS``, ``GZIP``, ``GREP_OPTIONS``, ``AWKPATH``, ``PERL5OPT``, ``NODE_OPTIONS``...
+JUDGED_VARIABLES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "PWD",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LC_ALL",
+        "DISPLAY",
+        "XAUTHORITY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "XDG_RUNTIME_DIR",
+        "XDG_SESSION_TYPE",
+        "XDG_DATA_DIRS",
+        "XDG_CONFIG_DIRS",
+        "XDG_CURRENT_DESKTOP",
+        "XDG_SESSION_DESKTOP",
+        "DESKTOP_SESSION",
+        "GNOME_SHELL_SESSION_MODE",
+        "GSETTINGS_SCHEMA_DIR",
+        "GSETTINGS_BACKEND",
+        "DCONF_PROFILE",
+        "QT_ACCESSIBILITY",
+        "GTK_A11Y",
+        "TMPDIR",
+        "PYTHONNOUSERSITE",
+        "PYTHONSAFEPATH",
+        "PYTHONDONTWRITEBYTECODE",
+    }
+)
 
 
 def judged_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` for an evaluation command: :data:`JUDGE_ENV` and :data:`JUDGE_GIT_CONFIG`.
+    """``env`` for an evaluation command: only :data:`JUDGED_VARIABLES` of it (``PATH`` cut to
+    system directories), with :data:`JUDGE_ENV` and :data:`JUDGE_GIT_CONFIG` on top.
 
-    >>> e = judged_env({"HOME": "/home/user"})
-    >>> e["GIT_CONFIG_KEY_0"], e["GIT_CONFIG_VALUE_0"], e["PIP_CONFIG_FILE"]
-    ('core.fsmonitor', 'false', '/dev/null')
+    >>> e = judged_env({"HOME": "/home/user", "LD_PRELOAD": "/home/user/x.so",
+    ...                 "PATH": "/home/user/bin:/usr/bin"})
+    >>> e["GIT_CONFIG_KEY_0"], e["GIT_CONFIG_VALUE_0"], e["PIP_CONFIG_FILE"], e["MAGIC"]
+    ('core.fsmonitor', 'false', '/dev/null', '/usr/share/misc/magic')
+    >>> "LD_PRELOAD" in e, e["PATH"]
+    (False, '/usr/bin')
     """
-    out = {k: v for k, v in env.items() if not k.startswith("GIT_CONFIG_")}
+    out = {k: v for k, v in env.items() if k in JUDGED_VARIABLES}
+    if "PATH" in out:  # never the home or a directory anyone may write (``/tmp``)
+        out["PATH"] = os.pathsep.join(
+            d for d in out["PATH"].split(os.pathsep) if _system_dir(d, env.get("HOME"))
+        )
     out.update(JUDGE_ENV)
     out["GIT_CONFIG_COUNT"] = str(len(JUDGE_GIT_CONFIG))
     for i, (key, value) in enumerate(JUDGE_GIT_CONFIG):
         out[f"GIT_CONFIG_KEY_{i}"], out[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return out
+
+
+def _system_dir(path: str, home: str | None) -> bool:
+    """An existing absolute directory outside the player's home that not everyone may write to
+    (the judge's task-python dir may sit in a temp dir; ``/tmp`` itself, or a directory the
+    player could create there later, may not be on the path).
+
+    >>> _system_dir("/usr/bin", "/home/user"), _system_dir("/home/user/bin", "/home/user")
+    (True, False)
+    >>> _system_dir("/tmp", None), _system_dir("bin", None)
+    (False, False)
+    """
+    if not path.startswith("/"):
+        return False
+    norm = os.path.normpath(path)
+    if home and (norm == home or norm.startswith(home.rstrip("/") + "/")):
+        return False
+    try:
+        return not os.stat(norm).st_mode & 0o002
+    except OSError:
+        return False
 
 
 def _uid(pid: int) -> int | None:

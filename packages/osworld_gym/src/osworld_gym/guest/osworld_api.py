@@ -44,6 +44,7 @@ from osworld_gym.guest.judging import (
     player_held,
     untrusted_listeners,
 )
+from osworld_gym.guest.processes import OutputTooLarge
 from osworld_gym.guest.recording import RecordingFailed, RecordingStateError
 from osworld_gym.guest.screen import encode_png
 from osworld_gym.guest.server import (
@@ -137,6 +138,8 @@ def register(router: Router, app: GuestApp) -> None:
             res = run_as_user(isolate_python(argv), shell, timeout, judge)
         except subprocess.TimeoutExpired:
             raise HTTPError(504, f"command timed out after {timeout:g} s and was killed") from None
+        except OutputTooLarge as e:  # `cat` of the agent's 800 MB file: never buffered whole
+            raise HTTPError(routes.OUTPUT_TOO_LARGE, str(e)) from None
         except (FileNotFoundError, PermissionError, NotADirectoryError) as e:
             raise HTTPError(400, f"cannot run {argv!r}: {e}") from None
         return {
@@ -206,7 +209,7 @@ def register(router: Router, app: GuestApp) -> None:
             if ok and (check := verification.get("command_success")) is not None:
                 try:
                     ok = run_as_user(str(check), True, 10, judge).returncode == 0
-                except subprocess.TimeoutExpired:
+                except (subprocess.TimeoutExpired, OutputTooLarge):
                     ok = False
             waited = time.monotonic() - t0
             if ok:
@@ -366,15 +369,20 @@ def register(router: Router, app: GuestApp) -> None:
         return text_response(platform.system())
 
     def terminal(req: Request) -> Response:
-        return json_response({"output": app.a11y.terminal(), "status": "success"})
+        try:
+            return json_response({"output": app.a11y.terminal(), "status": "success"})
+        except A11yUnavailable as e:
+            raise HTTPError(501, f"accessibility tree unavailable: {e}") from None
+        except A11yFailed as e:
+            raise HTTPError(e.status, str(e)) from None
 
     def accessibility(req: Request) -> Response:
         try:
             return json_response({"AT": app.a11y.tree()})
         except A11yUnavailable as e:
             raise HTTPError(501, f"accessibility tree unavailable: {e}") from None
-        except A11yFailed as e:
-            raise HTTPError(500, str(e)) from None
+        except A11yFailed as e:  # 504 / 413: an app of the agent's hung it or made it huge
+            raise HTTPError(e.status, str(e)) from None
 
     def desktop_path(req: Request) -> Response:
         path = app.home / "Desktop"

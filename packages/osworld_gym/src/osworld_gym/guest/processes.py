@@ -34,6 +34,7 @@ import ctypes
 import logging
 import os
 import select
+import selectors
 import signal
 import subprocess
 import threading
@@ -42,6 +43,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from osworld_gym.protocol.routes import MAX_OUTPUT_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +234,15 @@ def is_alive(pid: int) -> bool:
     return info is not None and info.state not in ("Z", "X")
 
 
+class OutputTooLarge(Exception):
+    """A command printed more than it may: it was killed (see :meth:`ProcessRegistry.run`)."""
+
+    def __init__(self, stream: str, limit: int):
+        super().__init__(f"the command printed over {limit} bytes on {stream} and was killed")
+        self.stream = stream
+        self.limit = limit
+
+
 @dataclass
 class ProcessRegistry:
     """Spawns, tracks and reaps the supervisor's children.
@@ -309,8 +321,13 @@ class ProcessRegistry:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         judge: bool = True,
+        max_output: int = MAX_OUTPUT_BYTES,
     ) -> subprocess.CompletedProcess:
         """Run to completion with a hard timeout; on timeout the child's whole group is killed.
+
+        stdout and stderr are read as they come and kept up to ``max_output`` bytes each: a
+        command that prints more (``cat`` of an 800 MB file) is killed, group and all, and
+        :class:`OutputTooLarge` raised, so neither stream is ever buffered whole.
 
         Runs as the judge unless ``judge=False``. Raises :class:`subprocess.TimeoutExpired`
         after killing.
@@ -326,20 +343,62 @@ class ProcessRegistry:
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
         )
         try:
-            out, err = proc.communicate(input=input, timeout=timeout)
-        except subprocess.TimeoutExpired:
+            out, err = self._collect(proc, input, timeout, max_output)
+        except (subprocess.TimeoutExpired, OutputTooLarge):
             self.kill_group(proc)
-            try:  # a detached grandchild may still hold the pipes open: do not wait for EOF
-                proc.communicate(timeout=2)
-            except subprocess.TimeoutExpired:
-                for pipe in (proc.stdout, proc.stderr):
-                    if pipe is not None:
-                        pipe.close()
-                proc.wait(timeout=2)
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:  # a detached grandchild may still hold them open
+                    pipe.close()
+            proc.wait(timeout=2)
             raise
         finally:
             self._forget(proc)
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    @staticmethod
+    def _collect(
+        proc: subprocess.Popen, input: bytes | None, timeout: float, cap: int
+    ) -> tuple[bytes, bytes]:
+        """``proc``'s stdout and stderr until both close and it exits, ``input`` fed to it."""
+        assert proc.stdout is not None and proc.stderr is not None
+        deadline = time.monotonic() + timeout
+        bufs = {"stdout": bytearray(), "stderr": bytearray()}
+        pending = memoryview(input or b"")
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+            sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+            if proc.stdin is not None:
+                if pending:
+                    os.set_blocking(proc.stdin.fileno(), False)
+                    sel.register(proc.stdin, selectors.EVENT_WRITE, "stdin")
+                else:
+                    proc.stdin.close()
+            while sel.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(proc.args, timeout)
+                for key, _ in sel.select(min(left, 1.0)):
+                    if key.data == "stdin":
+                        try:
+                            pending = pending[os.write(key.fd, pending[: 1 << 16]) :]
+                        except BrokenPipeError:
+                            pending = pending[:0]
+                        if not pending:
+                            sel.unregister(key.fileobj)
+                            key.fileobj.close()  # type: ignore[union-attr]
+                        continue
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                    elif len(bufs[key.data]) + len(chunk) > cap:
+                        raise OutputTooLarge(key.data, cap)
+                    else:
+                        bufs[key.data] += chunk
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            raise subprocess.TimeoutExpired(proc.args, timeout) from None
+        return bytes(bufs["stdout"]), bytes(bufs["stderr"])
 
     def kill_group(self, proc: subprocess.Popen) -> None:
         """SIGKILL ``proc``'s process group (it was started in its own session)."""

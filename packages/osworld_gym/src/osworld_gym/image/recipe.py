@@ -13,7 +13,9 @@ last one:
 5. the guest's Python dependencies, installed by pip from wheels downloaded on the host, and
    the task python (:data:`TASK_PYTHON`, the same pinned venv as the local sandbox's);
 6. osworld-gym itself, from a wheel built from this source tree;
-7. the entrypoint (:file:`entrypoint.sh`): the guest as root (the judge) with the apps as
+7. the manifest (:mod:`osworld_gym.providers.manifest`): what the image offers tasks, probed
+   inside it, read back by the docker provider and by task classification;
+8. the entrypoint (:file:`entrypoint.sh`): the guest as root (the judge) with the apps as
    ``user`` (the player), owner watchdog.
 
 >>> "xterm" in APPS["minimal"] and "chromium" in APPS["full"]
@@ -27,6 +29,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from osworld_gym import __version__
+
+#: Where the manifest goes and how its probe learns the app set (plain strings here: the image
+#: floor sits below the providers, whose :mod:`~osworld_gym.providers.manifest` reads them).
+MANIFEST_PATH = "/etc/osworld-gym/manifest.json"
+APP_SET_ENV = "OSWORLD_GYM_APP_SET"
 
 #: Image repository of the desktop images; the tag is ``<version>-<apps>``.
 REPOSITORY = "osworld-gym"
@@ -231,6 +238,10 @@ RUN {VENV}/bin/pip install --no-cache-dir --no-index --no-deps /tmp/wheels/*.whl
  && ln -sf "$shims/sudo" /usr/local/bin/sudo \\
  && ln -sf "$shims/google-chrome" /usr/local/bin/google-chrome \\
  && ln -sf "$shims/google-chrome-stable" /usr/local/bin/google-chrome-stable
+
+# what this image offers tasks (apps, programs, desktop profiles), probed here where they are
+# installed; the docker provider reads it back without starting the image
+RUN {APP_SET_ENV}={apps} {VENV}/bin/python -m osworld_gym.providers.manifest {MANIFEST_PATH}
 
 COPY entrypoint.sh /usr/local/bin/osworld-gym-entrypoint
 RUN chmod 0755 /usr/local/bin/osworld-gym-entrypoint

@@ -37,6 +37,18 @@ RAW_SCREENSHOT = f"{PREFIX}/screenshot"
 RESET = f"{PREFIX}/reset"
 HEALTH = f"{PREFIX}/health"
 
+# -- limits ------------------------------------------------------------------------------------
+#: Most bytes of stdout (and, separately, of stderr) a command run by ``/execute`` (and
+#: ``/setup/execute``) may print: the guest reads both streams as they come, kills a command
+#: that prints more and answers 413. Evaluator commands print a config value, a directory
+#: listing, a file of a few KB; more is what the agent left (``cat`` of a huge file).
+MAX_OUTPUT_BYTES = 8 << 20
+#: Most bytes of any JSON answer the client reads (``/execute``'s two streams escaped as JSON,
+#: the accessibility tree, ...): an answer over it is refused unread (GuestError 413).
+MAX_ANSWER_BYTES = 128 << 20
+#: The answer's status when a command's output, or an answer, is over its limit.
+OUTPUT_TOO_LARGE = 413
+
 # -- headers -----------------------------------------------------------------------------------
 #: The token header OSWorld-compatible clients send (ours send ``Authorization: Bearer``).
 TOKEN_HEADER = "X-OSWorld-Token"

@@ -10,7 +10,7 @@ actions or score tasks: that is the env's job, identical for every backend.
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from osworld_gym.providers.capabilities import OSWORLD_IMAGE, Capabilities
 
@@ -36,9 +36,24 @@ class Provider(abc.ABC):
 
     @classmethod
     def capabilities(cls, profile: str | None = None) -> Capabilities:
-        """What this provider's desktops offer tasks (with desktop ``profile``, where it has
-        them): read by task classification. Default: OSWorld's own image, where everything is."""
+        """What this provider's desktops offer tasks in its default configuration (with desktop
+        ``profile``, where it has them): read by task classification. Here (guests reached by
+        URL or VNC): OSWorld's own VM image, which is what such a guest is taken to be."""
         return OSWORLD_IMAGE
+
+    @classmethod
+    def config_capabilities(
+        cls, provider_kwargs: dict[str, Any] | None = None, profile: str | None = None
+    ) -> Capabilities:
+        """What desktops made with ``provider_kwargs`` (the keyword arguments of the provider)
+        offer tasks, without starting one: what ``osworld-gym tasks coverage`` and the trainer's
+        dry run count. Default: :meth:`capabilities` with the ``profile`` argument."""
+        kwargs = provider_kwargs or {}
+        return cls.capabilities(kwargs.get("profile") or profile)
+
+    def desktop_capabilities(self) -> Capabilities:
+        """What this provider's desktop offers tasks (its own configuration)."""
+        return type(self).capabilities(self.profile)
 
     @abc.abstractmethod
     def start(self) -> DesktopClient:

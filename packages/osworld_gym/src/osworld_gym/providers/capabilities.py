@@ -1,10 +1,13 @@
-"""What a desktop offers tasks: :class:`Capabilities`, declared by each provider class.
+"""What a desktop offers tasks: :class:`Capabilities`, from the desktops really configured.
 
-Every provider class answers :meth:`Provider.capabilities
-<osworld_gym.providers.base.Provider.capabilities>`: by default OSWorld's own image (network,
-Google, VS Code, GNOME and every app); the local sandbox (and the fake desktop, which stands in
-for it) probe this machine with :func:`local_capabilities`. Task classification
-(:func:`osworld_gym.support.classify`) reads them to say which tasks a backend can run.
+Every provider answers :meth:`Provider.config_capabilities
+<osworld_gym.providers.base.Provider.config_capabilities>` for its configuration: the local
+sandbox (and the fake desktop, which stands in for it) probe this machine with
+:func:`local_capabilities`; the docker provider reads the manifest our image build wrote into the
+image (:mod:`.manifest`), or, only with ``vm_path``, OSWorld's own VM image (:data:`OSWORLD_IMAGE`:
+network, Google, VS Code, GNOME and every app); a remote guest is what its URL serves (OSWorld's VM
+for ``osworld_compat``). Task classification (:func:`osworld_gym.support.classify`) reads them to
+say which tasks a backend can run.
 
 >>> OSWORLD_IMAGE.network, OSWORLD_IMAGE.apps is None
 (True, True)
@@ -42,6 +45,9 @@ class Capabilities:
         path: the desktop's ``PATH`` for launched programs (``None``: do not check).
         gsettings: ``gsettings``/``dconf`` work on a session bus without GNOME Shell (the local
             ``ubuntu`` profile); implied by ``gnome``.
+        programs: the programs on the desktop's ``PATH`` when they were listed elsewhere (an
+            image's manifest); ``None``: look them up on ``path`` on this machine.
+        source: where these capabilities come from, for reports ("this machine", "image X").
     """
 
     network: bool
@@ -51,6 +57,8 @@ class Capabilities:
     apps: frozenset[str] | None = None
     path: str | None = None
     gsettings: bool = False
+    programs: frozenset[str] | None = None
+    source: str = ""
 
 
 #: App keys :func:`classify` knows, with the programs that provide them.
@@ -102,8 +110,43 @@ def local_capabilities(profile: str | None = None) -> Capabilities:
         apps=apps,
         path=path,
         gsettings=gsettings,
+        source=f"this machine (local sandbox), profile {profile}",
     )
 
 
-#: OSWorld's own image: what a provider offers unless it says otherwise.
-OSWORLD_IMAGE = Capabilities(network=True, google=True, vscode=True, gnome=True)
+def common_capabilities(each: list[Capabilities]) -> Capabilities:
+    """What every one of several desktops offers (a run whose tasks may land on any of them).
+
+    >>> a = Capabilities(True, False, True, False, apps=frozenset({"gimp", "vlc"}), source="a")
+    >>> b = Capabilities(False, False, True, False, apps=frozenset({"vlc"}), source="b")
+    >>> c = common_capabilities([a, b])
+    >>> c.network, c.vscode, c.apps, c.source
+    (False, True, frozenset({'vlc'}), 'a; b')
+    """
+    if not each:
+        raise ValueError("no desktops to combine")
+    if len({c for c in each}) == 1:
+        return each[0]
+
+    def common(sets: list[frozenset[str] | None]) -> frozenset[str] | None:
+        known = [s for s in sets if s is not None]
+        return frozenset.intersection(*known) if known else None
+
+    paths = {c.path for c in each}
+    return Capabilities(
+        network=all(c.network for c in each),
+        google=all(c.google for c in each),
+        vscode=all(c.vscode for c in each),
+        gnome=all(c.gnome for c in each),
+        apps=common([c.apps for c in each]),
+        path=paths.pop() if len(paths) == 1 else None,
+        gsettings=all(c.gsettings or c.gnome for c in each),
+        programs=common([c.programs for c in each]),
+        source="; ".join(dict.fromkeys(c.source for c in each)),
+    )
+
+
+#: OSWorld's own VM image (docker with ``vm_path``, OSWorld VMs reached by URL): everything.
+OSWORLD_IMAGE = Capabilities(
+    network=True, google=True, vscode=True, gnome=True, source="OSWorld's VM image"
+)

@@ -44,6 +44,7 @@ import secrets
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,15 @@ from osworld_gym.errors import InfraError, MissingDependencyError
 from osworld_gym.image import containers
 from osworld_gym.image.recipe import default_tag
 from osworld_gym.providers.base import Provider
-from osworld_gym.providers.capabilities import DEFAULT_PROFILE, PROFILE_ENV, PROFILES
+from osworld_gym.providers.capabilities import (
+    DEFAULT_PROFILE,
+    PROFILE_ENV,
+    PROFILES,
+    Capabilities,
+)
+from osworld_gym.providers.capabilities import OSWORLD_IMAGE as OSWORLD_CAPABILITIES
 from osworld_gym.providers.limits import DesktopCgroup, DesktopLimits, PlayerFreezer, start_janitor
+from osworld_gym.providers.manifest import image_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +77,20 @@ JUDGE_CGROUP_MOUNT = "/run/osworld-judge/cgroup"
 HOME_TEMPLATE_MOUNT = "/opt/osworld-gym-home-template"
 
 _stale_checked = False
+
+
+def _image(image: str | None, apps: str | None, vm_path: Any) -> str:
+    """The image a provider configured with ``image``, ``apps`` and ``vm_path`` runs."""
+    if image is not None:
+        return image
+    if vm_path is not None:
+        return OSWORLD_IMAGE
+    return default_tag(apps or "minimal")
+
+
+def _is_osworld_image(image: str) -> bool:
+    """OSWorld's QEMU-in-Docker image (``happysixd/osworld-docker`` or a mirror of it)."""
+    return image.split(":")[0].endswith("osworld-docker")
 
 
 def desktop_container_spec(
@@ -177,7 +199,10 @@ class DockerProvider(Provider):
 
     Args:
         screen_size: Xvfb screen of our image (OSWorld's VM is 1920x1080 whatever is asked).
-        image: our image's tag (default: the ``minimal`` build of this version), or OSWorld's.
+        image: our image's tag (default: the build of this version with app set ``apps``), or
+            OSWorld's.
+        apps: the app set of our image when ``image`` is not given (``osworld-gym image build
+            --apps``): ``"minimal"`` (default; xterm and mousepad) or ``"full"``.
         vm_path: OSWorld's ``Ubuntu.qcow2``; setting it (or an ``osworld-docker`` image)
             selects OSWorld's way of running a container.
         network: network of our containers: ``"none"`` (default; tasks get files through the
@@ -211,11 +236,66 @@ class DockerProvider(Provider):
     #: container is up (``False`` before, and for OSWorld's VM, whose guest runs as its user)
     separated = False
 
+    @classmethod
+    def capabilities(cls, profile: str | None = None) -> Capabilities:
+        """What containers of the default image (our ``minimal`` build of this version, no
+        network) offer tasks: read from the image's manifest (see :meth:`config_capabilities`).
+
+        Raises:
+            MissingDependencyError: no daemon, the image is absent or has no manifest.
+        """
+        return cls.config_capabilities({}, profile)
+
+    @classmethod
+    def config_capabilities(
+        cls, provider_kwargs: dict[str, Any] | None = None, profile: str | None = None
+    ) -> Capabilities:
+        """What containers made with ``provider_kwargs`` offer tasks, never assumed: OSWorld's
+        VM image only with ``vm_path``; our image (``image``, default the ``minimal`` build) from
+        the manifest its build wrote into it (:mod:`.manifest`), with the container's
+        ``network`` (``"none"``: no website) and desktop ``profile``.
+
+        Raises:
+            ValueError: OSWorld's image without ``vm_path``, or an unknown profile.
+            MissingDependencyError: no daemon, the image is absent or has no manifest.
+        """
+        kwargs = provider_kwargs or {}
+        vm_path = kwargs.get("vm_path")
+        image = _image(kwargs.get("image"), kwargs.get("apps"), vm_path)
+        if vm_path is not None or _is_osworld_image(image):
+            if vm_path is None:
+                raise ValueError(
+                    f"{image} runs OSWorld's VM: pass vm_path= with its Ubuntu.qcow2 (its tasks "
+                    "are counted only with the VM disk given)"
+                )
+            return replace(OSWORLD_CAPABILITIES, source=f"OSWorld's VM image ({vm_path})")
+        profile = kwargs.get("profile") or profile or os.environ.get(PROFILE_ENV) or DEFAULT_PROFILE
+        if profile not in PROFILES:
+            raise ValueError(f"unknown desktop profile {profile!r}; use one of {PROFILES}")
+        return image_capabilities(
+            image,
+            profile=profile,
+            network=kwargs.get("network", "none"),
+            client=kwargs.get("docker_client"),
+        )
+
+    def desktop_capabilities(self) -> Capabilities:
+        """What this provider's containers offer tasks (:meth:`config_capabilities`)."""
+        kwargs: dict[str, Any] = {
+            "image": self.image,
+            "vm_path": self.vm_path,
+            "network": self.network,
+            "profile": self.profile,
+            "docker_client": self._docker,
+        }
+        return self.config_capabilities(kwargs)
+
     def __init__(
         self,
         screen_size: tuple[int, int] = (1920, 1080),
         *,
         image: str | None = None,
+        apps: str | None = None,
         vm_path: str | os.PathLike[str] | None = None,
         depth: int = 24,
         network: str = "none",
@@ -238,8 +318,8 @@ class DockerProvider(Provider):
         docker_client: Any = None,
     ):
         super().__init__(screen_size)
-        self.image = image or (OSWORLD_IMAGE if vm_path is not None else default_tag("minimal"))
-        self.osworld = vm_path is not None or self.image.split(":")[0].endswith("osworld-docker")
+        self.image = _image(image, apps, vm_path)
+        self.osworld = vm_path is not None or _is_osworld_image(self.image)
         if self.osworld and vm_path is None:
             raise ValueError(
                 f"{self.image} runs OSWorld's VM: pass vm_path= with its Ubuntu.qcow2 "

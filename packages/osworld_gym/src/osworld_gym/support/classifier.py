@@ -35,18 +35,20 @@ Reasons, checked in this order (the first found is :attr:`Support.reason`; all a
   implement yet (names given);
 * ``invalid task``: anything else task validation rejects.
 
-The first four describe the local sandbox only: for any other provider name (a VM or container
-running OSWorld's image) network, Google, VS Code, GNOME and all apps are assumed present. For
-``local``, GSettings follows the desktop profile (``profile=``, else ``$OSWORLD_GYM_PROFILE``,
-else ``ubuntu``).
+What a desktop has comes from the desktops configured (:func:`capabilities`, never assumed): the
+local sandbox probes this machine (GSettings following the desktop profile: ``profile=``, else
+``$OSWORLD_GYM_PROFILE``, else ``ubuntu``); our docker image says what it holds in the manifest
+its build wrote into it; OSWorld's VM image (docker with ``vm_path``, a guest reached by URL) has
+network, Google, VS Code, GNOME and every app.
 
+>>> from osworld_gym.providers.capabilities import OSWORLD_IMAGE
 >>> task = {"id": "t", "instruction": "x", "snapshot": "vscode", "related_apps": ["vscode"],
 ...         "config": [{"type": "launch", "parameters": {"command": ["code"]}}],
 ...         "evaluator": {"func": "infeasible"}}
 >>> support = classify(task)
 >>> support.supported, support.reason
 (False, 'needs VS Code (domain vs_code)')
->>> classify(task, provider="docker").supported
+>>> classify(task, provider=OSWORLD_IMAGE).supported
 True
 """
 
@@ -63,7 +65,7 @@ from urllib.parse import urlparse
 from osworld_gym.errors import TaskError
 from osworld_gym.evaluators.metrics.options import option_problems
 from osworld_gym.providers import PROVIDERS, provider_class
-from osworld_gym.providers.capabilities import APP_KEYS, OSWORLD_IMAGE, Capabilities
+from osworld_gym.providers.capabilities import APP_KEYS, Capabilities
 from osworld_gym.support.needs import missing_programs, network_steps, systemd_programs
 from osworld_gym.support.packages import PACKAGES
 from osworld_gym.support.programs import is_shell
@@ -87,15 +89,26 @@ class Support:
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::1", "[::1]"}
 
 
-def capabilities(provider: str | Capabilities, profile: str | None = None) -> Capabilities:
-    """Capabilities of a provider name, as its class declares them
-    (:meth:`~osworld_gym.providers.base.Provider.capabilities`; ``"local"``/``"fake"``: this
-    machine, with desktop ``profile``), or as given. A name no provider has: OSWorld's image."""
+def capabilities(
+    provider: str | Capabilities,
+    profile: str | None = None,
+    provider_kwargs: dict[str, Any] | None = None,
+) -> Capabilities:
+    """Capabilities of desktops of ``provider`` made with ``provider_kwargs``
+    (:meth:`~osworld_gym.providers.base.Provider.config_capabilities`: ``"local"``/``"fake"``:
+    this machine, with desktop ``profile``; ``"docker"``: the configured image's manifest, or
+    OSWorld's VM image with ``vm_path``), or as given.
+
+    Raises:
+        ValueError: no provider has that name.
+        MissingDependencyError: the docker image to read is not here (the message says how to
+            build it) or the daemon is unreachable.
+    """
     if isinstance(provider, Capabilities):
         return provider
     if provider not in PROVIDERS:
-        return OSWORLD_IMAGE
-    return provider_class(provider).capabilities(profile)
+        raise ValueError(f"unknown provider {provider!r}; choose one of {sorted(PROVIDERS)}")
+    return provider_class(provider).config_capabilities(provider_kwargs, profile)
 
 
 # -- what a task uses --------------------------------------------------------------------------
@@ -337,6 +350,11 @@ def _apps(task: Task, uses: _Uses, caps: Capabilities) -> list[str]:
     missing = sorted(wanted - caps.apps) if caps.apps is not None else []
     if not missing:
         return []
+    if caps.programs is not None:  # an image's manifest: the image is what lacks them
+        return [
+            f"needs apps not installed: {', '.join(missing)} "
+            "(not in the image: use our full image, `osworld-gym image build --apps full`)"
+        ]
     packages = sorted({PACKAGES.get(APP_KEYS[k][0], APP_KEYS[k][0]) for k in missing})
     return [
         f"needs apps not installed: {', '.join(missing)} "
@@ -396,7 +414,7 @@ def classify(task: Task | dict[str, Any], provider: str | Capabilities = "local"
         reasons += _default_apps(uses)
         reasons += systemd_programs(raw)  # OSWorld's Ubuntu boots systemd; the sandbox does not
     reasons += _apps(parsed, uses, caps)
-    reasons += missing_programs(raw, caps.path, skip=_APP_PROGRAMS)
+    reasons += missing_programs(raw, caps.path, skip=_APP_PROGRAMS, programs=caps.programs)
     reasons += _implementation(uses)
     if not reasons:
         try:

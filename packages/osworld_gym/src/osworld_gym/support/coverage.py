@@ -182,10 +182,12 @@ def coverage(
     provider: str = "local",
     meta: str | None = None,
     profile: str | None = None,
+    provider_kwargs: dict[str, Any] | None = None,
 ) -> Coverage:
-    """Classify every task of the OSWorld task set at ``path`` for ``provider`` (for
-    ``local``: with desktop ``profile``, default as the local provider's)."""
-    caps = classifier.capabilities(provider, profile)
+    """Classify every task of the OSWorld task set at ``path`` for desktops of ``provider``
+    made with ``provider_kwargs`` (desktop ``profile``, default as the provider's; docker: the
+    image's manifest), as :func:`.classifier.capabilities` reads them."""
+    caps = classifier.capabilities(provider, profile, provider_kwargs)
     cov = Coverage()
     for domain, raw in official_tasks(path, meta):
         task_id = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"

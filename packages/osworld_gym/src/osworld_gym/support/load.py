@@ -95,7 +95,8 @@ def load_tasks(
         support = classify(task, caps)
         if not support.supported:
             if strict:
-                raise TaskError(f"task {task.id!r} cannot run on {provider}: {support.reason}")
+                where = provider if isinstance(provider, str) else caps.source or "this desktop"
+                raise TaskError(f"task {task.id!r} cannot run on {where}: {support.reason}")
             unsupported[task.id] = str(support.reason)
             continue
         tasks.append(task)

@@ -109,15 +109,24 @@ def network_steps(raw: dict[str, Any], instruction: str) -> list[str]:
 
 
 def missing_programs(
-    raw: dict[str, Any], path: str | None, skip: frozenset[str] = frozenset()
+    raw: dict[str, Any],
+    path: str | None,
+    skip: frozenset[str] = frozenset(),
+    programs: frozenset[str] | None = None,
 ) -> list[str]:
-    """At most one reason naming every program ``raw`` runs that ``path`` lacks (``None``:
-    not checked), with the packages that ship them where :mod:`.packages` knows."""
-    if path is None:
+    """At most one reason naming every program ``raw`` runs that the desktop lacks, with the
+    packages that ship them where :mod:`.packages` knows. The desktop's programs are
+    ``programs`` when given (an image's manifest), else those ``path`` reaches on this machine
+    (``None`` for both: not checked)."""
+    if programs is None and path is None:
         return []
-    missing = sorted(
-        p for p in task_programs(raw) - _OWN_REASON - skip if shutil.which(p, path=path) is None
-    )
+
+    def absent(p: str) -> bool:
+        if programs is not None:
+            return p.rsplit("/", 1)[-1] not in programs
+        return shutil.which(p, path=path) is None
+
+    missing = sorted(p for p in task_programs(raw) - _OWN_REASON - skip if absent(p))
     if not missing:
         return []
     if {"python", "python3"} & set(missing):

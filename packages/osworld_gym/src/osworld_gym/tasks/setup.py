@@ -103,8 +103,9 @@ UNSUPPORTED_OSWORLD_STEPS = frozenset(
 
 _UNTIL_KEYS = {"returncode", "stdout", "stderr"}
 #: guest answers meaning "not with the desktop as it is now" (not "the guest is broken"); 504:
-#: a judged command that hung on what the agent left (a fifo; a frozen process it waits on)
-_DESKTOP_STATE_REFUSALS = frozenset({400, 404, 409, 422, 504})
+#: a judged command that hung on what the agent left (a fifo; a frozen process it waits on);
+#: 413: one that printed more than the guest keeps (`cat` of a huge file the agent left)
+_DESKTOP_STATE_REFUSALS = frozenset({400, 404, 409, 413, 422, 504})
 _POLL_INTERVAL_S = 0.3
 #: Seconds a config ``activate_window`` waits for a window a previous step opened.
 _WINDOW_APPEAR_S = 20.0
@@ -314,7 +315,7 @@ class SetupRunner:
 
         In ``postconfig`` (after the agent's last action) a step the guest *refuses* because of
         the desktop's state -- a window the agent closed, a path it turned into a directory: an
-        answer 400, 404, 409, 422 or 504 -- is skipped with a warning and listed in
+        answer 400, 404, 409, 413, 422 or 504 -- is skipped with a warning and listed in
         :attr:`skipped`, as OSWorld's controller ignores failed postconfig requests; the
         evaluator then scores whatever the agent left. The desktop is the agent's, so this is
         never an infrastructure error. A guest that does not answer still is.

@@ -3,7 +3,7 @@ default video player, the screen size.
 
 >>> from pathlib import Path
 >>> class Desk:
-...     def get_file(self, path):
+...     def get_file(self, path, max_bytes=None):
 ...         return b"(theme \\"Dark\\")\\n" if path.endswith("gimprc") else None
 >>> ctx = EvalContext(client=Desk(), cache_dir=Path(__import__("tempfile").mkdtemp()), task_id="t")
 >>> Path(get_gimp_config_file(ctx, {"file_name": "gimprc", "dest": "gimprc"})).read_text()
@@ -76,7 +76,9 @@ VIDEO_TYPES = (
 def get_gimp_config_file(ctx: EvalContext, config: dict[str, Any]) -> str | None:
     """Copy ``~/.config/GIMP/2.10/<file_name>`` into the episode dir as ``dest``; its local
     path, or ``None`` if GIMP never wrote it (the metric scores 0)."""
-    data = ctx.client.get_file(guest_path(f"{GIMP_CONFIG}/{config['file_name']}", ctx.home))
+    data = ctx.client.get_file(
+        guest_path(f"{GIMP_CONFIG}/{config['file_name']}", ctx.home), max_bytes=32 << 20
+    )  # a gimprc is a few KB; held in memory, so capped well below result files
     if not data:
         logger.info("task %s: GIMP config %s not found", ctx.task_id, config["file_name"])
         return None

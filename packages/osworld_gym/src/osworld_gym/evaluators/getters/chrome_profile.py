@@ -17,11 +17,16 @@ from osworld_gym.tasks.paths import guest_path
 logger = logging.getLogger(__name__)
 
 PROFILE = "~/.config/google-chrome/Default"
+#: Most bytes of a profile file parsed in memory (Chrome's Preferences and Bookmarks are a few
+#: hundred KB; a larger one is the agent's, and parsing it whole would take GBs on the host).
+MAX_PROFILE_BYTES = 32 << 20
 
 
 def read_profile_json(ctx: EvalContext, name: str) -> dict[str, Any] | None:
     """``<profile>/<name>`` parsed as JSON; ``None`` if missing or unparsable."""
-    data = ctx.client.get_file(guest_path(f"{PROFILE}/{name}", ctx.home))
+    data = ctx.client.get_file(
+        guest_path(f"{PROFILE}/{name}", ctx.home), max_bytes=MAX_PROFILE_BYTES
+    )
     if data is None:
         return None
     try:

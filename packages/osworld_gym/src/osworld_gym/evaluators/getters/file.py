@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from osworld_gym.evaluators.admission import admit
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.tasks.cache import fetch
 from osworld_gym.tasks.paths import guest_path
@@ -47,7 +48,8 @@ def get_vm_file(ctx: EvalContext, config: dict[str, Any]) -> str | None | list[s
     place (the metric then scores 0).
 
     The file is streamed to disk, never held whole in memory, and capped at
-    :data:`~osworld_gym.client.MAX_FILE_BYTES`.
+    :data:`~osworld_gym.client.MAX_FILE_BYTES`; then admitted
+    (:func:`~osworld_gym.evaluators.admission.admit`: what it unpacks to is bounded too).
 
     Raises:
         UnusableResultFile: what is at ``path`` is not a readable regular file within the cap
@@ -64,6 +66,7 @@ def get_vm_file(ctx: EvalContext, config: dict[str, Any]) -> str | None | list[s
             if i in gives:
                 out.append(None)
             continue
+        admit(local)
         if i in gives:
             out.append(str(local))
     return _single_or_list(out)

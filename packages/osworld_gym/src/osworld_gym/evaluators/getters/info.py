@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from osworld_gym.errors import EvaluatorError, GuestError
+from osworld_gym.evaluators.admission import admit
 from osworld_gym.evaluators.context import EvalContext
 from osworld_gym.evaluators.getters.file import _download
 from osworld_gym.tasks.paths import guest_path
@@ -119,4 +120,5 @@ def get_vm_wallpaper(ctx: EvalContext, config: dict[str, Any]) -> str | None:
     local = safe_child(ctx.work_dir, config["dest"], "vm_wallpaper dest")
     if _download(ctx.client, path, local) is None:
         return None
+    admit(local)
     return str(local)

@@ -12,9 +12,12 @@ The getters (:mod:`..getters.chrome`) give a URL string or a tab dict ``{"title"
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from typing import Any
 from urllib.parse import urlparse, urlunparse
+
+logger = logging.getLogger(__name__)
 
 
 def _url_of(result: Any) -> str | None:
@@ -81,15 +84,31 @@ def is_expected_active_tab(result: Any, rules: dict[str, Any]) -> float:
     with :func:`normalise_url` (OSWorld's ``compare_urls``: same site under another public
     suffix, or with an explicit port, is the same tab).
 
-    Raises:
-        ValueError: another ``type`` (OSWorld knows only ``url``).
+    Another ``type`` (``title``, ...) scores 0, as in OSWorld, which knows only ``url`` and
+    logs the rest; the task can never score 1, so a warning names it.
+
+    >>> is_expected_active_tab({"url": "https://ex.org/", "title": "Ex"},
+    ...                        {"type": "title", "title": "Ex"})
+    0.0
     """
-    if rules.get("type", "url") != "url":
-        raise ValueError(f"is_expected_active_tab: unknown rule type {rules.get('type')!r}")
     url = _url_of(result)
     if not url:
         return 0.0
+    if not _url_rule("is_expected_active_tab", rules):
+        return 0.0
     return float(normalise_url(url) == normalise_url(rules["url"]))
+
+
+def _url_rule(metric: str, rules: dict[str, Any]) -> bool:
+    """Whether ``rules`` is a ``url`` rule (OSWorld reads ``rules["type"]``, required)."""
+    if "type" not in rules:
+        raise ValueError(f"{metric}: the rule needs a 'type' (OSWorld knows only 'url')")
+    if rules["type"] == "url":
+        return True
+    logger.warning(
+        "%s: rule type %r is not 'url'; it scores 0, as in OSWorld", metric, rules["type"]
+    )
+    return False
 
 
 def is_expected_active_tab_approximate(result: Any, rules: dict[str, Any]) -> float:
@@ -101,12 +120,10 @@ def is_expected_active_tab_approximate(result: Any, rules: dict[str, Any]) -> fl
     ...                                    {"type": "url", "url": "https://ex.org/a?y=2"})
     1.0
     """
-    if rules.get("type", "url") != "url":
-        raise ValueError(
-            f"is_expected_active_tab_approximate: unknown rule type {rules.get('type')!r}"
-        )
     url = _url_of(result)
     if not url:
+        return 0.0
+    if not _url_rule("is_expected_active_tab_approximate", rules):
         return 0.0
 
     def strip(u: str) -> str:

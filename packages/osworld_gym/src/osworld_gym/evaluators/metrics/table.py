@@ -30,19 +30,22 @@ Rules (``type`` and its keys):
                   booleans ``None``) or a style property (below); see
                   :func:`.match.match_value`
 ``style``         ``sheet_idx0``, ``sheet_idx1``, ``props: [...]``: every cell's style props
-                  equal (conditional formatting is not applied)
+                  equal, conditional formatting applied as OSWorld applies it (see
+                  :mod:`.table_conditional`)
 ``freeze``        ``sheet_idx0``, ``sheet_idx1``: same frozen panes (frozen rows/columns;
                   a split pane is not a frozen one); see :func:`.table_props.freeze_key`
 ``zoom``          ``sheet_idx``, ``method``, ``ref``: the zoom (default 100) matches
 ``data_validation``  ``sheet_idx``, ``dv_props: [{attr: {method, ref}}]``: at least as many
                   validations as entries, each validation matching one entry
 ``filter``        ``sheet_idx0``, ``sheet_idx1``: same auto-filter (range, column filters,
-                  sort state)
+                  sort state), attributes compared as written (see
+                  :func:`.table_props.auto_filter`)
 ``row_props``     ``sheet_idx0``, ``sheet_idx1``, ``props`` (e.g. ``["hidden", "height"]``)
 ``col_props``     same for columns (e.g. ``["hidden", "width"]``)
 ``sheet_print``   ``sheet_idx0``, ``sheet_idx1``, ``ignore_case``: the sheets' text as
                   displayed (number formats applied) is equal line by line; see
-                  :mod:`.table_print` (OSWorld's exported CSV, else a LibreOffice export)
+                  :mod:`.table_print` (the CSV export the task fetched beside each
+                  workbook; a result without one scores 0, as in OSWorld)
 ``chart``         ``sheet_idx0``, ``sheet_idx1``, ``chart_props`` (``type``, ``title``,
                   ``legend``, ``anchor``, ``direction``, ``xtitle``, ``ytitle``, ``ztitle``,
                   ``width``, ``height``): the same charts, keyed by the ranges they plot, with
@@ -74,6 +77,7 @@ from functools import cached_property
 from typing import Any
 
 from osworld_gym.errors import EvaluatorError
+from osworld_gym.evaluators.metrics import table_conditional as conditional
 from osworld_gym.evaluators.metrics import table_objects as objects
 from osworld_gym.evaluators.metrics import table_print as printing
 from osworld_gym.evaluators.metrics import table_props as props
@@ -108,8 +112,10 @@ SUPPORTED_RULES = frozenset(
 class Workbook:
     """One ``.xlsx`` file, opened lazily twice: cached values, and formulas with styles."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, gold: bool = False):
         self.path = path
+        #: The task's expected workbook (judge's input), not the agent's result.
+        self.gold = gold
 
     @cached_property
     def values(self) -> Any:
@@ -144,17 +150,19 @@ class Workbook:
         return objects.Package(self.path)
 
     def printed(self, title: str) -> list[str] | None:
-        """Sheet ``title`` as displayed (see :mod:`.table_print`); ``None`` if there is none."""
-        lines = printing.beside(self.path, title)
-        if lines is not None or title not in self.values.sheetnames:
-            return lines
-        if title not in self._exported:
-            raise EvaluatorError(f"LibreOffice exported no sheet {title!r} of {self.path}")
-        return self._exported[title]
+        """Sheet ``title`` as displayed: its CSV export beside the workbook (see
+        :mod:`.table_print`); ``None`` for a result without one (it scores 0, as on OSWorld).
 
-    @cached_property
-    def _exported(self) -> dict[str, list[str]]:
-        return printing.export(self.path)
+        Raises:
+            EvaluatorError: the gold workbook has no export of that sheet beside it.
+        """
+        lines = printing.beside(self.path, title)
+        if lines is None and self.gold:
+            raise EvaluatorError(
+                f"sheet_print: the gold workbook {self.path} has no CSV export of sheet "
+                f"{title!r} beside it; the task must fetch it as <name>-{title}.csv"
+            )
+        return lines
 
 
 def sheet_title(
@@ -230,7 +238,7 @@ def compare_table(result: str | None, expected: str | None = None, **options: An
     except Exception as exc:  # noqa: BLE001 - any unreadable result scores 0
         logger.info("compare_table: cannot read result %s: %s", result, exc)
         return 0.0
-    book_e = Workbook(expected) if expected else None
+    book_e = Workbook(expected, gold=True) if expected else None
     for i, rule in enumerate(rules):
         kind = rule.get("type")
         check = _RULES.get(kind)
@@ -362,6 +370,48 @@ def _compare_with(read: Callable[..., Any]) -> Rule:
     return check
 
 
+def _style(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    """OSWorld's ``style`` rule: every cell's style props equal, conditional formatting
+    applied. A sheet whose conditional formatting cannot be applied (a formula OSWorld's code
+    or ours cannot evaluate) fails the rule when it is the agent's, and raises when it is the
+    gold's: an agent's file never turns a failure into an unscored episode."""
+    unknown = sorted(set(rule["props"]) - props.STYLE_PROPS)
+    if unknown:
+        raise ValueError(f"style: unknown cell style properties {unknown}")
+    maps = []
+    for key in ("sheet_idx0", "sheet_idx1"):
+        book, _ = sheet_title(rule[key], r, e, styles=True)
+        ws = sheet(rule[key], r, e, styles=True)
+        if ws is None:
+            logger.info("style: no sheet %r", rule[key])
+            return False
+        try:
+            maps.append(conditional.style_map(ws, rule["props"], book.path))
+        except (ValueError, AttributeError, NotImplementedError) as exc:
+            if book.gold:
+                raise EvaluatorError(
+                    f"style: the gold workbook's conditional formatting cannot be applied: {exc}"
+                ) from exc
+            logger.info("style: the result's conditional formatting cannot be applied: %s", exc)
+            return False
+    if maps[0] != maps[1]:
+        diff = sorted(set(maps[0]) ^ set(maps[1])) or [
+            k for k in sorted(maps[0]) if maps[0][k] != maps[1][k]
+        ]
+        logger.info("style differs at %s", diff[:5])
+    return maps[0] == maps[1]
+
+
+def _filter(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
+    """OSWorld's ``filter`` rule: a sheet that does not exist has no filter (``{}``), so two
+    missing sheets compare equal; see :func:`.table_props.auto_filter`."""
+    a = props.auto_filter(sheet(rule["sheet_idx0"], r, e, styles=True))
+    b = props.auto_filter(sheet(rule["sheet_idx1"], r, e, styles=True))
+    if a != b:
+        logger.info("filter: %r vs %r", a, b)
+    return a == b
+
+
 def _zoom(rule: dict[str, Any], r: Workbook, e: Workbook | None) -> bool:
     ws = sheet(rule["sheet_idx"], r, e, styles=True)
     return ws is not None and match_value(ws.sheet_view.zoomScale or 100, rule)
@@ -418,11 +468,11 @@ _RULES: dict[str, Rule] = {
     "sheet_data": _sheet_data,
     "sheet_fuzzy": _sheet_fuzzy,
     "check_cell": _check_cell,
-    "style": _compare_with(lambda a, b, rule: props.styles(a, b, rule["props"])),
+    "style": _style,
     "freeze": _compare_with(lambda a, b, rule: props.freeze_key(a) == props.freeze_key(b)),
     "zoom": _zoom,
     "data_validation": _data_validation,
-    "filter": _compare_with(lambda a, b, rule: props.auto_filter(a) == props.auto_filter(b)),
+    "filter": _filter,
     "row_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "row", rule["props"])),
     "col_props": _compare_with(lambda a, b, rule: props.dimensions(a, b, "column", rule["props"])),
     "sheet_print": _sheet_print,

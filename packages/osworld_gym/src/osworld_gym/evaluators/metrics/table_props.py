@@ -81,31 +81,6 @@ def cell_style(prop: str, cell: Any) -> Any:
     return (link.target or link.location or "") if link is not None else ""
 
 
-def style_map(ws: Any, names: list[str]) -> dict[str, list[Any]]:
-    """``{coordinate: [props]}`` for every cell from A1 to the sheet's last row and column,
-    as OSWorld's ``load_xlsx_styles`` builds it (so two sheets of different extents differ).
-
-    Raises:
-        NotImplementedError: the sheet has conditional formatting, which OSWorld's ``style``
-            rule evaluates (with the ``formulas`` package) and we do not: no honest score.
-    """
-    if len(ws.conditional_formatting) > 0:
-        raise NotImplementedError(
-            f"compare_table style: sheet {ws.title!r} has conditional formatting, which "
-            "osworld-gym does not evaluate"
-        )
-    return {c.coordinate: [cell_style(n, c) for n in names] for col in ws.iter_cols() for c in col}
-
-
-def styles(a: Any, b: Any, names: list[str]) -> bool:
-    """Whether the two sheets' :func:`style_map` are equal."""
-    ma, mb = style_map(a, names), style_map(b, names)
-    if ma != mb:
-        diff = sorted(set(ma) ^ set(mb)) or [k for k in sorted(ma) if ma[k] != mb[k]]
-        logger.info("style differs at %s", diff[:5])
-    return ma == mb
-
-
 def freeze_key(ws: Any) -> tuple[Any, ...]:
     """What ``freeze`` compares (OSWorld's ``_freeze_compare_key``): frozen panes by their
     frozen column and row counts (not the scroll-dependent top-left cell); a split or other
@@ -126,34 +101,66 @@ def freeze_key(ws: Any) -> tuple[Any, ...]:
     return ("other", xs, ys, pane.topLeftCell)
 
 
-def auto_filter(ws: Any) -> dict[str, Any]:
-    """The sheet's auto-filter: range, per-column filters (by column id) and sort state."""
+def auto_filter(ws: Any | None) -> dict[str, Any]:
+    """The sheet's auto-filter as OSWorld's ``load_filters`` records it: the range, each
+    column's filter (by column id) and the sort state, every attribute as openpyxl reads it.
+
+    Nothing is normalised, for parity: an attribute a file leaves out is ``None`` and differs
+    from one written as its default (openpyxl writes ``<filters blank="0">``, LibreOffice
+    writes ``<filters>``; LibreOffice adds ``customList=""`` to a sort condition), so a
+    workbook made by a script can differ from the same filter saved by LibreOffice, as it
+    does on OSWorld. A sheet that does not exist has no filter (``{}``), as in OSWorld.
+
+    >>> import openpyxl
+    >>> ws = openpyxl.Workbook().active; ws.auto_filter.ref = "A1:B3"
+    >>> ws.auto_filter.add_filter_column(0, ["Jan"], blank=False)
+    >>> column = auto_filter(ws)["filter_column"][0]
+    >>> column["filters"], column["filters_blank"]
+    ({'Jan'}, False)
+    """
+    if ws is None:
+        return {}
     af = ws.auto_filter
     columns = []
     for fc in af.filterColumn:
         entry: dict[str, Any] = {
             "col_id": fc.colId,
-            "hidden_button": bool(fc.hiddenButton),
-            "show_button": fc.showButton is not False,
+            "hidden_button": fc.hiddenButton,
+            "show_button": fc.showButton,
         }
         if fc.filters is not None:
-            entry["blank"] = bool(fc.filters.blank)
-            entry["values"] = sorted(fc.filters.filter or [])
+            entry["filters_blank"] = fc.filters.blank
+            entry["filters"] = set(fc.filters.filter)
         if fc.customFilters is not None:
-            entry["custom_and"] = bool(fc.customFilters._and)
-            entry["custom"] = sorted(
-                (f.operator or "equal", str(f.val)) for f in fc.customFilters.customFilter
-            )
+            entry["custom_filters_op"] = fc.customFilters._and
+            entry["custom_filters"] = {(f.operator, f.val) for f in fc.customFilters.customFilter}
         columns.append(entry)
-    out: dict[str, Any] = {"ref": af.ref, "columns": sorted(columns, key=lambda d: d["col_id"])}
+    out: dict[str, Any] = {"ref": af.ref, "filter_column": sorted(columns, key=_col_id)}
     state = af.sortState
     if state is not None:
-        out["sort"] = {
+        out["sort_state"] = {
+            "sort": state.columnSort,
+            "case": state.caseSensitive,
+            "method": state.sortMethod,
             "ref": state.ref,
-            "case_sensitive": bool(state.caseSensitive),
-            "conditions": [(c.ref, bool(c.descending)) for c in state.sortCondition],
+            "condition": [
+                {
+                    "descending": c.descending,
+                    "key": c.sortBy,
+                    "ref": c.ref,
+                    "custom_list": c.customList,
+                    "dxf_id": c.dxfId,
+                    "icon": c.iconSet,
+                    "iconid": c.iconId,
+                }
+                for c in state.sortCondition
+            ],
         }
     return out
+
+
+def _col_id(entry: dict[str, Any]) -> Any:
+    return entry["col_id"]
 
 
 def _dims(ws: Any, obj: str, names: list[str]) -> dict[Any, dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -48,6 +49,18 @@ def compare_text_file(
     return float(_normalise(a, **opts) == _normalise(b, **opts))
 
 
+def file_lines(text: str) -> list[str]:
+    """``text``'s lines as iterating a text file gives them (OSWorld's ``for l in f``):
+    split only at ``\\n``, ``\\r\\n`` and ``\\r`` (each read as ``\\n`` and kept at the line's
+    end), not at the form feeds, vertical tabs and Unicode separators that ``str.splitlines``
+    also splits at.
+
+    >>> file_lines("a\\fb\\r\\nc")
+    ['a\\x0cb\\n', 'c']
+    """
+    return list(io.StringIO(text, newline=None))
+
+
 def check_list(result: str | None, rules: dict[str, list[str]]) -> float:
     """1 if every ``rules["expect"]`` regex matches some line of the file ``result`` and no
     ``rules["unexpect"]`` regex matches any line (both lists optional). Missing file: 0.
@@ -65,7 +78,7 @@ def check_list(result: str | None, rules: dict[str, list[str]]) -> float:
     expect = [re.compile(p) for p in rules.get("expect", [])]
     unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
     found = [False] * len(expect)
-    for line in Path(result).read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in file_lines(Path(result).read_text(encoding="utf-8", errors="replace")):
         if any(p.search(line) for p in unexpect):
             return 0.0
         for i, p in enumerate(expect):

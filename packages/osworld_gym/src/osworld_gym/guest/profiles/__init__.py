@@ -146,7 +146,8 @@ class UbuntuSession:
 
     Call :meth:`prepare` before the window manager starts (it adds the profile's variables to the
     apps' environment, so everything the guest starts afterwards sees the themes and defaults),
-    :meth:`start` after it (panels, wallpaper), :meth:`ensure` on every reset.
+    :meth:`start` after it (panels, wallpaper). A reset stops the panels (:meth:`stop_panels`) and
+    starts them again with a fresh window manager and bus.
     """
 
     display: str
@@ -366,8 +367,13 @@ class UbuntuSession:
     def pids(self) -> set[int]:
         return {p.pid for p in self.panels.values() if p.poll() is None}
 
-    def stop(self) -> None:
+    def stop_panels(self) -> None:
+        """Stop the panels; the next :meth:`start` paints and starts everything again."""
         for proc in self.panels.values():
             self.registry.terminate(proc, timeout=3.0)
+        self.panels = {}
+
+    def stop(self) -> None:
+        self.stop_panels()
         if self.bus_link is not None:
             self.bus_link.unlink(missing_ok=True)

@@ -8,6 +8,8 @@ referenced by the root window after this connection closes.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from Xlib import X
 from Xlib import display as xdisplay
@@ -33,6 +35,16 @@ def gradient(width: int, height: int) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=2)
+def _bgrx(width: int, height: int) -> bytes:
+    """The gradient as the X server's 32-bit ZPixmap rows, computed once per size (a reset
+    paints the wallpaper again: the agent may have replaced it)."""
+    rgb = gradient(width, height)
+    bgrx = np.zeros((height, width, 4), dtype=np.uint8)
+    bgrx[..., 0], bgrx[..., 1], bgrx[..., 2] = rgb[..., 2], rgb[..., 1], rgb[..., 0]
+    return bgrx.tobytes()
+
+
 def paint(display_name: str) -> None:
     """Set the gradient as the root window's background and repaint the root."""
     d = make_impervious(xdisplay.Display(display_name))
@@ -43,15 +55,14 @@ def paint(display_name: str) -> None:
         if depth not in (24, 32):  # 16-bit screens get the plain dark colour
             root.change_attributes(background_pixel=0x2C001E)
         else:
-            rgb = gradient(w, h)
-            bgrx = np.zeros((h, w, 4), dtype=np.uint8)
-            bgrx[..., 0], bgrx[..., 1], bgrx[..., 2] = rgb[..., 2], rgb[..., 1], rgb[..., 0]
+            data = _bgrx(w, h)
             pixmap = root.create_pixmap(w, h, depth)
             gc = pixmap.create_gc()
             rows = max(1, 200_000 // (w * 4))  # stay under the core protocol's request size
             for y in range(0, h, rows):
-                chunk = bgrx[y : y + rows]
-                pixmap.put_image(gc, 0, y, w, chunk.shape[0], X.ZPixmap, depth, 0, chunk.tobytes())
+                n = min(rows, h - y)
+                chunk = data[y * w * 4 : (y + n) * w * 4]
+                pixmap.put_image(gc, 0, y, w, n, X.ZPixmap, depth, 0, chunk)
             root.change_attributes(background_pixmap=pixmap)
             gc.free()
             pixmap.free()

@@ -4,9 +4,14 @@ Every generator is a pure function of its URL parameters (see :mod:`osworld_gym.
 
 - ``portal_server``: a self-contained Python 3 script that serves the "Maple Street" team portal
   (news, staff directory, contact form, downloads, search) on 127.0.0.1 and records what the
-  browser asked for: every request in ``<log_dir>/requests.log``, every form post as one JSON
-  line in ``<log_dir>/submissions.jsonl``. Run it inside the desktop with
-  ``python3 portal.py [port]``.
+  browser asked for, in its own memory only: every request (``GET /__judge/requests``, one
+  line each) and every form post (``GET /__judge/submissions``, one JSON line each). Run it
+  inside the desktop with ``python3 portal.py [port]``. That record is evidence only the
+  server writes: not a file in the player's home (the agent wrote one and scored 1 without a
+  browser), and the process makes itself non-dumpable (``PR_SET_DUMPABLE`` 0), so the player's
+  processes, though of its uid, can neither ``ptrace`` it nor write its memory. A portal the
+  agent kills and replaces on the port is refused by the guest when the evaluator's command
+  names the port (409, scored 0).
 - ``portal_file``: one of the portal's downloadable files (the same bytes the server sends).
 - ``wav_tone``: a 16-bit PCM mono WAV sine tone.
 - ``vlcrc``: a VLC configuration file for the sandboxed desktop (no first-start privacy dialog,
@@ -209,20 +214,30 @@ def portal_pages(params: dict[str, str]) -> dict[str, Page]:
 
 _SERVER = r'''#!/usr/bin/env python3
 """The Maple Street team portal (osworld-gym built-in tasks). Usage: python3 portal.py [port]"""
-import base64, html, json, os, sys, time
+import base64, ctypes, html, json, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 PAGES = json.loads(base64.b64decode("%(pages)s"))
 TITLES = %(titles)r
-LOG_DIR = os.path.expanduser(%(log_dir)r)
 PORT = int(sys.argv[1]) if len(sys.argv) > 1 else %(port)d
+#: What the browser asked for, kept in this process only (see the module's docstring).
+RECORD = {"requests": [], "submissions": []}
+LOCK = threading.Lock()
+JUDGE = "/__judge/"
+
+
+def private():
+    """Non-dumpable: no process of this uid may ptrace this one or touch its memory."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
 
 
 def log(name, line):
-    os.makedirs(LOG_DIR, exist_ok=True)
-    with open(os.path.join(LOG_DIR, name), "a", encoding="utf-8") as f:
-        f.write(line + "\n")
+    with LOCK:
+        RECORD[name].append(line)
 
 
 def wrap(title, body):
@@ -243,8 +258,13 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        log("requests.log", "GET " + self.path)
         url = urlsplit(self.path)
+        if url.path.startswith(JUDGE) and url.path[len(JUDGE):] in RECORD:
+            with LOCK:
+                lines = list(RECORD[url.path[len(JUDGE):]])
+            body = "".join(line + "\n" for line in lines).encode()
+            return self.send(200, "text/plain; charset=utf-8", body)
+        log("requests", "GET " + self.path)
         if url.path == "/search":
             q = parse_qs(url.query).get("q", [""])[0]
             hits = [(p, t) for p, t in TITLES.items() if q.strip() and q.lower() in t.lower()]
@@ -263,9 +283,9 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length).decode("utf-8", "replace")
         fields = {k: v[0] if len(v) == 1 else v for k, v in parse_qs(raw).items()}
-        log("requests.log", "POST " + self.path)
-        log("submissions.jsonl", json.dumps({"path": self.path, "time": time.time(),
-                                             "fields": fields}, sort_keys=True))
+        log("requests", "POST " + self.path)
+        log("submissions", json.dumps({"path": self.path, "time": time.time(),
+                                       "fields": fields}, sort_keys=True))
         name = html.escape(str(fields.get("name", "")))
         self.send(200, "text/html; charset=utf-8",
                   wrap("Thank you", "<p>Thank you %%s, your message was sent.</p>" %% name))
@@ -275,13 +295,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 if __name__ == "__main__":
+    private()
     ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
 '''
 
 
 def portal_server_asset(params: dict[str, str]) -> bytes:
-    """The portal server script. Params: ``port`` (default 8000), ``log_dir`` (default
-    ``~/.cache/portal``), and those of :func:`portal_pages`."""
+    """The portal server script. Params: ``port`` (default 8000) and those of
+    :func:`portal_pages`."""
     pages = {
         path: [kind, base64.b64encode(body).decode(), headers]
         for path, (kind, body, headers) in portal_pages(params).items()
@@ -297,7 +318,6 @@ def portal_server_asset(params: dict[str, str]) -> bytes:
         % {
             "pages": blob,
             "titles": dict(sorted(titles.items())),
-            "log_dir": params.get("log_dir", "~/.cache/portal"),
             "port": int(params.get("port", "8000")),
         }
     ).encode()
