@@ -464,6 +464,21 @@ class SettleSignal:
         timers: list[int] = []
         draws = draws_before_timer = 0
         chunked_since: float | None = None
+        #: the timer or slice being waited for: (pid, its main thread's runs then, when due)
+        held: tuple[int, int | None, float] | None = None
+
+        def active(at: float) -> float:
+            # activity starts the quiet period again, but never ends the wait for a timer whose
+            # thread has not run since: other processes' CPU while it sleeps (the X server
+            # answering our own looks) once ended a 250 ms timer's wait at 146 ms
+            nonlocal held
+            if held is not None:
+                pid, runs, due = held
+                if _runs(pid) == runs:
+                    return max(at, due)
+                held = None
+            return at
+
         why = self._why = _Why(start)
         while True:
             now = time.monotonic()
@@ -487,7 +502,7 @@ class SettleSignal:
                     or prev.pids - cur.pids,
                 )
             if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
-                last_activity = now
+                last_activity = active(now)
             prev = cur
             if now - start >= max_s:
                 capped = True
@@ -513,7 +528,7 @@ class SettleSignal:
                 started = cur.pids - base.pids
                 if busy:
                     why.add(now, "thread", busy)
-                    last_activity = time.monotonic()
+                    last_activity = active(time.monotonic())
                 elif (
                     timers_too
                     and (chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
@@ -530,6 +545,7 @@ class SettleSignal:
                     chunked_since = now if chunked_since is None else chunked_since
                     why.add(now, f"chunk+{round(1000 * soon[0])}", {soon[1]})
                     last_activity = time.monotonic() + soon[0]
+                    held = (soon[1], _runs(soon[1]), last_activity)
                 elif (
                     timers_too
                     and draws > draws_before_timer
@@ -544,6 +560,7 @@ class SettleSignal:
                     timers.append(round(1000 * due))
                     why.add(now, f"timer+{round(1000 * due)}", {soon[1]})
                     last_activity = time.monotonic() + due
+                    held = (soon[1], _runs(soon[1]), last_activity)
                 else:
                     if self._drawn_since_mark:
                         self._note_sleepers(why, now, cur.pids - timerless, mark)
