@@ -40,7 +40,6 @@ PENDING_PAGES = {
     "learning.md",
     "threat-model.md",
     "official-benchmark.md",
-    "fidelity.md",
 }
 
 # [text](target "title") and ![alt](target); reference definitions "[id]: target"; <img src=...>
