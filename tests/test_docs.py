@@ -226,6 +226,16 @@ def test_links_into_the_repository_are_checked_and_mirrored(tmp_path):
     assert 'href="../src/mod.py"' in (site / "repository" / "notes" / "index.html").read_text()
 
 
+def test_a_link_whose_text_is_code_is_checked_and_mirrored(tmp_path):
+    """``[`mod.py`](../src/mod.py)``: the code span is the link's text, not the link (the hook once
+    split the text at code spans, and such links reached MkDocs unmirrored)."""
+    build_site(tmp_path, {"index.md": "# Home\n\n[`mod.py`](../src/mod.py)\n"})
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert 'href="repository/src/mod.py"' in html and "<code>mod.py</code>" in html
+    with pytest.raises(AssertionError, match="link '../src/gone.py': no such file"):
+        build_site(tmp_path / "b", {"index.md": "# Home\n\n[`gone.py`](../src/gone.py)\n"})
+
+
 @pytest.mark.parametrize(
     ("link", "message"),
     [
