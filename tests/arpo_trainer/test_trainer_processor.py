@@ -19,6 +19,7 @@ import io
 
 import numpy as np
 import pytest
+import torch
 from arpo_trainer.chat import TurnEncoder
 from arpo_trainer.tiny import build_processor, build_tokenizer
 from PIL import Image
@@ -116,6 +117,10 @@ def test_the_episode_layout_equals_apply_chat_template_at_uitars_settings(proces
     assert seq.input_ids + newline == ref_ids  # the template closes with "<|im_end|>\n"
     assert ref_ids.count(enc.image_token_id) == 3 * TOKENS_1080P
     assert ref["image_grid_thw"].tolist() == [GRID_1080P] * 3
-    # the same pixels as the encoder's per-screenshot features, in order
-    ours = np.concatenate([f.pixel_values.numpy() for f in seq.images])
+    # the same pixels as the encoder's per-screenshot features (kept as uint8 patches, one
+    # temporal frame: 8x smaller than the processor's float32), in order
+    ours = np.concatenate([enc.model_pixels(f.pixel_values).numpy() for f in seq.images])
     np.testing.assert_allclose(ref["pixel_values"].numpy(), ours, atol=1e-5)
+    assert all(f.pixel_values.dtype == torch.uint8 for f in seq.images)
+    kept = sum(f.pixel_values.nbytes for f in seq.images)
+    assert kept * 8 == ref["pixel_values"].nbytes

@@ -11,21 +11,27 @@ takes). Greedy decoding (temperature 0 through ``generation_kwargs``) makes the 
 every token vLLM picks must be transformers' most likely one (teacher-forced, up to a tolerance for
 near-ties, which a random model has) with the same log-prob.
 
-* colocate: a real ``ARPOTrainer`` with ``use_vllm=True`` (TRL builds the in-process ``LLM``,
-  our CPU weight sync pushes the trainer's weights) samples through ``_generate_single_turn``;
-  one training step runs end to end.
+* colocate: a real ``ARPOTrainer`` with ``use_vllm=True`` and the recipe's sleep mode (TRL builds
+  the in-process ``LLM``, our CPU weight sync pushes the trainer's weights; vLLM's CPU build has no
+  sleep mode, so the engine is built without it and the trainer's sleep and wake calls only drop
+  caches) samples through the trainer's :class:`~arpo_trainer.vllm_rollout.VLLMRolloutEngine`:
+  a whole rollout on one weight sync with the engine awake, prefix cache included; one training
+  step runs end to end.
 * server: a real vLLM server on 127.0.0.1 (``arpo_trainer.vllm_server``) and TRL's own
   ``VLLMGeneration.generate`` in server mode (images processed by the server, features placed on
   our expanded token ids). TRL's weight sync to a server needs CUDA (its NCCL transfer engine;
   ``init_communicator`` raises ``NotImplementedError`` on CPU), so the generation object is
   built without it. The server serves a model biased towards ``<|image_pad|>``, which also
-  serves the suppression test.
+  serves the suppression test. Two trainer processes each send their own rows (no gathering to
+  rank 0): a rank may sample a turn the other never asks for.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,7 +63,7 @@ from arpo_trainer.vllm_rollout import (  # noqa: E402
 )
 from arpo_trainer.vllm_server import VLLMServer  # noqa: E402
 from PIL import Image  # noqa: E402
-from test_trainer_training import make_config  # noqa: E402
+from test_trainer_training import INFEASIBLE, make_config  # noqa: E402
 from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration  # noqa: E402
 from trl.generation.vllm_client import VLLMClient  # noqa: E402
 from trl.generation.vllm_generation import VLLMGeneration  # noqa: E402
@@ -122,6 +128,7 @@ def forced_logps(model, encoder, ctx: EncodedSequence, ids: list[int]) -> torch.
         "mm_token_type_ids": (seq == encoder.image_token_id).long(),
         **batch_image_inputs([ctx]),
     }
+    inputs["pixel_values"] = encoder.model_pixels(inputs["pixel_values"])  # uint8 until here
     was_training = model.training
     model.eval()
     try:
@@ -166,6 +173,7 @@ def colocate(checkpoints, tmp_path_factory):
         use_vllm=True,
         vllm_mode="colocate",
         vllm_max_model_length=2048,
+        vllm_enable_sleep_mode=True,  # the recipe's setting
         generation_kwargs={"temperature": 0.0},  # greedy, to compare with transformers
     )
     return ARPOTrainer(model, args, AutoProcessor.from_pretrained(path))
@@ -187,12 +195,14 @@ def test_colocate_matches_transformers_ids_logprobs_and_image_tokens(colocate, c
         colocate.model, enc, ctxs, [s.ids for s in got], [s.logps for s in got], atol=2e-2
     )
 
-    # vLLM expands one <|image_pad|> per screenshot to exactly our grid's token count
-    prompts, _, _, _ = colocate.vllm_generation.generate(
-        [collapse_image_runs(c.input_ids, enc.image_token_id) for c in ctxs],
-        [images_of(c) for c in ctxs],
-        num_generations=1,
-    )
+    # vLLM expands one <|image_pad|> per screenshot to exactly our grid's token count (TRL's own
+    # call, inside a rollout: between rollouts the engine sleeps)
+    with colocate.vllm_engine.rollout(colocate.state.global_step):
+        prompts, _, _, _ = colocate.vllm_generation.generate(
+            [collapse_image_runs(c.input_ids, enc.image_token_id) for c in ctxs],
+            [images_of(c) for c in ctxs],
+            num_generations=1,
+        )
     for prompt, ctx in zip(prompts, ctxs, strict=True):
         assert list(prompt) == ctx.input_ids
         assert prompt.count(enc.image_token_id) == sum(
@@ -231,6 +241,60 @@ def test_colocate_never_samples_vision_tokens(colocate, checkpoints):
     assert_greedy_under(
         colocate.model, enc, ctxs, [s.ids for s in got], [s.logps for s in got], atol=2e-2
     )
+
+
+class CachedTokens:
+    """Adds up the prompt tokens vLLM served from its prefix cache, per ``generate`` call (a spy:
+    the engine's own ``generate`` runs)."""
+
+    def __init__(self, llm):
+        self.calls: list[tuple[int, int]] = []
+        self._generate = llm.generate
+        llm.generate = self
+
+    def __call__(self, *args, **kwargs):
+        outputs = self._generate(*args, **kwargs)
+        self.calls.append(
+            (
+                sum(len(o.prompt_token_ids or []) for o in outputs),
+                sum(int(o.num_cached_tokens or 0) for o in outputs),
+            )
+        )
+        return outputs
+
+
+def test_a_rollout_syncs_once_and_keeps_the_engine_awake_for_every_turn(colocate, checkpoints):
+    """The recipe's sleep mode: woken and synced once per rollout, every later turn's context
+    served from the prefix cache but for its new tokens, asleep after the rollout (TRL 1.16 slept
+    after every generate call: a weight sync per turn and a cold cache)."""
+    load_into(colocate, checkpoints["plain"])
+    engine = colocate.vllm_engine
+    assert engine is not None and engine.sleeps
+    assert colocate.vllm_generation.enable_sleep_mode is False  # TRL's per-call sleep is off
+    spy = CachedTokens(engine.llm)
+    before = dataclasses.replace(engine.counts)
+    turns, kept = 3, colocate.args.max_turns
+    colocate.args.max_turns = turns  # the desktops truncate there too
+    collector = colocate.collector(2)
+    collector.end_on_format_error = False  # a random model never writes an action: 3 turns each
+    try:
+        with colocate.policy() as policy:
+            trajs = collector.run([colocate.tasks[INFEASIBLE]] * 2, policy)
+    finally:
+        engine.llm.generate = spy._generate
+        colocate.close_desktops()
+        colocate.args.max_turns = kept
+    assert [len(t.turns) for t in trajs] == [turns, turns]
+    counts = engine.counts
+    assert counts.rollouts - before.rollouts == 1
+    assert counts.turns - before.turns == turns
+    assert counts.syncs - before.syncs == 1
+    assert (counts.wakes - before.wakes, counts.sleeps - before.sleeps) == (1, 1)
+    assert len(spy.calls) == turns
+    # every turn after the first re-reads its whole context from the prefix cache but for the
+    # tokens added since (the last answer, the new screenshot)
+    for prompt, cached in spy.calls[1:]:
+        assert cached >= 0.5 * prompt, spy.calls
 
 
 def test_a_training_step_runs_with_colocated_vllm(colocate, checkpoints):
@@ -303,3 +367,74 @@ def test_server_samples_vision_tokens_without_the_suppression(server):
     finally:
         gen.generation_kwargs = kept
     assert ids[0][0] == enc.image_token_id
+
+
+# -- server mode, two trainer processes --------------------------------------------------------
+
+
+def _server_rank(rank: int, world: int, port: int, base_url: str, path: str, out: str) -> None:
+    """One trainer process: TRL's server-mode generation (the client on the main process only,
+    as TRL builds it) behind the trainer's rollout engine; rank ``r`` samples ``r + 1`` contexts,
+    and rank 1 one more turn that rank 0 never asks for."""
+    import json
+
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+    )  # fmt: skip
+    from arpo_trainer.vllm_rollout import VLLMRolloutEngine
+
+    accelerator = Accelerator(cpu=True)
+
+    class MainClientGeneration(VLLMGeneration):
+        def _init_vllm(self) -> None:
+            if accelerator.is_main_process:  # no NCCL communicator: it needs CUDA
+                self.vllm_client = VLLMClient(base_url=base_url, connection_timeout=60)
+
+    processor = AutoProcessor.from_pretrained(path)
+    encoder = TurnEncoder(processor, "Task: {instruction}")
+    gen = MainClientGeneration(
+        model=Qwen2_5_VLForConditionalGeneration.from_pretrained(path),
+        accelerator=accelerator,
+        processing_class=processor,
+        mode="server",
+        server_base_url=base_url,
+    )
+    configure_vllm_generation(gen, encoder, max_turn_tokens=TURN_TOKENS)
+    gen.generation_kwargs["temperature"] = 0.0
+    engine = VLLMRolloutEngine(gen, accelerator, sleeps=False)
+    engine.synced_step = 0  # the weight push to a server needs CUDA (NCCL): not tested here
+    ctxs = contexts(encoder)[: rank + 1]
+    prompts, images = [c.input_ids for c in ctxs], [images_of(c) for c in ctxs]
+    turns = [engine.generate(prompts, images, step=0)]
+    if rank == 1:  # the other rank has no more turns to play
+        turns.append(engine.generate(prompts[:1], images[:1], step=0))
+    Path(out, f"rank{rank}.json").write_text(json.dumps(turns))
+    accelerator.wait_for_everyone()
+
+
+def test_server_mode_each_rank_samples_its_own_rows(server, checkpoints, tmp_path):
+    """TRL 1.16 gathers every rank's prompts and screenshots to rank 0 for each generate call, so
+    ranks must ask together and for equal row counts; here each rank talks to the server itself."""
+    import json
+
+    import torch.multiprocessing as mp
+    from arpo_trainer.vllm_server import free_port
+
+    gen, model, enc = server
+    path = checkpoints["biased"]  # the server's model
+    mp.spawn(
+        _server_rank,
+        args=(2, free_port(), gen._base_url, str(path), str(tmp_path)),
+        nprocs=2,
+        join=True,
+    )
+    ctxs = contexts(enc)
+    for rank in (0, 1):
+        turns = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert len(turns) == rank + 1
+        ids, logps = turns[0]
+        assert len(ids) == rank + 1  # its own contexts, not a slice of everyone's
+        assert_greedy_under(model, enc, ctxs[: rank + 1], ids, logps, atol=1e-3)
+    ids, logps = json.loads((tmp_path / "rank1.json").read_text())[1]
+    assert_greedy_under(model, enc, ctxs[:1], ids, logps, atol=1e-3)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 from trl.trainer.utils import pad
 
@@ -22,15 +23,23 @@ from arpo_trainer.rollout import Trajectory
 
 def training_sequence(traj: Trajectory, encoder: TurnEncoder) -> EncodedSequence:
     """The trajectory's sequence; one whose desktop failed becomes a short stub that carries no
-    loss."""
+    loss (and no weight in it: :func:`window_loss_scales`).
+
+    The stub shows one small black screenshot, so that a micro-batch of stubs runs the vision
+    tower like every other: under ZeRO-3 each module's forward gathers its parameters from all
+    ranks, and a rank that skipped the vision tower would leave the others waiting (and without
+    any image the model gets an empty ``pixel_values`` and fails).
+    """
     if traj.valid and traj.turns:
         return traj.encode(encoder)
-    return EncodedSequence(
-        prompt_ids=encoder.header_ids(traj.instruction) + encoder.observation_ids(None, first=True),
-        completion_ids=[encoder.eos_token_id],
-        action_mask=[0],
-        sampling_logps=[float("nan")],
+    blank = encoder.screenshot_png(np.zeros((56, 56, 3), np.uint8))
+    seq = encoder.encode(traj.instruction, [blank], [])
+    seq.completion_ids, seq.action_mask, seq.sampling_logps = (
+        [encoder.eos_token_id],
+        [0],
+        [math.nan],
     )
+    return seq
 
 
 def collate(
@@ -81,6 +90,61 @@ def collate(
         **{k: v.to(device) for k, v in batch_image_inputs(seqs).items()},
     }
     return batch, sampling_logps
+
+
+#: Loss types whose loss is a mean over the rows (trajectories) of a micro-batch, then divided by
+#: the gradient accumulation steps (TRL 1.16 ``_compute_loss``).
+PER_ROW_LOSSES = frozenset({"grpo", "sapo", "luspo", "dr_grpo"})
+#: Loss types normalized by the token count of each micro-batch, then by the accumulation steps.
+PER_MICRO_BATCH_LOSSES = frozenset({"bnpo"})
+
+
+def window_loss_scales(
+    valid: torch.Tensor, *, rows: int, accumulation: int, first_step: int, loss_type: str
+) -> torch.Tensor:
+    """Per micro-batch factor that makes an optimizer step average over *valid* trajectories only.
+
+    A trajectory whose desktop failed stays in the batch as a stub without loss tokens (TRL splits
+    a generation batch into equal micro-batches), but TRL's per-row losses still count it: the
+    mean over a micro-batch's rows and the division by ``accumulation`` treat it as a trajectory
+    with zero gradient, so an update shrinks by the share of failed episodes. Multiplying every
+    micro-batch's loss by ``rows in its window / valid rows in its window`` (over all processes,
+    whose gradients are averaged) restores the mean over valid trajectories. ``bnpo`` normalizes
+    by tokens within a micro-batch, so only micro-batches without any valid row are discounted;
+    the token-count losses (``dapo``, ``cispo``, ``vespo``) already divide by the valid tokens of
+    the whole generation batch and get 1.
+
+    Args:
+        valid: ``(processes, micro_batches)`` valid rows per micro-batch of one generation batch.
+        rows: rows per micro-batch.
+        accumulation: micro-batches per optimizer step.
+        first_step: the trainer's micro-step count at the buffer's first micro-batch (windows are
+            ``step // accumulation``).
+        loss_type: TRL's ``loss_type``.
+
+    >>> v = torch.tensor([[2, 1, 2, 2], [2, 0, 2, 2]])  # 2 processes, 4 micro-batches of 2 rows
+    >>> window_loss_scales(v, rows=2, accumulation=2, first_step=0, loss_type="grpo").tolist()
+    [1.6, 1.6, 1.0, 1.0]
+    >>> window_loss_scales(v, rows=2, accumulation=2, first_step=0, loss_type="bnpo").tolist()
+    [1.3333333333333333, 1.3333333333333333, 1.0, 1.0]
+    >>> window_loss_scales(v, rows=2, accumulation=2, first_step=0, loss_type="dapo").tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    valid = valid.to(torch.float64)
+    processes, micro = valid.shape
+    windows = (first_step + torch.arange(micro)) // accumulation
+    scales = torch.ones(micro, dtype=torch.float64)
+    if loss_type not in PER_ROW_LOSSES | PER_MICRO_BATCH_LOSSES:
+        return scales
+    for w in windows.unique():
+        sel = windows == w
+        if loss_type in PER_ROW_LOSSES:
+            total, kept = processes * int(sel.sum()) * rows, float(valid[:, sel].sum())
+        else:
+            total, kept = processes * int(sel.sum()), float((valid[:, sel] > 0).sum())
+        if kept > 0:
+            scales[sel] = total / kept
+    return scales
 
 
 def importance_sampling_ratio(

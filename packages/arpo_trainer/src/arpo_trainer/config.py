@@ -186,6 +186,16 @@ class ARPOConfig(GRPOConfig):
             "(ARPO 2116800 = 1092x1932 for 1080p). Default: the image processor's own limit."
         },
     )
+    feature_cache_mb: int = field(
+        default=2048,
+        metadata={
+            "help": "Host memory (MB, per process) for screenshots already turned into the vision "
+            "tower's uint8 patches (every turn re-encodes a context with all its screenshots; "
+            "least recently used out first). Enough for one rollout's screenshots avoids "
+            "re-processing: desktops per process x kept screenshots x ~6.3 MB at 1092x1932 "
+            "(16 x 15 x 6.3 = 1.5 GB in the paper's recipe)."
+        },
+    )
     system_prompt: str = field(
         default="You are a helpful assistant.",
         metadata={"help": "System message of every episode."},
@@ -321,6 +331,10 @@ class ARPOConfig(GRPOConfig):
         if self.max_history_images < 1:
             raise ValueError(
                 f"max_history_images must be at least 1, got {self.max_history_images}"
+            )
+        if self.feature_cache_mb < 0:
+            raise ValueError(
+                f"feature_cache_mb must be >= 0 (0: no cache), got {self.feature_cache_mb}"
             )
         if self.advantage_clip is not None and self.advantage_clip <= 0:
             raise ValueError(f"advantage_clip must be positive or None, got {self.advantage_clip}")

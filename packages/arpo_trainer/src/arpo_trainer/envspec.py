@@ -30,6 +30,7 @@ def make_encoder(args: ARPOConfig, processor: Any) -> TurnEncoder:
         system_prompt=args.system_prompt,
         max_history_images=args.max_history_images,
         image_max_pixels=args.image_max_pixels,
+        feature_cache_bytes=args.feature_cache_mb * 1024**2,
     )
 
 

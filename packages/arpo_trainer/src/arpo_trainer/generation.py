@@ -13,8 +13,11 @@ with, and their text. Two implementations:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
+import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,6 +55,58 @@ def special_token_suppression(encoder: TurnEncoder) -> list[int]:
     tok = encoder.tokenizer
     ids = [tok.convert_tokens_to_ids(t) for t in VISION_TOKENS]
     return sorted({int(i) for i in ids if i is not None and i != tok.unk_token_id})
+
+
+#: Logit added to every suppressed token when the trainer scores a sequence: far below any real
+#: logit, so its probability is exactly 0 in float32, yet finite (``-inf`` would make TRL's
+#: entropy ``0 * -inf = nan``) and representable in bf16.
+SUPPRESSED_LOGIT = -1.0e4
+
+
+@contextlib.contextmanager
+def suppressed_tokens_in_loss(model, token_ids: list[int]) -> Iterator[None]:
+    """Make TRL's fused LM head score with ``token_ids`` suppressed, as both sampling paths do.
+
+    vLLM masks ``bad_words`` to ``-inf`` before sampling and reports processed log-probs, and
+    ``generate`` with ``suppress_tokens`` reports log-probs of the same renormalized
+    distribution. The trainer's log-probs must be of that distribution too, or the importance
+    ratio ``exp(old - sampling)`` is biased by ``log(1 - p(vision tokens))`` on every token.
+    TRL's fused head (``add_fused_lm_head``) reads ``get_output_embeddings()`` on each forward
+    and adds its ``bias``; inside this context the model answers with the real head's weight and
+    a bias of :data:`SUPPRESSED_LOGIT` on ``token_ids`` (plus the head's own bias, if any). The
+    backward pass uses the tensors the forward saved, so the context need only cover the forward.
+
+    Args:
+        model: the model TRL patched (the base model under PEFT).
+        token_ids: ids to suppress.
+    """
+    head = model.get_output_embeddings()
+    if not token_ids or head is None:
+        yield
+        return
+    weight = head.weight
+    vocab = int(getattr(weight, "ds_shape", weight.shape)[0])  # ZeRO-3 partitions keep ds_shape
+    bias = torch.zeros(vocab, dtype=torch.float32, device=weight.device)
+    if getattr(head, "bias", None) is not None:
+        bias += head.bias.detach().float()
+    bias[token_ids] = SUPPRESSED_LOGIT
+    _mark_gathered(bias)
+    proxy = types.SimpleNamespace(weight=weight, bias=bias)
+    model.get_output_embeddings = lambda: proxy
+    try:
+        yield
+    finally:
+        del model.get_output_embeddings  # the class's method again
+
+
+def _mark_gathered(t: torch.Tensor) -> None:
+    """Under DeepSpeed ZeRO-3, TRL gathers the head's weight and bias before use and reads each
+    one's ``ds_status``; a plain tensor is always complete."""
+    try:
+        from deepspeed.runtime.zero.partition_parameters import ZeroParamStatus
+    except ImportError:
+        return
+    t.ds_status = ZeroParamStatus.AVAILABLE  # type: ignore[attr-defined]
 
 
 def turn_generation_config(
@@ -122,10 +177,10 @@ class TransformersPolicy:
             "mm_token_type_ids": (input_ids == enc.image_token_id).long() * attention_mask,
         }
         inputs.update(batch_image_inputs(contexts))
-        device = next(self.model.parameters()).device
-        inputs = {k: v.to(device) for k, v in inputs.items()}
-        if "pixel_values" in inputs:
-            inputs["pixel_values"] = inputs["pixel_values"].to(next(self.model.parameters()).dtype)
+        param = next(self.model.parameters())
+        inputs = {k: v.to(param.device) for k, v in inputs.items()}
+        if "pixel_values" in inputs:  # uint8 until here
+            inputs["pixel_values"] = enc.model_pixels(inputs["pixel_values"], param.dtype)
         was_training = self.model.training
         self.model.eval()
         try:
@@ -176,13 +231,16 @@ class ScriptedPolicy:
 
 
 class TRLGenerationPolicy:
-    """Samples turns through a GRPOTrainer's ``_generate_single_turn`` (the vLLM path with TRL's
-    weight sync; token ids in, token ids and processed log-probs out).
+    """Samples turns with vLLM through TRL's ``VLLMGeneration`` (token ids in, token ids and
+    processed log-probs out), held awake for a whole rollout by the trainer's
+    :class:`~arpo_trainer.vllm_rollout.VLLMRolloutEngine`.
 
     In colocate mode each screenshot's run of ``<|image_pad|>`` is collapsed to one token, since
     vLLM expands it itself (see :mod:`arpo_trainer.vllm_rollout`); the server path locates the
     expanded runs. Stop and suppression tokens come from
-    :func:`~arpo_trainer.vllm_rollout.configure_vllm_generation`.
+    :func:`~arpo_trainer.vllm_rollout.configure_vllm_generation`. Outside the trainer's rollout
+    (``ARPOTrainer.policy()``) each call is a rollout of its own (wake, sync if the step changed,
+    sample, sleep).
     """
 
     def __init__(self, trainer, encoder: TurnEncoder):
@@ -192,12 +250,13 @@ class TRLGenerationPolicy:
     def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
         if not contexts:
             return []
+        engine = self.trainer.vllm_engine
         images = [[Image.open(io.BytesIO(png)).convert("RGB") for png in c.pngs] for c in contexts]
         prompts = [c.input_ids for c in contexts]
-        if self.trainer.vllm_generation.mode == "colocate":
+        if engine.mode == "colocate":
             prompts = [collapse_image_runs(p, self.encoder.image_token_id) for p in prompts]
-        ids, logps = self.trainer._generate_single_turn(
-            prompts, [im or None for im in images], {}, num_generations=1
+        ids, logps = engine.generate(
+            prompts, [im or None for im in images], step=self.trainer.state.global_step
         )
         out = []
         for k, sampled in enumerate(ids):

@@ -25,6 +25,8 @@ from arpo_trainer.memory import (
     MemorySettings,
     ModelShape,
     estimate_memory,
+    estimate_throughput,
+    host_memory,
     model_shape,
     tokens_per_image,
     trajectory_tokens,
@@ -180,6 +182,8 @@ def build_plan(
                 micro_batch=args.per_device_train_batch_size,
                 tokens=tokens,
                 image_tokens=visual,
+                prompt_tokens=1500 + per_image,
+                activation_bytes=2 if (args.bf16 or args.fp16) else 4,
                 gradient_checkpointing=bool(args.gradient_checkpointing),
                 vllm_colocate=bool(args.use_vllm) and args.vllm_mode == "colocate",
                 vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
@@ -187,7 +191,29 @@ def build_plan(
             ),
         )
         lines.append(f"  model: {shape.params / 1e9:.2f}e9 parameters, LoRA {bool(margs.use_lora)}")
-        lines += [f"  {name:<40} {gb:7.1f} GB" for name, gb in est.rows()]
+        lines += [f"  {name:<46} {gb:7.1f} GB" for name, gb in est.rows()]
+        kept = min(args.max_history_images, args.max_turns)
+        host = host_memory(
+            rollouts_per_process=per_process,
+            screenshots=kept,
+            patches_per_screenshot=4 * per_image,
+            tokens=tokens,
+            feature_cache_mb=args.feature_cache_mb,
+        )
+        speed = estimate_throughput(
+            shape,
+            tokens=tokens,
+            image_tokens=visual,
+            screenshots=kept,
+            gradient_checkpointing=bool(args.gradient_checkpointing),
+        )
+        lines += [
+            f"  host memory per process: {host}",
+            f"  speed (H100 at 40% of its bf16 peak, 60% of its bandwidth; scripts/gpu-check.sh "
+            f"measures): update {speed.update_tokens_per_s:,.0f} tokens/s "
+            f"({tokens / speed.update_tokens_per_s:.1f} s per trajectory), decoding "
+            f"{speed.decode_tokens_per_s:.0f} tokens/s per sequence",
+        ]
         if not est.fits:
             problems.append(
                 f"estimated peak {max(est.training, est.rollout):.0f} GB exceeds "

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from accelerate.utils import is_peft_model
 from datasets import Dataset
 from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -40,12 +41,23 @@ from trl.models import unwrap_model_for_generation
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
-from arpo_trainer.batch import collate, importance_sampling_ratio, training_sequence
+from arpo_trainer.batch import (
+    collate,
+    importance_sampling_ratio,
+    training_sequence,
+    window_loss_scales,
+)
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.demos import record_demonstrations
 from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
-from arpo_trainer.generation import TransformersPolicy, TRLGenerationPolicy, turn_generation_config
+from arpo_trainer.generation import (
+    TransformersPolicy,
+    TRLGenerationPolicy,
+    special_token_suppression,
+    suppressed_tokens_in_loss,
+    turn_generation_config,
+)
 from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
 from arpo_trainer.preflight import run_capabilities
 from arpo_trainer.ranks import RankGroup
@@ -53,7 +65,7 @@ from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
 from arpo_trainer.rollout import Collector, RolloutStats, Trajectory
 from arpo_trainer.tasks import resolve_tasks, task_dataset
-from arpo_trainer.vllm_rollout import configure_vllm_generation
+from arpo_trainer.vllm_rollout import VLLMRolloutEngine, configure_vllm_generation, vllm_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +117,17 @@ class ARPOTrainer(GRPOTrainer):
             reward_funcs = [evaluator_score, format_error]
             if args.reward_weights is None:
                 args.reward_weights = [1.0, args.format_penalty]
+        # The colocated engine sleeps between rollouts (VLLMRolloutEngine), not after every turn.
+        # vLLM's CPU build refuses enable_sleep_mode: build it without, run the same sleep calls.
+        vllm_sleeps = bool(
+            args.use_vllm and args.vllm_mode == "colocate" and args.vllm_enable_sleep_mode
+        )
+        if vllm_sleeps and vllm_on_cpu():
+            log.info(
+                "vLLM's CPU build has no sleep mode: the engine is built without it; between "
+                "rollouts it still sleeps (caches dropped, no memory released)"
+            )
+            args.vllm_enable_sleep_mode = False
         super().__init__(
             model=model,
             reward_funcs=reward_funcs,
@@ -144,9 +167,15 @@ class ARPOTrainer(GRPOTrainer):
             # state)
             seed=args.seed + self.ranks.process_index,
         )
+        # token ids neither sampling path can produce; the trainer scores without them too
+        self.suppressed_ids = special_token_suppression(self.encoder)
+        self.vllm_engine: VLLMRolloutEngine | None = None
         if self.use_vllm:
             configure_vllm_generation(
                 self.vllm_generation, self.encoder, max_turn_tokens=args.max_turn_tokens
+            )
+            self.vllm_engine = VLLMRolloutEngine(
+                self.vllm_generation, self.accelerator, sleeps=vllm_sleeps
             )
         else:
             self.turn_generation_config = turn_generation_config(
@@ -218,8 +247,10 @@ class ARPOTrainer(GRPOTrainer):
     def policy(self) -> Iterator[Any]:
         """The current policy, ready to sample (TRL's vLLM path, or ``generate`` on the unwrapped
         model)."""
-        if self.use_vllm:
-            yield TRLGenerationPolicy(self, self.encoder)
+        if self.vllm_engine is not None:
+            # awake, with the current weights, for every turn of the rollout; asleep after it
+            with self.vllm_engine.rollout(self.state.global_step):
+                yield TRLGenerationPolicy(self, self.encoder)
             return
         with unwrap_model_for_generation(
             self.model_wrapped,
@@ -321,20 +352,22 @@ class ARPOTrainer(GRPOTrainer):
             (self.accelerator.process_index + 1) * len(inputs),
         )
         all_advantages = advantages.clone()
-        advantages = advantages[local].to(device)
+        advantages = advantages[local].cpu()
 
-        # 4. tensors
+        # 4. tensors, kept on the host (screenshots as uint8 patches): TRL buffers the whole
+        # generation batch until the next rollout, and _prepare_inputs moves one micro-batch at a
+        # time to the device
         batch, sampling_logps = collate(
             seqs,
             pad_id=self._tokenizer.pad_token_id,
             image_token_id=self.encoder.image_token_id,
-            device=device,
         )
         loss_mask = batch["completion_mask"] * batch["tool_mask"]
         output: dict[str, Any] = {
             **batch,
             "advantages": advantages,
-            "num_items_in_batch": self.accelerator.gather(loss_mask.sum()).sum(),
+            "valid": torch.tensor([t.valid for t in trajs], dtype=torch.bool),
+            "num_items_in_batch": self.accelerator.gather(loss_mask.sum().to(device)).sum(),
         }
         input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
@@ -404,6 +437,7 @@ class ARPOTrainer(GRPOTrainer):
                     batch_size=batch_size,
                     **fwd,
                 )
+                old = old.cpu()
                 output["old_per_token_logps"] = old
             if self.beta != 0.0:
                 if self.ref_model is not None:
@@ -428,7 +462,7 @@ class ARPOTrainer(GRPOTrainer):
                             batch_size=batch_size,
                             **fwd,
                         )
-                output["ref_per_token_logps"] = ref
+                output["ref_per_token_logps"] = ref.cpu()
         # Replayed and demonstrated turns were not sampled by this policy now: no sampling
         # log-probs,
         # so they get importance ratio 1 (as in ARPO, which recomputes them with the current
@@ -446,6 +480,103 @@ class ARPOTrainer(GRPOTrainer):
                 clip_min=self.vllm_importance_sampling_clip_min,
                 clip_max=self.vllm_importance_sampling_clip_max,
             )
+
+    # -- the device sees one micro-batch at a time -----------------------------------------------
+
+    def _prepare_inputs(self, generation_batch: Any) -> dict[str, Any]:
+        """TRL's buffering (the generation batch stays on the host), then: every micro-batch's
+        loss scaled to a mean over valid trajectories (:func:`~arpo_trainer.batch.
+        window_loss_scales`), and only the micro-batch handed out moved to the device."""
+        buffered = self._buffered_inputs
+        inputs = super()._prepare_inputs(generation_batch)
+        if self.model.training and self._buffered_inputs is not buffered:
+            self._scale_to_valid_rows(self._buffered_inputs)
+        device = self.accelerator.device
+        return {
+            k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v
+            for k, v in inputs.items()
+        }
+
+    def _scale_to_valid_rows(self, micro_batches: list[dict[str, Any]]) -> None:
+        valid = torch.tensor([int(mb["valid"].sum()) for mb in micro_batches])
+        every = self.accelerator.gather(valid.to(self.accelerator.device)).cpu()
+        scales = window_loss_scales(
+            every.view(-1, len(micro_batches)),
+            rows=len(micro_batches[0]["valid"]),
+            accumulation=self.current_gradient_accumulation_steps,
+            first_step=self._step,
+            loss_type=self.loss_type,
+        )
+        for mb, scale in zip(micro_batches, scales.tolist(), strict=True):
+            mb["loss_scale"] = torch.tensor(scale, dtype=torch.float32)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        loss = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        scale = inputs.get("loss_scale")
+        return loss if scale is None else loss * scale.to(loss.device)
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        pixel_values=None,
+        image_grid_thw=None,
+        num_images=None,
+        mm_token_type_ids=None,
+        **others,
+    ):
+        """TRL's per-token log-probs, ``batch_size`` rows at a time, each chunk moved to the
+        device and its screenshots turned from uint8 patches into the processor's values there;
+        scored with the vision tokens suppressed (:func:`~arpo_trainer.generation.
+        suppressed_tokens_in_loss`)."""
+        if any(v is not None for v in others.values()):
+            raise ValueError(f"unexpected model inputs for Qwen-VL: {sorted(others)}")
+        device = self.accelerator.device
+        n = input_ids.size(0)
+        step = batch_size or n
+        unwrapped = self.accelerator.unwrap_model(model)
+        patched = unwrapped.get_base_model() if is_peft_model(unwrapped) else unwrapped
+        dtype = next(unwrapped.parameters()).dtype
+        if pixel_values is not None:
+            images = torch.tensor([0, *num_images]).cumsum(0).tolist()
+            per_image = image_grid_thw.prod(-1).cpu()
+            rows = torch.cat([torch.zeros(1, dtype=per_image.dtype), per_image.cumsum(0)]).tolist()
+        logps, entropies, aux = [], [], []
+        for start in range(0, n, step):
+            end = min(start + step, n)
+            kw: dict[str, Any] = {}
+            i0, i1 = (images[start], images[end]) if pixel_values is not None else (0, 0)
+            if i1 > i0:  # a chunk of stubs only (failed desktops) has no screenshot at all
+                chunk = pixel_values[rows[i0] : rows[i1]].to(device, non_blocking=True)
+                kw["pixel_values"] = self.encoder.model_pixels(chunk, dtype)
+                kw["image_grid_thw"] = image_grid_thw[i0:i1].to(device)
+                kw["num_images"] = num_images[start:end]
+            if mm_token_type_ids is not None:
+                kw["mm_token_type_ids"] = mm_token_type_ids[start:end].to(device)
+            with suppressed_tokens_in_loss(patched, self.suppressed_ids):
+                lp, ent, ax = super()._get_per_token_logps_and_entropies(
+                    model,
+                    input_ids[start:end].to(device),
+                    attention_mask[start:end].to(device),
+                    logits_to_keep,
+                    batch_size=None,
+                    compute_entropy=compute_entropy,
+                    compute_aux_loss=compute_aux_loss,
+                    **kw,
+                )
+            logps.append(lp)
+            entropies.append(ent)
+            aux.append(ax)
+        return (
+            torch.cat(logps),
+            torch.cat(entropies) if compute_entropy else None,
+            torch.stack(aux).mean() if compute_aux_loss else None,
+        )
 
     # -- logging -----------------------------------------------------------------------------------
 

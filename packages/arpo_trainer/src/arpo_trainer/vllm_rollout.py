@@ -17,6 +17,25 @@ TRL samples with vLLM from token ids (colocate: ``LLM.generate``; server: ``vllm
   image (:func:`collapse_image_runs`) and returns the expanded prompt. The server path takes the
   expanded ids as they are (TRL's ``_place_features`` locates each run).
 
+**The engine lives through a whole rollout** (:class:`VLLMRolloutEngine`). TRL 1.16 treats every
+``generate`` call as a rollout of its own: with sleep mode it wakes vLLM, re-pushes every weight
+(sleep level 2 discarded them; under ZeRO-3 that gathers the whole model), generates and puts it
+back to sleep, which drops the KV and prefix caches and the encoder cache. A multi-turn episode
+calls it once per turn, so 15 turns paid 15 weight syncs and re-prefilled every context, all its
+screenshots included, every turn. Here the engine is woken and synced once when a rollout starts,
+stays awake for every turn (the context of turn ``k + 1`` extends that of turn ``k``, so vLLM's
+prefix cache serves all but the new tokens and its encoder cache the old screenshots), and sleeps
+(level 2) when the rollout ends, i.e. while the trainer computes the loss and the optimizer runs.
+vLLM's CPU build refuses ``enable_sleep_mode`` (its workers cannot release memory); there the
+trainer builds the engine without it and the same sleep/wake calls run, dropping the caches as on
+a GPU but freeing nothing (the nearest CPU analogue, so the recipe's code path runs in CI).
+
+In server mode TRL gathers every rank's prompts and screenshots to the main process for each
+generate call and broadcasts the answers back; here **each rank sends its own rows** to the
+server through its own HTTP client (the server batches concurrent requests itself). Only the
+weight push stays with the main process, once per rollout, with every rank joining the parameter
+gathers and then a barrier so no rank samples before the new weights are in.
+
 And one thing TRL 1.16 gets wrong on vLLM's CPU build: **colocate weight sync.** TRL pushes each
 parameter with ``model.load_weights([(name, p)])``, but vLLM's CPU linear layers repack their
 weights for oneDNN / sgl kernels after loading and drop the original parameter (it becomes an empty
@@ -29,7 +48,10 @@ loads and repacks every layer) and then repacks the kernels of the layers that k
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -143,3 +165,136 @@ def configure_vllm_generation(generation, encoder, *, max_turn_tokens: int) -> N
         merged["stop_token_ids"],
         merged["bad_words"],
     )
+
+
+@dataclass
+class EngineCounts:
+    """What a :class:`VLLMRolloutEngine` did (for tests and logs)."""
+
+    rollouts: int = 0
+    turns: int = 0
+    syncs: int = 0
+    sleeps: int = 0
+    wakes: int = 0
+
+
+class VLLMRolloutEngine:
+    """TRL's ``VLLMGeneration`` held across the turns of a rollout (see the module docstring).
+
+    Args:
+        generation: the trainer's ``vllm_generation`` (colocate or server mode).
+        accelerator: the trainer's accelerator (server mode: the barrier after a weight push).
+        sleeps: put the colocated engine to sleep (level 2) between rollouts. TRL's own per-call
+            sleeping is switched off on ``generation`` (``enable_sleep_mode = False``): this
+            object does it instead, so a direct call of ``generation.generate`` must be inside
+            :meth:`rollout` (a sleeping engine takes requests and never answers them).
+    """
+
+    def __init__(self, generation: Any, accelerator: Any, *, sleeps: bool):
+        self.generation = generation
+        self.accelerator = accelerator
+        self.mode: str = generation.mode
+        self.sleeps = bool(sleeps) and self.mode == "colocate"
+        generation.enable_sleep_mode = False  # TRL would sleep after every call
+        self.synced_step: int | None = None
+        self.counts = EngineCounts()
+        self._open = False
+        self._client: Any = None
+
+    @property
+    def llm(self) -> Any:
+        return self.generation.llm
+
+    @contextlib.contextmanager
+    def rollout(self, step: int) -> Iterator[VLLMRolloutEngine]:
+        """Wake and sync the engine for the turns of one rollout at trainer step ``step``; sleep
+        it afterwards. Every rank must enter together (the weight sync gathers parameters)."""
+        if self._open:
+            yield self
+            return
+        gen = self.generation
+        if self.sleeps:
+            self.llm.wake_up(tags=["weights"])
+            self.counts.wakes += 1
+        # level-2 sleep discarded the weights: push them whenever the engine slept
+        if self.sleeps or self.synced_step != step:
+            gen.sync_weights()
+            self.counts.syncs += 1
+            self.synced_step = step
+            if self.mode == "server":
+                self.accelerator.wait_for_everyone()  # the server holds the new weights first
+        if self.sleeps:
+            self.llm.wake_up(tags=["kv_cache"])
+        self._open = True
+        self.counts.rollouts += 1
+        try:
+            yield self
+        finally:
+            self._open = False
+            if self.sleeps:
+                self.llm.sleep(level=2)
+                self.counts.sleeps += 1
+
+    def generate(
+        self, prompts: list[list[int]], images: list[list[Any] | None], *, step: int
+    ) -> tuple[list[list[int]], list[list[float | None]] | None]:
+        """One turn for this rank's ``prompts``: ``(completion ids, sampled log-probs)``.
+
+        Outside :meth:`rollout` the turn is a rollout of its own."""
+        if not self._open:
+            with self.rollout(step):
+                return self.generate(prompts, images, step=step)
+        self.counts.turns += 1
+        if self.mode == "server":
+            return self._server_generate(prompts, images)
+        _, ids, logps, _ = self.generation.generate(
+            prompts=prompts, images=images, num_generations=1
+        )
+        return ids, None if logps is None else [[lp[0] for lp in row] for row in logps]
+
+    # -- server mode: this rank's rows only -------------------------------------------------------
+
+    def client(self) -> Any:
+        """This rank's HTTP client of the server (the main process reuses TRL's, which also holds
+        the weight-transfer communicator)."""
+        if self._client is None:
+            gen = self.generation
+            own = getattr(gen, "vllm_client", None)
+            if own is not None:
+                self._client = own
+            else:
+                from trl.generation.vllm_client import VLLMClient
+
+                url = gen.server_base_url or f"http://{gen.server_host}:{gen.server_port}"
+                self._client = VLLMClient(base_url=url, connection_timeout=gen.server_timeout)
+        return self._client
+
+    def _server_generate(
+        self, prompts: list[list[int]], images: list[list[Any] | None]
+    ) -> tuple[list[list[int]], list[list[float | None]] | None]:
+        gen = self.generation
+        client = self.client()
+        features = None
+        if any(images):
+            features = [
+                gen._place_features(f, p)
+                for f, p in zip(client.image_features(images), prompts, strict=True)
+            ]
+        out = client.generate(
+            prompts=prompts,
+            features=features,
+            n=1,
+            repetition_penalty=gen.repetition_penalty,
+            temperature=gen.temperature,
+            top_p=gen.top_p,
+            top_k=gen.top_k,
+            min_p=0.0 if gen.min_p is None else gen.min_p,
+            max_tokens=gen.max_completion_length,
+            logprobs=gen.logprobs,
+            structured_outputs_regex=gen.structured_outputs_regex,
+            generation_kwargs=gen.generation_kwargs,
+        )
+        logps = out.get("logprobs")
+        return out["completion_ids"], None if logps is None else [
+            [lp[0] for lp in row] for row in logps
+        ]

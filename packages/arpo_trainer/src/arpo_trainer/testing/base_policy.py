@@ -222,7 +222,7 @@ def behaviour_clone(
         out = model(
             input_ids=input_ids,
             attention_mask=attention,
-            pixel_values=batch["pixel_values"],
+            pixel_values=encoder.model_pixels(batch["pixel_values"]),
             image_grid_thw=batch["image_grid_thw"],
             mm_token_type_ids=batch["mm_token_type_ids"],
         )

@@ -56,6 +56,8 @@ def save_tiny_vllm_vlm(
     min_pixels: int = TINY_MIN_PIXELS,
     bias_token: str | None = None,
     bias: float = 0.0,
+    hidden_size: int = VLLM_HIDDEN_SIZE,
+    num_layers: int = 2,
 ) -> Path:
     """Save a tiny Qwen2.5-VL checkpoint vLLM can serve, and return its folder.
 
@@ -64,9 +66,13 @@ def save_tiny_vllm_vlm(
         bias_token: if set, the model is made to prefer this token strongly (``bias`` scales
             the preference, see :func:`_bias_towards`): used to prove vision tokens are
             suppressed.
+        hidden_size, num_layers: the text model's width (4 heads: a multiple of 128 keeps the
+            head size one vLLM's CPU attention takes) and depth.
     """
     path = Path(path)
-    bundle = build_tiny_vlm(seed=seed, hidden_size=VLLM_HIDDEN_SIZE, max_pixels=max_pixels)
+    bundle = build_tiny_vlm(
+        seed=seed, hidden_size=hidden_size, num_layers=num_layers, max_pixels=max_pixels
+    )
     model = bundle.model
     tok = bundle.processor.tokenizer
     if bias_token is not None:
