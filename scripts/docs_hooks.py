@@ -39,7 +39,6 @@ PENDING_PAGES = {
     "recipe.md",
     "threat-model.md",
     "official-benchmark.md",
-    "fidelity.md",
 }
 
 # [text](target "title") and ![alt](target); reference definitions "[id]: target"; <img src=...>

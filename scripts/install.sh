@@ -21,6 +21,9 @@ APT_PACKAGES=(
   # apps the built-in tasks use; socat forwards Chromium's debugging port for the chrome tasks
   xterm mousepad libreoffice-common libreoffice-calc libreoffice-writer libreoffice-impress
   chromium vlc socat
+  # LibreOffice as on OSWorld's Ubuntu image: GTK3 widgets (the desktop selects them with
+  # SAL_USE_VCLPLUGIN=gtk3) and the Elementary icons LibreOffice picks on GNOME
+  libreoffice-gtk3 libreoffice-style-elementary
   # apps whole OSWorld domains run: GIMP (gimp), Thunderbird (thunderbird), and Ubuntu's PDF
   # viewer (evince: tasks open PDFs; without it they open in GIMP's import dialog)
   gimp thunderbird evince
@@ -64,6 +67,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install.sh: apt-get install ${missing[*]}" >&2
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Thunderbird as on OSWorld's image (Thunderbird 115, before in-app notifications): no donation
+# tab a few seconds after start (Thunderbird 153 opens one from its bundled notifications, which
+# offline shows "Server Not Found" and moves the folder list down). Debian's Thunderbird reads
+# /etc/thunderbird/pref/*.js for every profile; the docker image writes the same
+# (osworld_gym/image/recipe.py THUNDERBIRD_PREFS, checked equal by the tests).
+tb_prefs='pref("mail.inappnotifications.enabled", false);'
+if [ "$(cat /etc/thunderbird/pref/osworld-gym.js 2>/dev/null)" != "$tb_prefs" ]; then
+  as_root mkdir -p /etc/thunderbird/pref
+  echo "$tb_prefs" | as_root tee /etc/thunderbird/pref/osworld-gym.js >/dev/null
 fi
 
 if [ "$system_only" = 1 ]; then

@@ -512,7 +512,6 @@ SOLUTIONS: list[Solution] = [
         terminal("pkill -9 soffice", open_it=False),
         [sleep(1), keys("alt", "tab"), sleep(1), keys("ctrl", "q"), sleep(3)],
         "closed Writer normally, not from the command line",
-        after="r25-apps (the evaluator's hold lets bash write its history)",
     ),
     Solution(
         "b337d106",
@@ -604,7 +603,6 @@ SOLUTIONS: list[Solution] = [
             sleep(1),
         ],
         "stopped the video after opening it",
-        after="r25-apps (VLC's HTTP interface on 8080, as on OSWorld's image)",
         files={
             RICK: video(120),
         },

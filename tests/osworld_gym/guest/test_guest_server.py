@@ -224,6 +224,7 @@ def test_bad_requests_get_json_errors_and_the_server_survives(guest: Guest):
             ("POST", "/setup/open_file", b"{}", 400),
             ("POST", "/setup/activate_window", b'{"window_name": 3}', 400),
             ("POST", "/osworld_gym/actions", b'{"actions": "click"}', 400),
+            ("POST", "/osworld_gym/actions", b'{"actions": [], "more_input": "yes"}', 400),
             ("GET", "/osworld_gym/screenshot?format=jpeg", None, 400),
             ("POST", "/osworld_gym/reset", b'{"restore_home": "yes"}', 400),
         ]
@@ -245,6 +246,22 @@ def test_actions_are_all_validated_before_any_runs(guest: Guest):
             guest.client._json("POST", "/osworld_gym/actions", json={"actions": bad})
         assert e.value.status == 400 and "action 1" in str(e.value)
     assert guest.client.cursor_position() == (10, 10)
+
+
+def test_the_calls_of_an_action_are_paced_as_pyautogui_paces_them(clean: Guest):
+    """A pause after every primitive but the last, and after the last too when more input of
+    the same action follows a host-side wait (the client says so); inside a text or a run of
+    presses, after each Tab and Return that more keys follow."""
+    c = clean.client
+    assert c.run_actions([MoveTo(10, 10)])["timings"]["paces"] == 0
+    assert c.run_actions([MoveTo(10, 10), MoveTo(20, 20), MoveTo(30, 30)])["timings"]["paces"] == 2
+    # [move] wait [move]: one pause before the wait, none at the end
+    assert c.run_actions([MoveTo(10, 10), Wait(0.01), MoveTo(20, 20)])["timings"]["paces"] == 1
+    assert c.run_actions([MoveTo(10, 10), Wait(0.01)])["timings"]["paces"] == 0
+    assert c.run_actions([TypeText("a\tb\n\nc\n")])["timings"]["paces"] == 3
+    assert c.run_actions([Press("tab", presses=3)])["timings"]["paces"] == 2
+    assert c.run_actions([Press("a", presses=3)])["timings"]["paces"] == 0
+    assert c.cursor_position() == (10, 10)
 
 
 def test_health_platform_screen_size_and_pointer(guest: Guest):

@@ -61,13 +61,22 @@ def test_every_program_a_builtin_task_runs_has_a_known_package():
 
 
 def test_install_sh_installs_every_package_doctor_names():
-    missing = sorted(set(doctor.PACKAGES.values()) - install_packages() - REQUIRED)
+    named = set(doctor.PACKAGES.values()) | set(doctor.APP_LOOK_FILES.values())
+    missing = sorted(named - install_packages() - REQUIRED)
     assert missing == [], f"scripts/install.sh does not install {missing}"
+
+
+def test_install_sh_and_the_image_give_thunderbird_the_same_preferences():
+    from osworld_gym.image.recipe import THUNDERBIRD_PREFS, render_dockerfile
+
+    assert f"tb_prefs='{THUNDERBIRD_PREFS}'" in INSTALL.read_text()
+    assert THUNDERBIRD_PREFS in render_dockerfile("full")
 
 
 def test_the_full_docker_image_installs_every_package_the_tasks_need():
     image = set(SYSTEM_PACKAGES) | set(APPS["full"])
     need = {doctor.PACKAGES[p] for p in doctor.required_programs()}
+    need |= set(doctor.APP_LOOK_FILES.values())  # the apps' look: LibreOffice's GTK3 and icons
     missing = sorted(need - image - REQUIRED - HOST_ONLY)
     assert missing == [], f"image/recipe.py's full image lacks {missing}"
 

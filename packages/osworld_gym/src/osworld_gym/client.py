@@ -502,38 +502,46 @@ class GuestClient:
     # ---- input ------------------------------------------------------------------------------
     def run_actions(self, prims: Sequence[Primitive]) -> dict:
         """Execute primitives. :class:`Wait` primitives are slept here, between the requests
-        carrying the actions around them. Returns ``{"status", "executed", "timings":
-        {"exec_ms"}}`` summed over requests."""
-        result: dict = {"status": "success", "executed": 0, "timings": {"exec_ms": 0.0}}
+        carrying the actions around them. The guest paces the calls as pyautogui does (after
+        each one, until the desktop has reacted), also before a wait that more input follows.
+        Returns ``{"status", "executed", "timings": {"exec_ms", "pace_ms", "paces"}}`` summed
+        over requests."""
+        result: dict = {
+            "status": "success",
+            "executed": 0,
+            "timings": {"exec_ms": 0.0, "pace_ms": 0.0, "paces": 0},
+        }
         batch: list[Primitive] = []
 
-        def flush() -> None:
+        def flush(more_input: bool) -> None:
             if batch:
-                executed, exec_ms = self._send_actions(batch)
+                executed, timings = self._send_actions(batch, more_input)
                 result["executed"] += executed
-                result["timings"]["exec_ms"] += exec_ms
+                for key in ("exec_ms", "pace_ms", "paces"):
+                    result["timings"][key] += timings.get(key, 0)
                 batch.clear()
 
-        for p in prims:
+        for i, p in enumerate(prims):
             if isinstance(p, Wait):
-                flush()
+                flush(more_input=any(not isinstance(q, Wait) for q in prims[i + 1 :]))
                 time.sleep(p.seconds)
             else:
                 batch.append(p)
-        flush()
+        flush(more_input=False)
         return result
 
-    def _send_actions(self, prims: Sequence[Primitive]) -> tuple[int, float]:
+    def _send_actions(
+        self, prims: Sequence[Primitive], more_input: bool = False
+    ) -> tuple[int, dict[str, float]]:
         """Perform ``prims`` (no :class:`Wait`) in one request, through XTest in the guest;
-        ``(executed, exec_ms)``."""
-        r = self._json(
-            "POST",
-            routes.ACTIONS,
-            json={"actions": [to_dict(p) for p in prims]},
-            timeout=max(self.timeout, 120),
-        )
+        ``(executed, timings)``. ``more_input``: more of the same action follows a wait (the
+        guest then paces after the last primitive too)."""
+        body: dict = {"actions": [to_dict(p) for p in prims]}
+        if more_input:
+            body["more_input"] = True
+        r = self._json("POST", routes.ACTIONS, json=body, timeout=max(self.timeout, 120))
         self._note_crashes(r.get("crashes"))
-        return r.get("executed", len(prims)), r.get("timings", {}).get("exec_ms", 0.0)
+        return r.get("executed", len(prims)), r.get("timings", {})
 
 
 def _message(resp: httpx.Response) -> str:
@@ -673,9 +681,12 @@ class OSWorldCompatClient(GuestClient):
         code = to_pyautogui_code(_type_less_than_with_shift(list(prims)))
         return [self.python, "-c", OSWORLD_PYAUTOGUI_PREFIX + code]
 
-    def _send_actions(self, prims: Sequence[Primitive]) -> tuple[int, float]:
+    def _send_actions(
+        self, prims: Sequence[Primitive], more_input: bool = False
+    ) -> tuple[int, dict[str, float]]:
         """Perform ``prims`` as pyautogui code through ``/execute``. GuestError if the code
-        fails in the guest."""
+        fails in the guest. pyautogui paces the calls itself (its ``PAUSE``, 0.1 s after each,
+        the last one too), so ``more_input`` changes nothing here."""
         t0 = time.perf_counter()
         r = self._json(
             "POST",
@@ -689,7 +700,7 @@ class OSWorldCompatClient(GuestClient):
                 f"pyautogui failed in the guest (returncode {r.get('returncode')}): {err}",
                 endpoint=routes.EXECUTE,
             )
-        return len(prims), (time.perf_counter() - t0) * 1000
+        return len(prims), {"exec_ms": (time.perf_counter() - t0) * 1000}
 
 
 def _is_image(data: bytes) -> bool:

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from osworld_gym.guest.profiles import UBUNTU_PROGRAMS, UBUNTU_THEMES
+from osworld_gym.image.recipe import THUNDERBIRD_PREFS, THUNDERBIRD_PREFS_FILE
 from osworld_gym.support.packages import DESKTOP_PATH, PACKAGES
 from osworld_gym.support.programs import opened_suffixes, task_programs
 
@@ -296,6 +297,32 @@ def check_task_python(probe: _Probe) -> Check:
     )
 
 
+#: Files that make the apps look as on OSWorld's Ubuntu image (no program runs them, so no task
+#: names them): LibreOffice's GTK3 widgets, which the desktop selects (``SAL_USE_VCLPLUGIN``,
+#: ``guest/app.py``), and its Elementary icons (the home template's LibreOffice profile).
+APP_LOOK_FILES: dict[str, str] = {
+    "/usr/lib/libreoffice/program/libvclplug_gtk3lo.so": "libreoffice-gtk3",
+    "/usr/share/libreoffice/share/config/images_elementary.zip": "libreoffice-style-elementary",
+}
+
+
+def check_app_looks(probe: _Probe) -> list[Check]:
+    """LibreOffice's GTK3 plugin and icon theme are installed (see :data:`APP_LOOK_FILES`), and
+    Thunderbird's system preferences are ``scripts/install.sh``'s (no donation tab)."""
+    checks = [
+        Check(f"look {Path(path).name}", probe.host_path(path).is_file(), path, package)
+        for path, package in APP_LOOK_FILES.items()
+    ]
+    prefs = probe.host_path(THUNDERBIRD_PREFS_FILE)
+    try:
+        ok = THUNDERBIRD_PREFS in prefs.read_text()
+    except OSError:
+        ok = False
+    detail = THUNDERBIRD_PREFS_FILE if ok else f"{THUNDERBIRD_PREFS_FILE}: run scripts/install.sh"
+    checks.append(Check("thunderbird preferences", ok, detail, None))
+    return checks
+
+
 def check_themes(probe: _Probe) -> list[Check]:
     """The ``ubuntu`` profile's themes are installed (directories under /usr/share)."""
     return [
@@ -313,6 +340,7 @@ def diagnose(
     report = Report()
     report.checks += check_programs(probe, required_programs(task_list))
     report.checks += check_themes(probe)
+    report.checks += check_app_looks(probe)
     report.checks += check_default_apps(probe, opened_file_types(task_list))
     if root is None:  # the task python comes from install.sh's Python part, not --system-only
         report.checks.append(check_task_python(probe))

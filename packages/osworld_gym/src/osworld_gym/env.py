@@ -382,15 +382,15 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self, client: DesktopClient, parsed: ParsedAction, timings: dict[str, float]
     ) -> None:
         t0 = time.monotonic()
-        guest_ms = 0.0
+        guest: dict = {}
         if parsed.primitives:  # every client sleeps Wait primitives itself, between its requests
-            guest_ms = float(
-                client.run_actions(parsed.primitives).get("timings", {}).get("exec_ms", 0.0)
-            )
+            guest = client.run_actions(parsed.primitives).get("timings", {})
         if parsed.special == "WAIT":
             time.sleep(self.wait_s)
         timings["exec_ms"] = 1000 * (time.monotonic() - t0)
-        timings["guest_exec_ms"] = guest_ms
+        timings["guest_exec_ms"] = float(guest.get("exec_ms", 0.0))
+        # of which the pauses between the action's calls (until the desktop had reacted)
+        timings["pace_ms"] = float(guest.get("pace_ms", 0.0))
 
     def _note_app_exits(self, client: DesktopClient, *, refresh: bool = False) -> None:
         """Record task apps the guest saw die of a signal since the reset, in ``app_exits``.

@@ -26,7 +26,7 @@ from osworld_gym.guest.judging import Freezer, SetupRoots, trusted_pids
 from osworld_gym.guest.processes import PlayerIdentity, ProcessRegistry
 from osworld_gym.guest.recording import Recorder
 from osworld_gym.guest.screen import Screen
-from osworld_gym.guest.settle_signal import DamageUnavailable, SettleSignal
+from osworld_gym.guest.settle_signal import DamageUnavailable, InputMark, SettleSignal
 from osworld_gym.guest.windows import Windows
 from osworld_gym.guest.xinput import XInput
 
@@ -100,6 +100,13 @@ class GuestConfig:
         return PlayerIdentity(self.player_uid, gid, tuple(self.player_cgroups), tuple(prefix))
 
 
+#: Seconds after a task step's start that the judge waits at most for what it set off to
+#: finish (:meth:`GuestApp.finish_task_steps`).
+STEPS_FINISH_S = 5.0
+#: LibreOffice's widget toolkit on every desktop (``SAL_USE_VCLPLUGIN``): GTK3, as on OSWorld's
+#: Ubuntu image (Debian's ``libreoffice-gtk3``); its icon theme is set in the home template's
+#: LibreOffice profile (``skel/.config/libreoffice``).
+LIBREOFFICE_VCL_PLUGIN = "gtk3"
 #: ``$PATH`` of evaluation and setup commands when the guest has none.
 COMMAND_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Variables a command environment keeps from the guest's (none of them the player's doing).
@@ -111,6 +118,7 @@ _KEPT = (
     "XDG_SESSION_TYPE",
     "QT_ACCESSIBILITY",
     "GTK_A11Y",
+    "SAL_USE_VCLPLUGIN",
     "TMPDIR",
     # the desktop profile's session (guest/profiles): gsettings in a task's command must
     # read the same dconf database and schemas as the desktop's apps
@@ -145,6 +153,9 @@ class GuestApp:
     freezer: Freezer | None = field(init=False, default=None)
     home: Path = field(init=False)
     state_dir: Path = field(init=False)
+    #: When the last task step (a ``/setup/*`` request) began, if no agent input and no judge
+    #: read came after it: see :meth:`finish_task_steps`.
+    _steps_mark: InputMark | None = field(default=None, init=False)
     _reset_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _own_state_dir: bool = field(default=False, init=False)
 
@@ -178,6 +189,10 @@ class GuestApp:
             XDG_CONFIG_HOME=str(self.home / ".config"),
             QT_ACCESSIBILITY="1",
             GTK_A11Y="atspi",
+            # LibreOffice draws with GTK3, as on OSWorld's Ubuntu image, chosen here rather
+            # than by what happens to be installed (without libreoffice-gtk3 it picks its X11
+            # "gen" widgets; with it, by the desktop it guesses). See docs/fidelity.md.
+            SAL_USE_VCLPLUGIN=LIBREOFFICE_VCL_PLUGIN,
         )
         env.pop("NO_AT_BRIDGE", None)
         if self.player is not None:  # the player's runtime dir and (empty) X authority file
@@ -301,6 +316,40 @@ class GuestApp:
             env["XAUTHORITY"] = base["XAUTHORITY"]
         return env
 
+    # ---- what task steps set off ------------------------------------------------------------
+    def note_task_step(self) -> None:
+        """A task step (config or postconfig) is about to act on the desktop."""
+        if self.settle is not None:
+            self._steps_mark = self.settle.mark()
+
+    def forget_task_steps(self) -> None:
+        """The agent acts (or the desktop is reset): what earlier steps set off is its
+        desktop's past, not a step's."""
+        self._steps_mark = None
+
+    def finish_task_steps(self, max_s: float = STEPS_FINISH_S) -> dict[str, float] | None:
+        """Before the judge reads the desktop (and holds the player still), let what the task's
+        last steps set off finish, as it would on OSWorld's VM, where nothing is frozen: the
+        shell of a terminal that ``killall gnome-terminal-server`` ended writes
+        ``~/.bash_history`` on its SIGHUP (a few ms after ``killall`` returns, long after the
+        hold would have frozen it), an app saves after a postconfig Ctrl+S. The wait is the
+        settle signal's (CPU, runnable threads, drawing, new processes), from the start of the
+        last step with no agent input after it, at most ``max_s`` after that start; once per
+        such step. It runs before the hold, which is unchanged: the agent's processes ran
+        during the steps anyway, and are frozen as before when the judge reads. None when
+        there is nothing to finish."""
+        mark, self._steps_mark = self._steps_mark, None
+        if mark is None or self.settle is None:
+            return None
+        facts = self.settle.wait(max_s, since=mark)
+        log.info(
+            "waited %.0f ms for what the task's steps set off to finish%s: %s",
+            facts["settle_ms"],
+            " (capped)" if facts["settle_capped"] else "",
+            self.settle.last_why,
+        )
+        return facts
+
     # ---- operations -------------------------------------------------------------------------
     def resolve(self, path: str) -> Path:
         """A guest path with ``~`` and ``$VARS`` expanded; relative to the home directory."""
@@ -323,6 +372,7 @@ class GuestApp:
         ``--start-x``) keeps its infrastructure; only a dead WM is restarted."""
         with self._reset_lock:
             t0 = time.perf_counter()
+            self.forget_task_steps()
             self.recorder.abort()
             own = self.desktop.xvfb is not None
             # Not the kept processes' subtrees: apps the WM started (Ctrl+Alt+T) must die too.

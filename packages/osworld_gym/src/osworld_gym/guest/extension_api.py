@@ -11,7 +11,9 @@ from osworld_gym.guest.app import GuestApp
 from osworld_gym.guest.homedir import HomeError
 from osworld_gym.guest.screen import encode_png, encode_raw
 from osworld_gym.guest.server import HTTPError, Request, Response, Router, json_response
+from osworld_gym.guest.settle_signal import Pacer
 from osworld_gym.protocol import routes
+from osworld_gym.protocol.input import PACE_BUDGET_S, PACE_MAX_S
 from osworld_gym.protocol.primitives import Wait, from_dict
 
 #: Most primitives accepted in one request.
@@ -27,9 +29,13 @@ def register(router: Router, app: GuestApp) -> None:
     """Add the extension endpoints to ``router``."""
 
     def actions(req: Request) -> Response:
-        raw = req.json().get("actions")
+        body = req.json()
+        raw = body.get("actions")
         if not isinstance(raw, list):
             raise HTTPError(400, 'body must be {"actions": [primitive, ...]}')
+        more = body.get("more_input", False)
+        if not isinstance(more, bool):
+            raise HTTPError(400, f"more_input must be true or false, got {more!r}")
         if len(raw) > MAX_ACTIONS:
             raise HTTPError(400, f"at most {MAX_ACTIONS} actions per request, got {len(raw)}")
         prims = []
@@ -46,15 +52,24 @@ def register(router: Router, app: GuestApp) -> None:
                 )
             prims.append(p)
         t0 = time.perf_counter()
+        app.forget_task_steps()
         if app.settle is not None:
             app.settle.mark_input()  # what the screen does from here on is these actions' doing
-        app.xinput.run(prims)
+        # pyautogui pauses after each call; here until the desktop has reacted to it (also after
+        # the last one when more of the same action follows a host-side wait)
+        pacer = Pacer(app.settle, PACE_MAX_S, PACE_BUDGET_S)
+        app.xinput.run(prims, pacer, pace_last=more)
         exec_ms = (time.perf_counter() - t0) * 1000
+        pace_ms = 1000 * pacer.spent_s
         return json_response(
             {
                 "status": "success",
                 "executed": len(prims),
-                "timings": {"exec_ms": round(exec_ms, 2)},
+                "timings": {
+                    "exec_ms": round(exec_ms, 2),
+                    "pace_ms": round(pace_ms, 2),
+                    "paces": pacer.count,
+                },
                 "crashes": app.registry.crash_count,
             }
         )

@@ -30,6 +30,7 @@ import shlex
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,8 @@ def register(router: Router, app: GuestApp) -> None:
         env, cwd = task_python.env(app.command_env()), str(app.home)
         if judge:  # the agent's ~/.gitconfig, pip.conf... run none of its code for the judge
             env = judged_env(env)
+        if judge:  # what the task's last steps set off finishes first (killed shells' history)
+            app.finish_task_steps()
         if app.player is None or not judge:
             return app.registry.run(
                 argv, shell=shell, timeout=timeout, env=env, cwd=cwd, judge=False
@@ -318,6 +321,7 @@ def register(router: Router, app: GuestApp) -> None:
 
     def get_file(req: Request) -> Response:
         path = files.requested_path(req.field("file_path"), app.home)
+        app.finish_task_steps()  # an app still saving after a postconfig Ctrl+S
         stream, size = files.open_for_reading(path, app.home)  # before any status is sent
         return Response(
             200,
@@ -406,20 +410,29 @@ def register(router: Router, app: GuestApp) -> None:
             200, data, "video/mp4", {"Content-Disposition": 'attachment; filename="recording.mp4"'}
         )
 
+    def step(handler: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        """A task step's route: the judge's next read first lets what it set off finish."""
+
+        def run(req: Request) -> Response:
+            app.note_task_step()
+            return handler(req)
+
+        return run
+
     router.add("GET", routes.SCREENSHOT, screenshot)
     router.add("POST", routes.EXECUTE, execute)
     router.add("POST", routes.EXECUTE_WITH_VERIFICATION, execute_with_verification)
-    router.add("POST", routes.SETUP_EXECUTE, setup_execute)
+    router.add("POST", routes.SETUP_EXECUTE, step(setup_execute))
     router.add(
         "POST",
         routes.SETUP_EXECUTE_WITH_VERIFICATION,
-        lambda req: execute_with_verification(req, judge=False),
+        step(lambda req: execute_with_verification(req, judge=False)),
     )
-    router.add("POST", routes.SETUP_LAUNCH, launch)
-    router.add("POST", routes.SETUP_UPLOAD, upload)
-    router.add("POST", routes.SETUP_OPEN_FILE, open_file)
-    router.add("POST", routes.SETUP_ACTIVATE_WINDOW, activate_window)
-    router.add("POST", routes.SETUP_CLOSE_WINDOW, close_window)
+    router.add("POST", routes.SETUP_LAUNCH, step(launch))
+    router.add("POST", routes.SETUP_UPLOAD, step(upload))
+    router.add("POST", routes.SETUP_OPEN_FILE, step(open_file))
+    router.add("POST", routes.SETUP_ACTIVATE_WINDOW, step(activate_window))
+    router.add("POST", routes.SETUP_CLOSE_WINDOW, step(close_window))
     router.add("POST", routes.FILE, get_file)
     router.add("POST", routes.LIST_DIRECTORY, list_directory)
     router.add(("GET", "POST"), routes.SCREEN_SIZE, screen_size)

@@ -69,6 +69,7 @@ from Xlib.protocol import rq
 
 from osworld_gym.guest.wakeups import next_wakeup
 from osworld_gym.guest.xgrab import make_impervious
+from osworld_gym.protocol.input import CALL_PAUSE_S
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +310,7 @@ def _runs(pid: int) -> int | None:
 
 
 @dataclass
-class _Mark:
+class InputMark:
     at: float
     sample: ProcSample
     #: Each main thread's run count at the input: one that has not run since is asleep on a
@@ -391,7 +392,7 @@ class SettleSignal:
         self.quiet_s, self.poll_s, self.first_change_s = quiet_s, poll_s, first_change_s
         self.timer_s = timer_s
         self._lock = threading.Lock()
-        self._mark: _Mark | None = None
+        self._mark: InputMark | None = None
         self._drawn_since_mark = False
         #: Why the last wait lasted as long as it did (see :class:`_Why`).
         self.last_why = ""
@@ -403,10 +404,36 @@ class SettleSignal:
             self.damage.look()
             self._drawn_since_mark = False
             sample = self.procs.sample()
-            self._mark = _Mark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
+            self._mark = InputMark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
 
-    def wait(self, max_s: float = 3.0) -> dict[str, float]:
+    def input_mark(self) -> InputMark | None:
+        """The mark of the last :meth:`mark_input` not yet waited for (None if there is none)."""
+        with self._lock:
+            return self._mark
+
+    def mark(self) -> InputMark:
+        """A mark for :meth:`wait`'s ``since``: like :meth:`mark_input`, but kept by the caller,
+        so that a wait for what the judge's own steps set off never takes an action's mark."""
+        with self._lock:
+            sample = self.procs.sample()
+            return InputMark(time.monotonic(), sample, {p: _runs(p) for p in sample.pids})
+
+    def wait(
+        self,
+        max_s: float = 3.0,
+        since: InputMark | None = None,
+        shared: bool = False,
+        timers: bool = True,
+    ) -> dict[str, float]:
         """Block until the desktop is idle (or ``max_s`` after the last input); timing facts.
+
+        ``since``: a :meth:`mark` to wait from instead of the last :meth:`mark_input` (which is
+        then left for the next wait). Drawing is counted from the first look of this wait;
+        ``shared``: it counts for the last :meth:`mark_input` as well (a wait between the calls
+        of the action that input began: its looks take the drawing the action's own wait would
+        otherwise see). ``timers=False``: the wait ends once the desktop's processes are idle,
+        without following event-loop timers or work in slices (what those draw is for a frame;
+        an app has handled its input, and what that input posted, before it goes idle).
 
         Facts: ``settle_ms`` (this wait), ``since_input_ms``, ``settle_looks``, ``settle_capped``
         (1.0 when ``max_s`` ran out), ``screen_changed`` (1.0 when anything was drawn since the
@@ -414,11 +441,19 @@ class SettleSignal:
         ``settle_timers`` (how many event-loop timers were waited for).
         """
         with self._lock:
-            return self._wait(max_s)
+            if since is None:
+                return self._wait(max_s, self._mark, timers)
+            kept, self._mark = self._mark, since
+            kept_drawn, self._drawn_since_mark = self._drawn_since_mark, False
+            try:
+                return self._wait(max_s, since, timers)
+            finally:
+                drawn = shared and self._drawn_since_mark
+                self._mark, self._drawn_since_mark = kept, kept_drawn or drawn
 
-    def _wait(self, max_s: float) -> dict[str, float]:
+    def _wait(self, max_s: float, mark: InputMark | None, timers_too: bool) -> dict[str, float]:
         t0 = time.monotonic()
-        mark = self._mark or _Mark(t0, self.procs.sample())
+        mark = mark or InputMark(t0, self.procs.sample())
         start, base = mark.at, mark.sample
         timerless, server = self.timerless(), self.server()
         last_activity = t0
@@ -429,6 +464,21 @@ class SettleSignal:
         timers: list[int] = []
         draws = draws_before_timer = 0
         chunked_since: float | None = None
+        #: the timer or slice being waited for: (pid, its main thread's runs then, when due)
+        held: tuple[int, int | None, float] | None = None
+
+        def active(at: float) -> float:
+            # activity starts the quiet period again, but never ends the wait for a timer whose
+            # thread has not run since: other processes' CPU while it sleeps (the X server
+            # answering our own looks) once ended a 250 ms timer's wait at 146 ms
+            nonlocal held
+            if held is not None:
+                pid, runs, due = held
+                if _runs(pid) == runs:
+                    return max(at, due)
+                held = None
+            return at
+
         why = self._why = _Why(start)
         while True:
             now = time.monotonic()
@@ -452,7 +502,7 @@ class SettleSignal:
                     or prev.pids - cur.pids,
                 )
             if drawn or cur.busy or cur.ticks != prev.ticks or cur.pids != prev.pids:
-                last_activity = now
+                last_activity = active(now)
             prev = cur
             if now - start >= max_s:
                 capped = True
@@ -478,9 +528,10 @@ class SettleSignal:
                 started = cur.pids - base.pids
                 if busy:
                     why.add(now, "thread", busy)
-                    last_activity = time.monotonic()
+                    last_activity = active(time.monotonic())
                 elif (
-                    (chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
+                    timers_too
+                    and (chunked_since is None or now - chunked_since < CHUNKED_BUDGET_S)
                     and self._drawn_since_mark
                     and (
                         soon := self._chunk_due(
@@ -494,8 +545,10 @@ class SettleSignal:
                     chunked_since = now if chunked_since is None else chunked_since
                     why.add(now, f"chunk+{round(1000 * soon[0])}", {soon[1]})
                     last_activity = time.monotonic() + soon[0]
+                    held = (soon[1], _runs(soon[1]), last_activity)
                 elif (
-                    draws > draws_before_timer
+                    timers_too
+                    and draws > draws_before_timer
                     and sum(timers) < 1000 * TIMER_BUDGET_S
                     and (soon := self._timer_due(cur.pids - started, mark, timerless)) is not None
                 ):
@@ -507,6 +560,7 @@ class SettleSignal:
                     timers.append(round(1000 * due))
                     why.add(now, f"timer+{round(1000 * due)}", {soon[1]})
                     last_activity = time.monotonic() + due
+                    held = (soon[1], _runs(soon[1]), last_activity)
                 else:
                     if self._drawn_since_mark:
                         self._note_sleepers(why, now, cur.pids - timerless, mark)
@@ -526,7 +580,7 @@ class SettleSignal:
         }
 
     @staticmethod
-    def _note_sleepers(why: _Why, now: float, pids: frozenset[int], mark: _Mark) -> None:
+    def _note_sleepers(why: _Why, now: float, pids: frozenset[int], mark: InputMark) -> None:
         """For the trace: how the main threads that ran since the input sleep as the wait ends
         (``asleep[name:syscall+timeout ms]``; ``-`` no timeout we can read), at most six."""
         notes = []
@@ -548,7 +602,7 @@ class SettleSignal:
             why.spans[-1][1] = ";".join(notes)
 
     def _chunk_due(
-        self, pids: frozenset[int], mark: _Mark, timerless: set[int], chunking: bool
+        self, pids: frozenset[int], mark: InputMark, timerless: set[int], chunking: bool
     ) -> tuple[float, int] | None:
         """:meth:`_timer_due` within ``CHUNK_S``, looked at up to ``CHUNK_LOOKS`` times a few ms
         apart: between its slices LibreOffice's main thread now and then waits on a lock or a
@@ -563,7 +617,11 @@ class SettleSignal:
         return None
 
     def _timer_due(
-        self, pids: frozenset[int], mark: _Mark, timerless: set[int], within: float | None = None
+        self,
+        pids: frozenset[int],
+        mark: InputMark,
+        timerless: set[int],
+        within: float | None = None,
     ) -> tuple[float, int] | None:
         """The soonest wake-up, if within ``within`` (default ``timer_s``) seconds, of a desktop
         process's main thread that ran since the input (so may have armed it in reaction to
@@ -582,3 +640,39 @@ class SettleSignal:
     def close(self) -> None:
         with self._lock:
             self.damage.close()
+
+
+class Pacer:
+    """The pause between two calls of one action (see :meth:`XInput.run
+    <osworld_gym.guest.xinput.XInput.run>`): until the desktop has reacted to the call before,
+    at most ``max_s`` after that call began and ``budget_s`` in all.
+
+    pyautogui, as OSWorld's VM runs an agent's code, sleeps 0.1 s after every call; sending
+    the next call's input at once let it overtake what the previous one had set off: Impress
+    starts text editing on Return from a posted event, GTK3 LibreOffice runs posted events only
+    when no X input is pending, and every Return typed meanwhile was taken for "start editing"
+    (``press('enter'); write('a\\nb')`` gave ``ab``). Each pause is one settle wait from a mark
+    taken before the call (the action's own :meth:`~SettleSignal.mark_input` for the first, so
+    an action of one call pays nothing); what it sees drawn counts for the action's own settle.
+    Without a signal (no DAMAGE extension) each pause is pyautogui's own, ``CALL_PAUSE_S``."""
+
+    def __init__(self, signal: SettleSignal | None, max_s: float, budget_s: float):
+        self.signal, self.max_s, self.budget_s = signal, max_s, budget_s
+        self.spent_s = 0.0
+        self.count = 0
+        self._mark: InputMark | None = None
+
+    def __call__(self) -> None:
+        left = self.budget_s - self.spent_s
+        if left <= 0:
+            return
+        t0 = time.monotonic()
+        if self.signal is None:
+            time.sleep(min(CALL_PAUSE_S, left))
+        else:
+            since = self._mark or self.signal.input_mark() or self.signal.mark()
+            facts = self.signal.wait(min(self.max_s, left), since=since, shared=True, timers=False)
+            log.debug("paced %.0f ms: %s", facts["settle_ms"], self.signal.last_why)
+            self._mark = self.signal.mark()
+        self.spent_s += time.monotonic() - t0
+        self.count += 1

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from Xlib import XK, X
 from Xlib import display as xdisplay
@@ -61,6 +61,11 @@ log = logging.getLogger(__name__)
 RESTORE_DELAY_S = 1.0
 #: Flush the request queue after this many typed characters.
 TYPE_FLUSH_EVERY = 16
+#: Keys after which typing pauses (when a pacer is given) before the keys that follow in the
+#: same text or run of presses: Return and Tab end an entry, and an app may act on that from
+#: a posted event (GTK3 Calc moved its cell cursor for a Tab after the text typed next had
+#: gone into the old cell: ``write('a\\t\\tb')`` left C1 empty and ``b`` in B1).
+PACED_KEYSYMS = frozenset({XK.XK_Return, XK.XK_Tab, XK.XK_KP_Enter})
 
 
 class XInput:
@@ -84,21 +89,41 @@ class XInput:
         self._keysyms_per_keycode = 1
         self._focus = ClickFocus(self._d)
         self._focus_mode: FocusMode | None = None  # looked up at the first click of a run
+        self._pace: Callable[[], None] | None = None  # the run's pacer, see run()
         self._load_keymap()
 
     # ---- public -----------------------------------------------------------------------------
-    def run(self, prims: Iterable[Primitive]) -> None:
-        """Execute validated primitives in order. :class:`Wait` is the host's job and rejected."""
+    def run(
+        self,
+        prims: Iterable[Primitive],
+        pace: Callable[[], None] | None = None,
+        pace_last: bool = False,
+    ) -> None:
+        """Execute validated primitives in order. :class:`Wait` is the host's job and rejected.
+
+        ``pace`` is called between two primitives, once the first has reached the X server
+        (and after the last too with ``pace_last``): it returns when the desktop has reacted,
+        as pyautogui pauses after each call. Keys sent sooner can reach an app before what the
+        previous call set off has run (see :data:`~osworld_gym.protocol.input.PACE_MAX_S`).
+        Inside a text or a run of presses it is called after each of :data:`PACED_KEYSYMS`
+        that more keys follow: a burst of keys has no gaps for an app's posted work, where
+        pyautogui's key-by-key round trips leave some."""
         with self._lock:
             if self._restore_timer is not None:
                 self._restore_timer.cancel()
                 self._restore_timer = None
             self._focus_mode = None
+            self._pace = pace
             self._load_keymap()
             try:
-                for p in prims:
+                todo = list(prims)
+                for i, p in enumerate(todo, 1):
                     self._do(p)
+                    if pace is not None and (i < len(todo) or pace_last):
+                        self._d.sync()
+                        pace()
             finally:
+                self._pace = None
                 self._d.sync()
                 if self._bound:
                     self._restore_timer = threading.Timer(RESTORE_DELAY_S, self.restore_keymap)
@@ -177,7 +202,9 @@ class XInput:
                 self._key(key_keysym(key), False)
             case Press(key, presses):
                 ks = key_keysym(key)
-                for _ in range(presses):
+                for i in range(presses):
+                    if i:
+                        self._pace_after(ks)
                     self._key(ks, True)
                     self._key(ks, False)
             case Hotkey(keys):
@@ -310,10 +337,17 @@ class XInput:
             xtest.fake_input(self._d, X.KeyRelease, shift)
         self._last_released = None if down else kc
 
+    def _pace_after(self, ks: int) -> None:
+        """Before the next key: let the app react to ``ks`` if it is one of PACED_KEYSYMS."""
+        if self._pace is not None and ks in PACED_KEYSYMS:
+            self._d.sync()
+            self._pace()
+
     def _type(self, text: str) -> None:
         syms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
         capacity = max(1, len(self._spare))
         start = 0
+        prev: int | None = None
         while start < len(syms):
             # The longest run whose unmapped keysyms fit in the spare keycodes at once.
             end, new = start, set()
@@ -327,6 +361,9 @@ class XInput:
             chunk = syms[start:end]
             self._bind(chunk)
             for i, ks in enumerate(chunk, 1):
+                if prev is not None:
+                    self._pace_after(prev)
+                prev = ks
                 self._key(ks, True)
                 self._key(ks, False)
                 if i % TYPE_FLUSH_EVERY == 0:

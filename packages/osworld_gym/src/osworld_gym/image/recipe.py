@@ -119,6 +119,10 @@ APPS: dict[str, tuple[str, ...]] = {
         "libreoffice-calc",
         "libreoffice-writer",
         "libreoffice-impress",
+        # LibreOffice as on OSWorld's Ubuntu image: GTK3 widgets (the guest selects them) and
+        # the Elementary icons LibreOffice picks on GNOME
+        "libreoffice-gtk3",
+        "libreoffice-style-elementary",
         "chromium",
         "vlc",
         "ffmpeg",
@@ -132,6 +136,14 @@ APPS: dict[str, tuple[str, ...]] = {
         "evince",
     ),
 }
+
+
+#: Thunderbird's system-wide preferences (Debian reads ``/etc/thunderbird/pref/*.js`` for every
+#: profile), as ``scripts/install.sh`` writes them: no in-app notifications, which Thunderbird
+#: 153 uses to open a donation tab a few seconds after start (OSWorld's Thunderbird 115 had
+#: none; offline the tab says "Server Not Found" and moves the folder list down).
+THUNDERBIRD_PREFS = 'pref("mail.inappnotifications.enabled", false);'
+THUNDERBIRD_PREFS_FILE = "/etc/thunderbird/pref/osworld-gym.js"
 
 
 def default_tag(apps: str = "minimal") -> str:
@@ -185,6 +197,10 @@ RUN apt-get update && apt-get -y upgrade && rm -rf /var/lib/apt/lists/*
 
 # apps: {apps}
 {_apt(APPS[apps])}
+
+# Thunderbird's preferences for every profile (none where it is not installed)
+RUN if [ -d /etc/thunderbird ]; then \\
+      echo '{THUNDERBIRD_PREFS}' > {THUNDERBIRD_PREFS_FILE}; fi
 
 # the desktop user (the player): no sudo group; `sudo` is the guest's shim (below), which runs
 # the command as the user, as in the local sandbox (password kept for OSWorld's tasks' `sudo -S`)

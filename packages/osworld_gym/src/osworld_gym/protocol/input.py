@@ -35,6 +35,20 @@ DRAG_STEP_S = 0.015
 #: Pause before pressing again the key just released (server timestamps have 1 ms resolution).
 REPEAT_GAP_S = 0.004
 
+#: Pause after each call of an action before the next one, where the desktop's reaction cannot
+#: be seen: pyautogui's own ``PAUSE``, which OSWorld's VM waits after every pyautogui call
+#: (its agents' code runs in a fresh ``python -c``, where ``PAUSE`` is pyautogui's default).
+CALL_PAUSE_S = 0.1
+#: Where it can be seen (our guest's settle signal), the pause between two calls lasts until
+#: the desktop has reacted to the first, at most this long after it began: an app may defer
+#: what a key does (Impress starts text editing on Return from a posted event, which GTK3
+#: LibreOffice runs only once no X input is pending), and keys sent before then reach the
+#: app's old state. 0.1 s was too short on a loaded machine (Impress, load average 8).
+PACE_MAX_S = 1.0
+#: At most this long in all is spent pacing one request's calls (an agent that keeps its
+#: desktop busy must not make every call of a 50-call action wait ``PACE_MAX_S``).
+PACE_BUDGET_S = 5.0
+
 _RETURN, _TAB, _NO_SYMBOL = 0xFF0D, 0xFF09, 0
 
 

@@ -37,6 +37,7 @@ from osworld_gym.errors import GuestError, InfraError, MissingDependencyError
 from osworld_gym.protocol.client import MAX_FILE_BYTES
 from osworld_gym.protocol.input import (
     BUTTON_SETTLE_S,
+    CALL_PAUSE_S,
     CLICK_GAP_S,
     DRAG_STEP_S,
     DRAG_STEPS,
@@ -86,7 +87,9 @@ def rfb_events(
     prims: Sequence[Primitive], ptr: Pointer, size: tuple[int, int] = (65535, 65535)
 ) -> list[Event]:
     """Translate primitives into RFB events, updating ``ptr``. Coordinates are clamped to the
-    screen ``size``; :class:`Wait` becomes a sleep.
+    screen ``size``; :class:`Wait` becomes a sleep, and so does the pause pyautogui makes after
+    each call that more input follows (``CALL_PAUSE_S``: VNC cannot see when the app has
+    reacted, as our guest's settle signal can).
 
     >>> rfb_events([Scroll(dy=-2)], Pointer(5, 5))
     [('pointer', 5, 5, 16), ('pointer', 5, 5, 0), ('pointer', 5, 5, 16), ('pointer', 5, 5, 0)]
@@ -111,7 +114,11 @@ def rfb_events(
     def key(ks: int, down: bool) -> None:
         out.append(("key", ks, down))
 
-    for p in map(validate, prims):
+    prims = [validate(p) for p in prims]
+    last_input = max((i for i, p in enumerate(prims) if not isinstance(p, Wait)), default=-1)
+    for n, p in enumerate(prims):
+        if n and not isinstance(prims[n - 1], Wait) and n <= last_input:
+            out.append(("sleep", CALL_PAUSE_S))
         match p:
             case MoveTo(x, y):
                 move(x, y)
