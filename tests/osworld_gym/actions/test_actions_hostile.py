@@ -57,11 +57,13 @@ def test_corpus_is_deterministic_and_plants_canaries(canary_dir):
 def test_hostile_strings_parse_or_raise_action_error_and_execute_nothing(name, corpus, canary_dir):
     action_set = make_action_set(name)
     outcomes: list[str | BaseException] = []
-    t0 = time.monotonic()
+    # the parser's own CPU time (this thread's), not the wall clock: other processes on a loaded
+    # machine stretch the wall clock, never the work the parser does
+    t0 = time.thread_time()
     with record_dangerous_events() as events:
         for s in corpus:
             outcomes.append(_outcome(action_set, s))
-    elapsed = time.monotonic() - t0
+    elapsed = time.thread_time() - t0
 
     crashes = [
         (s[:120], repr(o))
@@ -115,10 +117,12 @@ def test_no_single_input_is_slow(name, corpus):
     action_set = make_action_set(name)
     slowest = (0.0, "")
     for s in corpus:
-        t0 = time.perf_counter()
+        # CPU time of this thread: the parse's work, which load beside the test cannot inflate
+        # (a wall-clock bound failed CI under load); blow-up is orders of magnitude above 0.25 s
+        t0 = time.thread_time()
         _outcome(action_set, s)
-        slowest = max(slowest, (time.perf_counter() - t0, s[:60]))
-    assert slowest[0] < 0.25, f"{slowest[1]!r} took {slowest[0]:.2f} s"
+        slowest = max(slowest, (time.thread_time() - t0, s[:60]))
+    assert slowest[0] < 0.25, f"{slowest[1]!r} took {slowest[0]:.2f} s of CPU"
 
 
 def test_parser_bombs_become_action_errors():
