@@ -70,9 +70,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_list(args: argparse.Namespace) -> int:
-    from osworld_gym.support import load_tasks
+    from osworld_gym.support import resolve_tasks
 
-    tasks = load_tasks(args.tasks, domains=args.domain)
+    tasks = resolve_tasks(args.tasks, domains=args.domain)
     if args.json:
         print(
             json.dumps(
@@ -102,18 +102,18 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_show(args: argparse.Namespace) -> int:
-    from osworld_gym.support import load_tasks
+    from osworld_gym.support import resolve_tasks
 
-    task = load_tasks(args.tasks)[args.id].instantiate(args.variation)
+    task = resolve_tasks(args.tasks)[args.id].instantiate(args.variation)
     print(json.dumps(task.to_dict(), indent=2, ensure_ascii=False))
     return 0
 
 
 def cmd_tasks_check(args: argparse.Namespace) -> int:
     from osworld_gym.episodes.check import check_tasks, format_table
-    from osworld_gym.support import load_tasks
+    from osworld_gym.support import resolve_tasks
 
-    tasks = load_tasks(args.tasks, domains=args.domain)
+    tasks = resolve_tasks(args.tasks, domains=args.domain)
     if args.ids:
         tasks = [tasks[i] for i in args.ids]
     elif not args.all:
@@ -193,6 +193,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+TASKS_HELP = (
+    "task spec: builtin, builtin:DOMAIN, pixels[:SPLIT], an id list, a task file or folder "
+    "(default: builtin)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="osworld-gym",
@@ -205,7 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one oracle episode on a desktop and save screenshots")
     run.add_argument("--task", default="os-mkdir-001")
     run.add_argument("--variation", type=int, default=None)
-    run.add_argument("--tasks", default="builtin", help="task source (default: builtin)")
+    run.add_argument(
+        "--tasks",
+        default="builtin",
+        help=TASKS_HELP,
+    )
     run.add_argument("--provider", default="local")
     run.add_argument("--out", default="runs/demo")
     run.set_defaults(func=cmd_run)
@@ -219,7 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("check", cmd_tasks_check, "oracle scores 1, no-op scores 0"),
     ]:
         sp = tasks.add_parser(name, help=help_)
-        sp.add_argument("--tasks", default="builtin", help="task source (default: builtin)")
+        sp.add_argument(
+            "--tasks",
+            default="builtin",
+            help=TASKS_HELP,
+        )
         sp.set_defaults(func=func)
         if name == "list":
             sp.add_argument("--domain", action="append")

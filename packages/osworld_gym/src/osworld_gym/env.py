@@ -67,7 +67,7 @@ from osworld_gym.protocol.primitives import Wait
 from osworld_gym.providers import Provider, make_provider
 from osworld_gym.settle import SettleConfig, wait_until_settled
 from osworld_gym.spaces import MAX_A11Y_CHARS, MAX_INSTRUCTION_CHARS, UnicodeText
-from osworld_gym.support import load_tasks
+from osworld_gym.support import resolve_tasks
 from osworld_gym.tasks import SetupRunner, Task, TaskSet
 from osworld_gym.tasks.validation import HostAccess, check_host_access, validate_task
 
@@ -88,7 +88,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         provider: ``"local"`` (a sandboxed Xvfb desktop on this machine, the default),
             ``"fake"`` (canned frames; for API tests only), or a :class:`Provider` instance.
         tasks: where ``reset`` draws tasks from: ``"builtin"`` (our suite), anything
-            :func:`osworld_gym.support.load_tasks` accepts, or ``None`` (then every reset must
+            :func:`osworld_gym.support.resolve_tasks` accepts, or ``None`` (then every reset must
             pass ``options={"task": ...}``).
         action_set: ``"pyautogui"``, ``"computer_13"``, ``"uitars"`` or an :class:`ActionSet`.
         screen_size: desktop size in pixels, ``(width, height)``.
@@ -138,7 +138,7 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         self.tasks: TaskSet | None = (
             None
             if tasks is None
-            else load_tasks(tasks, provider=self.provider.desktop_capabilities())
+            else resolve_tasks(tasks, provider=self.provider.desktop_capabilities())
         )
         self.action_set = (
             action_set

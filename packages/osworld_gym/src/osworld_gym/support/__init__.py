@@ -5,6 +5,8 @@ This floor sits above :mod:`osworld_gym.tasks` (task records) and :mod:`osworld_
 
 * :func:`load_tasks`, :func:`builtin_tasks`, :func:`builtin_task` (:mod:`.load`): tasks read,
   validated, and those a provider cannot run left out (``TaskSet.unsupported`` says why);
+* :func:`resolve_tasks` (:mod:`.specs`): what a ``--tasks`` spec means, for every CLI
+  (``builtin:DOMAIN``, ``pixels:...``, id lists, task lists, OSWorld folders);
 * :func:`classify` (:mod:`.classifier`): can a task run on a provider, and the reasons why not;
 * :mod:`.coverage`: classify a whole OSWorld task set, grouped by reason
   (``osworld-gym tasks coverage``);
@@ -21,8 +23,17 @@ True
 from osworld_gym.providers.capabilities import Capabilities, local_capabilities
 from osworld_gym.support.classifier import Support, capabilities, classify
 from osworld_gym.support.load import builtin_task, builtin_tasks, load_tasks
+from osworld_gym.support.specs import (
+    TASK_LIST_KIND,
+    TaskSpecError,
+    read_id_list,
+    resolve_tasks,
+    write_task_list,
+)
 
 __all__ = [
+    "TASK_LIST_KIND",
+    "TaskSpecError",
     "Capabilities",
     "Support",
     "builtin_task",
@@ -31,4 +42,7 @@ __all__ = [
     "classify",
     "load_tasks",
     "local_capabilities",
+    "read_id_list",
+    "resolve_tasks",
+    "write_task_list",
 ]
