@@ -292,6 +292,16 @@ class ARPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        # transformers 5 renamed gradient_checkpointing to activation_checkpointing and warns
+        # (FutureWarning) whenever only the old name is set; TRL's base config sets it (default
+        # True), so every GRPOConfig warned. Translate it here, at the cause: the YAML key
+        # `gradient_checkpointing` keeps working, and transformers mirrors the old name back.
+        for old, new in (
+            ("gradient_checkpointing", "activation_checkpointing"),
+            ("gradient_checkpointing_kwargs", "activation_checkpointing_kwargs"),
+        ):
+            if getattr(self, new, None) is None and getattr(self, old, None) is not None:
+                setattr(self, new, getattr(self, old))
         super().__post_init__()
         if self.prompt_template_file:
             if self.prompt_template is not None:

@@ -78,6 +78,16 @@ def append_rollout_log(path: str | Path, trajectories: list[Trajectory], step: i
             f.write(json.dumps({"time": time.time(), **t.summary(), "global_step": step}) + "\n")
 
 
+class QuietProgressCallback(ProgressCallback):
+    """transformers' progress bar without the metrics dict it writes under the bar at every
+    logging step (and at the end): the bar's postfix shows success, replay and infra figures
+    (:class:`LiveSuccessCallback`); every metric still goes to ``report_to`` (TensorBoard,
+    JSON) and to ``trainer_state.json``."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        return None
+
+
 class LiveSuccessCallback(TrainerCallback):
     """Shows the latest success rate, replay use and infra errors on the training progress bar,
     and stops the desktops when training ends."""

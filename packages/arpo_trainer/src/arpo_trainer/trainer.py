@@ -27,6 +27,7 @@ import contextlib
 import logging
 import os
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import torch
 from accelerate.utils import is_peft_model
 from datasets import Dataset
 from transformers import TrainerCallback
+from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.models import unwrap_model_for_generation
@@ -58,7 +60,12 @@ from arpo_trainer.generation import (
     suppressed_tokens_in_loss,
     turn_generation_config,
 )
-from arpo_trainer.metrics import LiveSuccessCallback, append_rollout_log, rollout_metrics
+from arpo_trainer.metrics import (
+    LiveSuccessCallback,
+    QuietProgressCallback,
+    append_rollout_log,
+    rollout_metrics,
+)
 from arpo_trainer.preflight import run_capabilities
 from arpo_trainer.ranks import RankGroup
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
@@ -70,6 +77,17 @@ from arpo_trainer.vllm_rollout import VLLMRolloutEngine, configure_vllm_generati
 log = logging.getLogger(__name__)
 
 REPLAY_FILE = "arpo_replay.zip"
+
+
+# TRL 1.16's unwrap_model_for_generation / disable_gradient_checkpointing (used on every rollout
+# and log-prob pass) call transformers 5's deprecated gradient_checkpointing_* aliases; the call
+# sites are TRL's, so these three messages are filtered once, here, and nothing else.
+warnings.filterwarnings(
+    "ignore",
+    message=r"`(is_gradient_checkpointing|gradient_checkpointing_enable|"
+    r"gradient_checkpointing_disable)` is deprecated",
+    category=FutureWarning,
+)
 
 
 class ARPOTrainer(GRPOTrainer):
@@ -190,6 +208,10 @@ class ARPOTrainer(GRPOTrainer):
         self._pool: DesktopPool | None = None
         self._collector: Collector | None = None
         self.live_stats: dict[str, Any] = {}
+        # one quiet progress bar (the metrics dict goes to report_to, not the terminal)
+        if any(type(cb) is ProgressCallback for cb in self.callback_handler.callbacks):
+            self.remove_callback(ProgressCallback)
+            self.add_callback(QuietProgressCallback)
         self.add_callback(LiveSuccessCallback(self))
 
     def collector(self, n: int) -> Collector:
