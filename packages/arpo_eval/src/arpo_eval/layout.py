@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from osworld_gym.outcome import read_infra_error, read_score
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "arpo_eval.json"
@@ -206,22 +208,16 @@ def read_episode(
                     setattr(rec, key, doc[key])
         except (json.JSONDecodeError, OSError) as e:
             log.warning("unreadable %s: %s", side, e)
-    result = episode_dir / "result.txt"
-    if result.is_file():
-        try:
-            rec.score = float(result.read_text().strip())
-        except ValueError:
-            rec.score = 0.0
+    score = read_score(episode_dir)
+    if score is not None:
+        rec.score = score
         rec.infra_error = None
         if not rec.steps:
             rec.steps = _count_steps(episode_dir)
         return rec
-    marker = episode_dir / "infra_error.txt"
     rec.steps = rec.steps or _count_steps(episode_dir)
     rec.infra_error = (
-        marker.read_text().strip()
-        if marker.is_file()
-        else "unfinished: the episode stopped before it was scored"
+        read_infra_error(episode_dir) or "unfinished: the episode stopped before it was scored"
     )
     return rec
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import gymnasium as gym
 from osworld_gym.episodes import JobQueue, make_osworld_env, run_episode, run_pool
+from osworld_gym.outcome import is_scored, write_outcome
 
 from arpo_eval.layout import EPISODE, EpisodeRecord, RunManifest, read_episode, trial_model
 from arpo_eval.protocol import Protocol, last_action
@@ -168,8 +169,7 @@ def _finish_dir(rec: EpisodeRecord, episode_dir: Path | None) -> None:
     episode_dir.mkdir(parents=True, exist_ok=True)
     rec.episode_dir = str(episode_dir)
     if rec.infra_error is not None:
-        (episode_dir / "result.txt").unlink(missing_ok=True)
-        (episode_dir / "infra_error.txt").write_text(rec.infra_error + "\n")
+        write_outcome(episode_dir, infra_error=rec.infra_error)
     doc = {k: v for k, v in rec.to_json().items() if k != "episode_dir"}
     (episode_dir / EPISODE).write_text(json.dumps(doc, indent=2) + "\n")
 
@@ -191,7 +191,7 @@ def pending_jobs(
         for task in tasks:
             if manifest is not None and out is not None:
                 d = manifest.episode_dir(out, trial, task.domain, task.id)
-                if resume and (d / "result.txt").is_file():
+                if resume and is_scored(d):
                     rec = read_episode(
                         d,
                         task_id=task.id,

@@ -50,6 +50,7 @@ import gymnasium as gym
 import numpy as np
 
 from osworld_gym.errors import OSWorldGymError
+from osworld_gym.outcome import read_score, write_outcome
 
 log = logging.getLogger(__name__)
 
@@ -141,13 +142,10 @@ class RecordEpisode(gym.Wrapper):
         assert self.episode_dir is not None
         self._open = False
         self._stop_recording(save=True)
-        result, marker = self.episode_dir / "result.txt", self.episode_dir / "infra_error.txt"
         if infra_error is None:
-            result.write_text(f"{score}\n")
-            marker.unlink(missing_ok=True)
+            write_outcome(self.episode_dir, score=score)
         else:
-            result.unlink(missing_ok=True)
-            marker.write_text(f"{infra_error}\n")
+            write_outcome(self.episode_dir, infra_error=infra_error)
 
     def _save_frame(self, obs: Any, stamp: str) -> str | None:
         frame = obs.get("screenshot") if isinstance(obs, dict) else None
@@ -229,12 +227,9 @@ def summarize_results(
     for domain_dir in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
         scores = []
         for task_dir in sorted(p for p in domain_dir.iterdir() if p.is_dir()):
-            result = task_dir / "result.txt"
-            if result.is_file():
-                try:
-                    scores.append(float(result.read_text()))
-                except ValueError:
-                    scores.append(0.0)
+            score = read_score(task_dir)
+            if score is not None:
+                scores.append(score)
         if scores:
             domains[domain_dir.name] = {"score": sum(scores) / len(scores), "tasks": len(scores)}
             every += scores
