@@ -12,10 +12,6 @@ mirrored files keep working unchanged.
 
 Links inside fenced code blocks and code spans are left alone: they are text, not links (a code
 span that is a link's text, [`name`](target), is part of the link).
-
-Pages that other branches write: until a page in PENDING_PAGES exists, its nav entry is dropped
-(one INFO line says so) instead of failing the strict build. Once every listed page has landed on
-main, empty PENDING_PAGES.
 """
 
 from __future__ import annotations
@@ -35,11 +31,6 @@ log = logging.getLogger("mkdocs.hooks.repository_links")
 MIRROR = "repository"
 
 # written on the feature branches of issues 23-26; they arrive when those branches merge
-PENDING_PAGES = {
-    "recipe.md",
-    "threat-model.md",
-    "official-benchmark.md",
-}
 
 # [text](target "title") and ![alt](target); reference definitions "[id]: target"; <img src=...>
 _INLINE = re.compile(r"(!?\[[^\]]*\]\()(<[^>]*>|[^)\s]+)((?:\s+\"[^\"]*\")?\))")
@@ -131,20 +122,6 @@ def _mirror_uri(path: Path, root: Path) -> str:
     return posixpath.join(MIRROR, path.relative_to(root).as_posix())
 
 
-def _drop_pending(nav: Any, docs_dir: Path) -> Any:
-    if isinstance(nav, list):
-        kept = [_drop_pending(item, docs_dir) for item in nav]
-        return [item for item in kept if item is not None]
-    if isinstance(nav, dict):
-        (title, value), *_ = nav.items()
-        value = _drop_pending(value, docs_dir)
-        return None if value is None or value == [] else {title: value}
-    if isinstance(nav, str) and nav in PENDING_PAGES and not (docs_dir / nav).is_file():
-        log.info("page %s is not written yet (it arrives with its branch): not in the nav", nav)
-        return None
-    return nav
-
-
 def _nav_mirrored(nav: Any) -> list[str]:
     if isinstance(nav, list):
         return [uri for item in nav for uri in _nav_mirrored(item)]
@@ -153,12 +130,6 @@ def _nav_mirrored(nav: Any) -> list[str]:
     if isinstance(nav, str) and nav.startswith(MIRROR + "/"):
         return [nav]
     return []
-
-
-def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    if config.nav is not None:
-        config.nav = _drop_pending(config.nav, Path(config.docs_dir).resolve())
-    return config
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
@@ -206,32 +177,11 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     return files
 
 
-def _unlink_pending(markdown: str, page_dir: Path, docs_dir: Path) -> str:
-    """Links to a pending page that is not written yet become their plain text."""
-
-    def sub(m: re.Match[str]) -> str:
-        target = m.group(2).split("#", 1)[0]
-        if target.startswith(("#", "/")) or _SCHEME.match(target) or not target:
-            return m.group(0)
-        path = (page_dir / target).resolve()
-        if not path.is_relative_to(docs_dir) or path.is_file():
-            return m.group(0)
-        if path.relative_to(docs_dir).as_posix() not in PENDING_PAGES:
-            return m.group(0)
-        return m.group(0)[m.group(0).index("[") + 1 : m.group(0).index("](")]
-
-    out = []
-    for is_prose, text in _prose_parts(markdown):
-        out.append(_INLINE.sub(sub, text) if is_prose else text)
-    return "".join(out)
-
-
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     root = _repo_root(config)
     docs_dir = Path(config.docs_dir).resolve()
     if page.file.abs_src_path is None:
         return markdown
-    markdown = _unlink_pending(markdown, Path(page.file.abs_src_path).resolve().parent, docs_dir)
     page_path = Path(page.file.abs_src_path).resolve()
     mirrored = not page_path.is_relative_to(docs_dir)
     here = posixpath.dirname(page.file.src_uri) or "."

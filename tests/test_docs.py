@@ -253,19 +253,6 @@ def test_a_page_left_out_of_the_nav_fails_the_build(tmp_path):
         build_site(tmp_path, {"index.md": "# Home\n", "other.md": "# Other\n"}, nav=["index.md"])
 
 
-def test_a_pending_page_is_left_out_until_it_exists(tmp_path):
-    """Pages written on other branches (PENDING_PAGES) may be named before they land."""
-    pages = {"index.md": "# Home\n\nSee [the recipe](recipe.md#memory).\n"}
-    log = build_site(tmp_path, pages, nav=["index.md", "recipe.md"])
-    assert "page recipe.md is not written yet" in log
-    html = (tmp_path / "site" / "index.html").read_text()
-    assert "See the recipe." in html and 'href="recipe' not in html
-    pages["recipe.md"] = "# Recipe\n\n## Memory\n"
-    log = build_site(tmp_path / "again", pages, nav=["index.md", "recipe.md"])
-    assert "not written yet" not in log
-    assert 'href="recipe/#memory"' in (tmp_path / "again" / "site" / "index.html").read_text()
-
-
 def test_the_ci_script_fails_on_a_broken_link(tmp_path):
     """scripts/docs.sh (run by scripts/lint.sh) exits non-zero and names the link.
 
