@@ -46,7 +46,15 @@ from typing import Any
 
 import torch
 
-from arpo_trainer.memcheck import Measured, Workload, measure, plan_for, shape_of, tiny_shape
+from arpo_trainer.memcheck import (
+    Measured,
+    Workload,
+    has_flash_attn,
+    measure,
+    plan_for,
+    shape_of,
+    tiny_shape,
+)
 from arpo_trainer.memory import (
     GB,
     MemorySettings,
@@ -112,6 +120,12 @@ def run(argv: list[str] | None = None) -> int:
     else:
         workload = Workload()
     dev = Device.detect(device)
+    if device.startswith("cuda") and not has_flash_attn():
+        print(
+            "gpu-check: flash-attn is not installed (uv sync --extra gpu): attention runs on "
+            "PyTorch's SDPA, where the vision tower attends window by window; memory is the "
+            "recipe's, update speed is not (docs/recipe-memory.md)"
+        )
     widths = "narrow widths (the CPU smoke version)" if a.tiny else "Qwen2.5-VL-7B's widths"
     print(
         f"gpu-check on {dev.name}: {widths}, random weights, {workload.screenshots} screenshots "
@@ -163,8 +177,11 @@ def _print_run(m: Measured, shape_dict: dict[str, Any], dev: Device, seconds: fl
         ("optimizer step peak", "", _gb(m.step_peak_bytes)),
         ("update tokens/s (forward + backward)", _rate(speed.update_tokens_per_s),
          _rate(m.update_tokens_per_s)),
-        (f"rollout turn tokens/s (after {m.rollout_context} tokens)",
-         _rate(speed.decode_tokens_per_s), _rate(m.rollout_tokens_per_s)),
+        (f"rollout turn prefill ({m.rollout_context} tokens)", "",
+         "n/a" if not m.rollout_prefill_seconds else f"{m.rollout_prefill_seconds:.2f} s"),
+        ("rollout decode tokens/s (after the prefill)",
+         _rate(speed.decode_tokens_per_s), _rate(m.decode_tokens_per_s)),
+        ("rollout turn tokens/s (prefill included)", "", _rate(m.rollout_tokens_per_s)),
         ("rollout turn peak (generate)", "", _gb(m.rollout_peak_bytes)),
         ("host: the trajectory's screenshots (uint8)", "", _gb(m.host_batch_bytes)),
     ]  # fmt: skip
@@ -188,7 +205,9 @@ def _print_recipe(rows: list[tuple[Measured, dict[str, Any]]], dev: Device) -> N
     layers = QWEN2_5_VL_7B["text"]["num_hidden_layers"]
     full = act_b + per_layer * (layers - b.depth)
     sec_layer = (b.update_seconds - a.update_seconds) / (b.depth - a.depth)
-    full_seconds = b.update_seconds + sec_layer * (layers - b.depth)
+    # a slope at or below zero means the per-layer time is within the run-to-run noise of the
+    # constant part (on an H200 without flash-attn, the vision tower's 35 of 38 s): no estimate
+    full_seconds = b.update_seconds + sec_layer * (layers - b.depth) if sec_layer > 0 else math.nan
     recipe_shape = shape_of(QWEN2_5_VL_7B, parameter_count(qwen2_5_vl_config(QWEN2_5_VL_7B)))
     settings = MemorySettings(
         tokens=b.tokens, image_tokens=b.image_tokens, prompt_tokens=b.prompt_tokens,
@@ -207,6 +226,10 @@ def _print_recipe(rows: list[tuple[Measured, dict[str, Any]]], dev: Device) -> N
           f"{_gb(full):>12}")  # fmt: skip
     print(f"  {'update tokens/s at 28 layers':46} {_rate(speed.update_tokens_per_s):>12} "
           f"{_rate(b.tokens / full_seconds if full_seconds > 0 else math.nan):>12}")  # fmt: skip
+    if math.isnan(full_seconds):
+        print(f"  (n/a: {b.depth} layers took {b.update_seconds:.1f} s, {a.depth} took "
+              f"{a.update_seconds:.1f} s: the per-layer time is below the noise of the constant "
+              "part, the vision tower and the head)")  # fmt: skip
     print(
         f"  per GPU in the recipe (8 GPUs, ZeRO-3): model states {recipe.states:.1f} GB + ZeRO-3 "
         f"buffers {recipe.zero3_live:.1f} GB (need 8 ranks to measure) + activations (above) + "

@@ -43,7 +43,6 @@ from arpo_trainer.model_shapes import (
 log = logging.getLogger(__name__)
 
 #: UI-TARS-1.5's screenshot budget (``max_pixels``) and ARPO's (2116800 keeps 1080p at 1092x1932).
-#: UI-TARS-1.5's screenshot budget (``max_pixels``) and ARPO's (2116800 keeps 1080p at 1092x1932).
 UITARS_MIN_PIXELS = 100 * 28 * 28
 UITARS_MAX_PIXELS = 16384 * 28 * 28
 ARPO_MAX_PIXELS = 2116800
@@ -83,6 +82,8 @@ class Measured:
     rollout_context: int = 0
     rollout_new_tokens: int = 0
     rollout_seconds: float = 0.0
+    #: the same turn's prefill alone (one new token): the rollout turn is this plus the decode
+    rollout_prefill_seconds: float = 0.0
     host_batch_bytes: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -93,6 +94,15 @@ class Measured:
     @property
     def rollout_tokens_per_s(self) -> float:
         return self.rollout_new_tokens / self.rollout_seconds if self.rollout_seconds else math.nan
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        """Tokens per second after the prefill: what the plan's decode rate estimates (vLLM's
+        prefix cache skips most of the prefill from the second turn on)."""
+        decode = self.rollout_seconds - self.rollout_prefill_seconds
+        if not self.rollout_prefill_seconds or decode <= 0 or self.rollout_new_tokens < 2:
+            return math.nan
+        return (self.rollout_new_tokens - 1) / decode
 
 
 def build_encoder(workload: Workload):
@@ -160,7 +170,7 @@ def build_model(shape: dict[str, Any], encoder, *, dtype: torch.dtype, device: s
         "pad": tok.pad_token_id,
     }
     config = qwen2_5_vl_config(shape, ids)
-    attn = "flash_attention_2" if device.startswith("cuda") and _has_flash_attn() else "sdpa"
+    attn = "flash_attention_2" if device.startswith("cuda") and has_flash_attn() else "sdpa"
     torch.manual_seed(seed)
     with torch.device(device):
         model = Qwen2_5_VLForConditionalGeneration._from_config(
@@ -171,7 +181,7 @@ def build_model(shape: dict[str, Any], encoder, *, dtype: torch.dtype, device: s
     return model
 
 
-def _has_flash_attn() -> bool:
+def has_flash_attn() -> bool:
     try:
         import flash_attn  # noqa: F401
     except ImportError:
@@ -298,25 +308,34 @@ def measure(
 
 def _measure_rollout(trainer, encoder, context, workload: Workload, out: Measured) -> None:
     """One full-length turn after the trajectory's longest context, sampled by the policy the
-    trainer uses without vLLM (``generate`` with a KV cache)."""
+    trainer uses without vLLM (``generate`` with a KV cache), timed after an untimed warm-up turn
+    (the first call in a process pays CUDA's and the kernels' one-time costs: 25 s against 7 s on
+    an H200), and the same turn's prefill alone (one new token), so that the decode rate can be
+    set beside the plan's."""
     from arpo_trainer.generation import TransformersPolicy, turn_generation_config
 
-    cfg = turn_generation_config(encoder, max_new_tokens=workload.turn_tokens, do_sample=True)
-    cfg.min_new_tokens = workload.turn_tokens  # a full-length turn, whatever the random model says
-    cfg.use_cache = True
-    model = trainer.model
+    def policy(new_tokens: int) -> TransformersPolicy:
+        cfg = turn_generation_config(encoder, max_new_tokens=new_tokens, do_sample=True)
+        cfg.min_new_tokens = new_tokens  # a full-length turn, whatever the random model says
+        cfg.use_cache = True
+        return TransformersPolicy(trainer.model, encoder, cfg)
+
+    def timed(p: TransformersPolicy) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        sample = p.sample([context], [0])[0]
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0, len(sample.ids)
+
     device = out.device
-    policy = TransformersPolicy(model, encoder, cfg)
     try:
-        with peak_memory(device, model) as mem:
-            t0 = time.perf_counter()
-            sample = policy.sample([context], [0])[0]
-            if device.startswith("cuda"):
-                torch.cuda.synchronize()
-            out.rollout_seconds = time.perf_counter() - t0
+        prefill = policy(1)
+        timed(prefill)  # warm-up
+        out.rollout_prefill_seconds, _ = timed(prefill)
+        with peak_memory(device, trainer.model) as mem:
+            out.rollout_seconds, out.rollout_new_tokens = timed(policy(workload.turn_tokens))
         out.rollout_peak_bytes = mem["peak"]
         out.rollout_context = len(context.input_ids)
-        out.rollout_new_tokens = len(sample.ids)
     except Exception as e:  # noqa: BLE001 - reported, the update is still measured
         out.errors.append(f"rollout turn: {type(e).__name__}: {e}")
 
