@@ -41,6 +41,7 @@ from osworld_gym.protocol.input import (
     CLICK_GAP_S,
     DRAG_STEP_S,
     DRAG_STEPS,
+    REPEAT_GAP_S,
     X_BUTTONS,
     char_keysym,
     key_keysym,
@@ -111,8 +112,15 @@ def rfb_events(
         if settle:
             out.append(("sleep", settle))
 
+    last_released: list[int | None] = [None]
+
     def key(ks: int, down: bool) -> None:
+        # A release and a press of the same key with one server timestamp look like
+        # auto-repeat to LibreOffice's X11 backend, which drops the press ("hello" -> "helo").
+        if down and ks == last_released[0]:
+            out.append(("sleep", REPEAT_GAP_S))
         out.append(("key", ks, down))
+        last_released[0] = None if down else ks
 
     prims = [validate(p) for p in prims]
     last_input = max((i for i, p in enumerate(prims) if not isinstance(p, Wait)), default=-1)
