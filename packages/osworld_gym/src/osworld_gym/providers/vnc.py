@@ -143,9 +143,12 @@ def rfb_events(
                 button(X_BUTTONS[b], isinstance(p, MouseDown))
             case DragTo(x, y, b):
                 x0, y0 = ptr.x, ptr.y
+                x, y = min(max(int(x), 0), w - 1), min(max(int(y), 0), h - 1)
                 button(X_BUTTONS[b], True)
                 for i in range(1, DRAG_STEPS + 1):
-                    move(x0 + (x - x0) * i // DRAG_STEPS, y0 + (y - y0) * i // DRAG_STEPS)
+                    move(
+                        round(x0 + (x - x0) * i / DRAG_STEPS), round(y0 + (y - y0) * i / DRAG_STEPS)
+                    )
                     out.append(("sleep", DRAG_STEP_S))
                 button(X_BUTTONS[b], False)
             case Scroll(dy, dx, x, y):
