@@ -109,7 +109,7 @@ def rfb_events(
         bit = 1 << (b - 1)
         ptr.mask = ptr.mask | bit if down else ptr.mask & ~bit
         out.append(("pointer", ptr.x, ptr.y, ptr.mask))
-        if settle:
+        if down and settle:  # only a press starts a window manager's synchronous grab
             out.append(("sleep", settle))
 
     last_released: list[int | None] = [None]
@@ -135,9 +135,8 @@ def rfb_events(
                 for i in range(clicks):
                     if i:
                         out.append(("sleep", CLICK_GAP_S))
-                    button(X_BUTTONS[b], True, 0.0)
-                    button(X_BUTTONS[b], False, 0.0)
-                out.append(("sleep", BUTTON_SETTLE_S))
+                    button(X_BUTTONS[b], True)
+                    button(X_BUTTONS[b], False)
             case MouseDown(b, x, y) | MouseUp(b, x, y):
                 move(x, y)
                 button(X_BUTTONS[b], isinstance(p, MouseDown))
