@@ -42,6 +42,7 @@ from osworld_gym.protocol.input import (
     DRAG_STEP_S,
     DRAG_STEPS,
     REPEAT_GAP_S,
+    WHEEL_SETTLE_S,
     X_BUTTONS,
     char_keysym,
     key_keysym,
@@ -92,8 +93,8 @@ def rfb_events(
     each call that more input follows (``CALL_PAUSE_S``: VNC cannot see when the app has
     reacted, as our guest's settle signal can).
 
-    >>> rfb_events([Scroll(dy=-2)], Pointer(5, 5))
-    [('pointer', 5, 5, 16), ('pointer', 5, 5, 0), ('pointer', 5, 5, 16), ('pointer', 5, 5, 0)]
+    >>> rfb_events([Scroll(dy=-1)], Pointer(5, 5))
+    [('pointer', 5, 5, 16), ('sleep', 0.005), ('pointer', 5, 5, 0)]
     >>> rfb_events([Hotkey(("ctrl", "c"))], Pointer())
     [('key', 65507, True), ('key', 99, True), ('key', 99, False), ('key', 65507, False)]
     """
@@ -154,8 +155,8 @@ def rfb_events(
                 move(x, y)
                 for amount, pos, neg in ((dy, "up", "down"), (dx, "right", "left")):
                     for _ in range(abs(amount)):
-                        button(WHEEL[pos if amount > 0 else neg], True, 0.0)
-                        button(WHEEL[pos if amount > 0 else neg], False, 0.0)
+                        button(WHEEL[pos if amount > 0 else neg], True, WHEEL_SETTLE_S)
+                        button(WHEEL[pos if amount > 0 else neg], False)
             case KeyDown(k):
                 key(key_keysym(k), True)
             case KeyUp(k):
@@ -171,7 +172,7 @@ def rfb_events(
                 for ks in reversed(syms):
                     key(ks, False)
             case TypeText(text):
-                for ch in text:
+                for ch in text.replace("\r\n", "\n"):
                     key(char_keysym(ch), True)
                     key(char_keysym(ch), False)
             case Wait(seconds):
