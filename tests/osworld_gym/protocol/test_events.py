@@ -28,6 +28,7 @@ from osworld_gym.protocol.events import (
 )
 from osworld_gym.protocol.input import (
     BUTTON_SETTLE_S,
+    CALL_PAUSE_S,
     CLICK_GAP_S,
     DRAG_STEP_S,
     DRAG_STEPS,
@@ -50,6 +51,7 @@ from osworld_gym.protocol.primitives import (
     TypeText,
     Wait,
 )
+from osworld_gym.providers.vnc import rfb_events
 
 SIZE = (640, 480)
 
@@ -64,7 +66,7 @@ CORPUS: list[Primitive] = [
     DragTo(7, 3, "left"),
     DragTo(5000, -20, "middle"),
     Scroll(dy=-2, dx=1, x=50, y=60),
-    TypeText("hello\r\nbook\tx"),
+    TypeText("hello\nbook\tx"),
     Press("enter", 3),
     Press("a", 2),
     Hotkey(("ctrl", "shift", "t")),
@@ -172,6 +174,37 @@ def test_wait_is_a_sleep_and_anything_else_is_refused():
         InputEvents(SIZE).expand("click")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive"):
         InputEvents((0, 10))
+
+
+def rfb_of(events: list[Event], ptr: Pointer) -> list[tuple]:
+    """What an RFB client sends for ``events``: a pointer event carries the position and the
+    buttons held; both pauses are sleeps (VNC cannot see the window manager); Pace is nothing."""
+    out: list[tuple] = []
+    for e in events:
+        match e:
+            case Move(x, y):
+                ptr.x, ptr.y = x, y
+                out.append(("pointer", x, y, ptr.mask))
+            case Button(b, down):
+                ptr.mask = ptr.mask | 1 << (b - 1) if down else ptr.mask & ~(1 << (b - 1))
+                out.append(("pointer", ptr.x, ptr.y, ptr.mask))
+            case Key(ks, down):
+                out.append(("key", ks, down))
+            case Sleep(s) | Settle(s):
+                out.append(("sleep", s))
+    return out
+
+
+def test_vnc_sends_the_events_of_the_expansion_with_pyautogui_pauses_between_calls():
+    for p in CORPUS:
+        assert rfb_events([p], Pointer(1, 1), SIZE) == rfb_of(
+            expand_all([p], Pointer(1, 1)), Pointer(1, 1)
+        )
+    got = rfb_events(CORPUS, Pointer(), SIZE)
+    calls = [i for i, ev in enumerate(got) if ev == ("sleep", CALL_PAUSE_S)]
+    assert len(calls) >= len(CORPUS) - 1
+    without = [ev for ev in got if ev != ("sleep", CALL_PAUSE_S)]
+    assert without == rfb_of(expand_all(CORPUS), Pointer())
 
 
 # ---- XTest, on a real X server ------------------------------------------------------------
