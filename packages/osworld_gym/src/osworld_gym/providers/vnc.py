@@ -34,7 +34,7 @@ import numpy as np
 
 from osworld_gym.client import GuestClient
 from osworld_gym.errors import GuestError, InfraError, MissingDependencyError
-from osworld_gym.protocol.client import MAX_FILE_BYTES
+from osworld_gym.protocol.client import MAX_FILE_BYTES, poll_until_ready
 from osworld_gym.protocol.events import (
     Button,
     InputEvents,
@@ -221,20 +221,18 @@ class VNCClient:
 
     def wait_ready(self, timeout: float) -> None:
         """Retry a full framebuffer read until it works; GuestError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        delay = 0.05
-        while True:
-            try:
-                self.health()
-                return
-            except GuestError as e:
-                if time.monotonic() + delay > deadline:
-                    raise GuestError(
-                        f"VNC server {self.server} not ready after {timeout:g} s: {e}",
-                        endpoint="vnc",
-                    ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+
+        def probe() -> None:
+            self.health()
+
+        poll_until_ready(
+            probe,
+            timeout,
+            first_s=0.05,
+            cap_s=1.0,
+            what=f"VNC server {self.server}",
+            endpoint="vnc",
+        )
 
     def screenshot_array(self, cursor: bool = True) -> np.ndarray:
         """The framebuffer as ``(H, W, 3)`` uint8 (with the cursor if the server draws it)."""
