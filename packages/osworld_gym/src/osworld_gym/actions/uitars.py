@@ -86,9 +86,12 @@ def smart_resize(
     """The ``(height, width)`` Qwen2.5-VL resizes an image to: multiples of ``factor``, area within
     bounds.
 
-    Each side is rounded to the nearest multiple of ``factor``; if the area then exceeds
-    ``max_pixels`` (or falls below ``min_pixels``) both sides are scaled by the same ratio and
-    floored (ceiled) to multiples of ``factor``.
+    Each side is rounded to the nearest multiple of ``factor`` (a side under half a factor
+    rounds to 0); if the area then exceeds ``max_pixels`` (or falls below ``min_pixels``, as it
+    does for a 0) both sides are scaled by the same ratio and floored (ceiled) to multiples of
+    ``factor``. This is transformers' rule (``qwen2_vl``'s image processor), so the frame the
+    model sees and the frame its coordinates are mapped from are one function; the test in
+    ``tests/arpo_trainer/test_smart_resize.py`` compares the two.
 
     >>> smart_resize(1080, 1920, max_pixels=2116800)
     (1092, 1932)
@@ -96,13 +99,15 @@ def smart_resize(
     (1064, 1932)
     >>> smart_resize(10, 10)
     (56, 56)
+    >>> smart_resize(4, 640, max_pixels=1003520)  # 4 px rounds to 0, then both scale up
+    (28, 728)
     """
     if height <= 0 or width <= 0:
         raise ValueError(f"image size must be positive, got {height}x{width}")
     if max(height, width) / min(height, width) > 200:
         raise ValueError(f"aspect ratio of {height}x{width} exceeds 200")
-    h = max(factor, round(height / factor) * factor)
-    w = max(factor, round(width / factor) * factor)
+    h = round(height / factor) * factor
+    w = round(width / factor) * factor
     if h * w > max_pixels:
         beta = math.sqrt(height * width / max_pixels)
         h = max(factor, math.floor(height / beta / factor) * factor)
