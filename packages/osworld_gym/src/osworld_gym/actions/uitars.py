@@ -589,11 +589,11 @@ class UITarsActionSet(ActionSet):
     def _render_one(self, p: Primitive) -> str:
         n = self.scroll_amount
         match p:
-            case Click(x, y, "left", 1) if x is not None:
+            case Click(x, y, "left", 1) if x is not None and y is not None:
                 return f"click(start_box='{self.box(x, y)}')"
-            case Click(x, y, "left", 2) if x is not None:
+            case Click(x, y, "left", 2) if x is not None and y is not None:
                 return f"left_double(start_box='{self.box(x, y)}')"
-            case Click(x, y, "right", 1) if x is not None:
+            case Click(x, y, "right", 1) if x is not None and y is not None:
                 return f"right_single(start_box='{self.box(x, y)}')"
             case MoveTo(x, y):
                 return f"hover(start_box='{self.box(x, y)}')"
@@ -610,7 +610,7 @@ class UITarsActionSet(ActionSet):
                 return f"type(content='{_escape(text)}')"
             case Scroll(dy, dx, x, y) if (abs(dy), abs(dx)) in ((n, 0), (0, n)):
                 direction = {n: "up", -n: "down"}[dy] if dy else {n: "right", -n: "left"}[dx]
-                at = f"start_box='{self.box(x, y)}', " if x is not None else ""
+                at = f"start_box='{self.box(x, y)}', " if x is not None and y is not None else ""
                 return f"scroll({at}direction='{direction}')"
         raise ActionError(f"UI-TARS actions cannot express {p!r}")
 
