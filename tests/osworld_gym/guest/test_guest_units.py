@@ -26,7 +26,7 @@ from osworld_gym.guest.server import (
     make_server,
 )
 from osworld_gym.guest.windows import Window, matches, parse_wmctrl
-from osworld_gym.guest.xinput import char_keysym, key_keysym
+from osworld_gym.protocol.input import char_keysym, key_keysym
 from osworld_gym.protocol.keys import X_KEYSYM
 
 TOKEN = "unit-token"

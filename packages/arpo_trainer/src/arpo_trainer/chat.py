@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from osworld_gym.actions.uitars import smart_resize
 from PIL import Image
-from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from osworld_gym.protocol import routes
 # Largest file get_file/download_file accept by default. Task result files are documents,
 # sheets and slides of a few MB; a larger one at a result path is the agent's doing
 # (``truncate -s 2G``) and is scored 0, never buffered.
-from osworld_gym.protocol.client import MAX_FILE_BYTES
+from osworld_gym.protocol.client import MAX_FILE_BYTES, poll_until_ready
 from osworld_gym.protocol.primitives import Primitive, Wait, to_dict
 
 log = logging.getLogger(__name__)
@@ -221,24 +221,14 @@ class GuestClient:
     def wait_ready(self, timeout: float) -> None:
         """Poll :meth:`health` until the guest answers with a live X server; GuestError after
         ``timeout`` seconds, carrying the last error."""
-        deadline = time.monotonic() + timeout
-        delay, last = 0.02, "no answer yet"
-        while True:
-            try:
-                h = self._json("GET", routes.HEALTH, timeout=min(5.0, self.timeout))
-                if h.get("x_alive"):
-                    return
-                last = f"guest is up but its X server is not: {h}"
-            except GuestError as e:
-                last = str(e)
-                if e.status == 401:
-                    raise
-            if time.monotonic() + delay > deadline:
-                raise GuestError(
-                    f"guest not ready after {timeout:g} s: {last}", endpoint=routes.HEALTH
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+
+        def probe() -> str | None:
+            h = self._json("GET", routes.HEALTH, timeout=min(5.0, self.timeout))
+            return None if h.get("x_alive") else f"guest is up but its X server is not: {h}"
+
+        poll_until_ready(
+            probe, timeout, first_s=0.02, cap_s=0.5, what="guest", endpoint=routes.HEALTH
+        )
 
     def reset_desktop(self, restore_home: bool = True) -> dict:
         """Kill all apps, restore the home directory; ``{"killed": N, "ms": ...}``."""
@@ -618,23 +608,18 @@ class OSWorldCompatClient(GuestClient):
 
     def wait_ready(self, timeout: float) -> None:
         """Poll ``GET /screenshot`` until it answers with an image; GuestError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        delay, last = 0.05, "no answer yet"
-        while True:
-            try:
-                self.health()
-                return
-            except GuestError as e:
-                last = str(e)
-                if e.status == 401:
-                    raise
-            if time.monotonic() + delay > deadline:
-                raise GuestError(
-                    f"OSWorld guest at {self.base_url} not ready after {timeout:g} s: {last}",
-                    endpoint=routes.SCREENSHOT,
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+
+        def probe() -> None:
+            self.health()
+
+        poll_until_ready(
+            probe,
+            timeout,
+            first_s=0.05,
+            cap_s=1.0,
+            what=f"OSWorld guest at {self.base_url}",
+            endpoint=routes.SCREENSHOT,
+        )
 
     def reset_desktop(self, restore_home: bool = True) -> dict:
         raise GuestError(

@@ -86,9 +86,12 @@ def smart_resize(
     """The ``(height, width)`` Qwen2.5-VL resizes an image to: multiples of ``factor``, area within
     bounds.
 
-    Each side is rounded to the nearest multiple of ``factor``; if the area then exceeds
-    ``max_pixels`` (or falls below ``min_pixels``) both sides are scaled by the same ratio and
-    floored (ceiled) to multiples of ``factor``.
+    Each side is rounded to the nearest multiple of ``factor`` (a side under half a factor
+    rounds to 0); if the area then exceeds ``max_pixels`` (or falls below ``min_pixels``, as it
+    does for a 0) both sides are scaled by the same ratio and floored (ceiled) to multiples of
+    ``factor``. This is transformers' rule (``qwen2_vl``'s image processor), so the frame the
+    model sees and the frame its coordinates are mapped from are one function; the test in
+    ``tests/arpo_trainer/test_smart_resize.py`` compares the two.
 
     >>> smart_resize(1080, 1920, max_pixels=2116800)
     (1092, 1932)
@@ -96,13 +99,15 @@ def smart_resize(
     (1064, 1932)
     >>> smart_resize(10, 10)
     (56, 56)
+    >>> smart_resize(4, 640, max_pixels=1003520)  # 4 px rounds to 0, then both scale up
+    (28, 728)
     """
     if height <= 0 or width <= 0:
         raise ValueError(f"image size must be positive, got {height}x{width}")
     if max(height, width) / min(height, width) > 200:
         raise ValueError(f"aspect ratio of {height}x{width} exceeds 200")
-    h = max(factor, round(height / factor) * factor)
-    w = max(factor, round(width / factor) * factor)
+    h = round(height / factor) * factor
+    w = round(width / factor) * factor
     if h * w > max_pixels:
         beta = math.sqrt(height * width / max_pixels)
         h = max(factor, math.floor(height / beta / factor) * factor)
@@ -584,11 +589,11 @@ class UITarsActionSet(ActionSet):
     def _render_one(self, p: Primitive) -> str:
         n = self.scroll_amount
         match p:
-            case Click(x, y, "left", 1) if x is not None:
+            case Click(x, y, "left", 1) if x is not None and y is not None:
                 return f"click(start_box='{self.box(x, y)}')"
-            case Click(x, y, "left", 2) if x is not None:
+            case Click(x, y, "left", 2) if x is not None and y is not None:
                 return f"left_double(start_box='{self.box(x, y)}')"
-            case Click(x, y, "right", 1) if x is not None:
+            case Click(x, y, "right", 1) if x is not None and y is not None:
                 return f"right_single(start_box='{self.box(x, y)}')"
             case MoveTo(x, y):
                 return f"hover(start_box='{self.box(x, y)}')"
@@ -605,7 +610,7 @@ class UITarsActionSet(ActionSet):
                 return f"type(content='{_escape(text)}')"
             case Scroll(dy, dx, x, y) if (abs(dy), abs(dx)) in ((n, 0), (0, n)):
                 direction = {n: "up", -n: "down"}[dy] if dy else {n: "right", -n: "left"}[dx]
-                at = f"start_box='{self.box(x, y)}', " if x is not None else ""
+                at = f"start_box='{self.box(x, y)}', " if x is not None and y is not None else ""
                 return f"scroll({at}direction='{direction}')"
         raise ActionError(f"UI-TARS actions cannot express {p!r}")
 

@@ -10,7 +10,11 @@ into nothing.
 A click focuses and raises the window under the pointer, as a user's would. On our openbox
 desktop the guest does that itself before the press (:class:`~osworld_gym.guest.windows.
 ClickFocus`), so presses need no pause afterwards; with a window manager that grabs clicks
-synchronously, each press is followed by :data:`BUTTON_SETTLE_S`.
+synchronously, each press is followed by its :class:`~osworld_gym.protocol.events.Settle`.
+
+Which events an action becomes, and the pauses between them, is decided once for XTest and VNC
+in :mod:`osworld_gym.protocol.events`; this module sends them (binding keysyms to spare keycodes
+and focusing before a press are how XTest sends them).
 """
 
 from __future__ import annotations
@@ -28,44 +32,24 @@ from Xlib.ext import xtest
 from osworld_gym.errors import ActionError, GuestError
 from osworld_gym.guest.windows import ClickFocus, FocusMode
 from osworld_gym.guest.xgrab import make_impervious
-from osworld_gym.protocol.input import (
-    BUTTON_SETTLE_S,
-    CLICK_GAP_S,
-    DRAG_STEP_S,
-    DRAG_STEPS,
-    REPEAT_GAP_S,
-    WHEEL_SETTLE_S,
-    X_BUTTONS,
-    char_keysym,
-    key_keysym,
+from osworld_gym.protocol.events import (
+    Button,
+    Event,
+    InputEvents,
+    Key,
+    Move,
+    Pace,
+    Settle,
+    Sleep,
 )
-from osworld_gym.protocol.primitives import (
-    Click,
-    DragTo,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    MouseDown,
-    MouseUp,
-    MoveTo,
-    Press,
-    Primitive,
-    Scroll,
-    TypeText,
-    Wait,
-)
+from osworld_gym.protocol.primitives import DragTo, Primitive, Wait
 
 log = logging.getLogger(__name__)
 
 #: Seconds after the last use before spare keycodes are put back to NoSymbol.
 RESTORE_DELAY_S = 1.0
-#: Flush the request queue after this many typed characters.
+#: Flush the request queue after this many typed characters (key presses and releases: twice).
 TYPE_FLUSH_EVERY = 16
-#: Keys after which typing pauses (when a pacer is given) before the keys that follow in the
-#: same text or run of presses: Return and Tab end an entry, and an app may act on that from
-#: a posted event (GTK3 Calc moved its cell cursor for a Tab after the text typed next had
-#: gone into the old cell: ``write('a\\t\\tb')`` left C1 empty and ``b`` in B1).
-PACED_KEYSYMS = frozenset({XK.XK_Return, XK.XK_Tab, XK.XK_KP_Enter})
 
 
 class XInput:
@@ -85,11 +69,13 @@ class XInput:
         self._spare: list[int] = []  # keycodes with no symbols (or bound by us)
         self._bound: OrderedDict[int, int] = OrderedDict()  # keysym -> spare keycode, LRU order
         self._restore_timer: threading.Timer | None = None
-        self._last_released: int | None = None  # keycode of the last key release sent
+        self._sent_keys = 0  # key events sent, for flushing the queue now and then
         self._keysyms_per_keycode = 1
         self._focus = ClickFocus(self._d)
         self._focus_mode: FocusMode | None = None  # looked up at the first click of a run
         self._pace: Callable[[], None] | None = None  # the run's pacer, see run()
+        # Primitives to events (pacing rules, pointer, last key released) across runs.
+        self._events = InputEvents((self.width, self.height))
         self._load_keymap()
 
     # ---- public -----------------------------------------------------------------------------
@@ -105,9 +91,9 @@ class XInput:
         (and after the last too with ``pace_last``): it returns when the desktop has reacted,
         as pyautogui pauses after each call. Keys sent sooner can reach an app before what the
         previous call set off has run (see :data:`~osworld_gym.protocol.input.PACE_MAX_S`).
-        Inside a text or a run of presses it is called after each of :data:`PACED_KEYSYMS`
-        that more keys follow: a burst of keys has no gaps for an app's posted work, where
-        pyautogui's key-by-key round trips leave some."""
+        Inside a text or a run of presses it is called at each :class:`~osworld_gym.protocol.
+        events.Pace` (after a Return or Tab that more keys follow): a burst of keys has no gaps
+        for an app's posted work, where pyautogui's key-by-key round trips leave some."""
         with self._lock:
             if self._restore_timer is not None:
                 self._restore_timer.cancel()
@@ -170,102 +156,56 @@ class XInput:
             finally:
                 self._d.close()
 
-    # ---- dispatch ---------------------------------------------------------------------------
+    # ---- executing events -------------------------------------------------------------------
     def _do(self, p: Primitive) -> None:
-        match p:
-            case MoveTo(x, y):
-                self._move(x, y)
-            case Click(x, y, button, clicks):
-                if x is not None:
-                    self._move(x, y)
-                for i in range(clicks):
-                    if i:
-                        time.sleep(CLICK_GAP_S)
-                    self._button(X_BUTTONS[button], True)
-                    self._button(X_BUTTONS[button], False)
-            case MouseDown(button, x, y) | MouseUp(button, x, y):
-                if x is not None:
-                    self._move(x, y)
-                self._button(X_BUTTONS[button], isinstance(p, MouseDown))
-            case DragTo(x, y, button):
-                self._drag(x, y, X_BUTTONS[button])
-            case Scroll(dy, dx, x, y):
-                if x is not None:
-                    self._move(x, y)
-                for btn, n in ((4 if dy > 0 else 5, abs(dy)), (7 if dx > 0 else 6, abs(dx))):
-                    for _ in range(n):
-                        self._button(btn, True)
-                        self._button(btn, False)
-            case KeyDown(key):
-                self._key(key_keysym(key), True)
-            case KeyUp(key):
-                self._key(key_keysym(key), False)
-            case Press(key, presses):
-                ks = key_keysym(key)
-                for i in range(presses):
-                    if i:
-                        self._pace_after(ks)
-                    self._key(ks, True)
-                    self._key(ks, False)
-            case Hotkey(keys):
-                syms = [key_keysym(k) for k in keys]
-                for ks in syms:
-                    self._key(ks, True)
-                for ks in reversed(syms):
-                    self._key(ks, False)
-            case TypeText(text):
-                self._type(text)
-            case Wait():
-                raise ActionError(
-                    "wait is executed by the host; send the actions around it "
-                    "separately (GuestClient.run_actions does this)"
-                )
-            case _:
-                raise ActionError(f"not a primitive action: {p!r}")
+        """Expand ``p`` into input events (:mod:`osworld_gym.protocol.events`) and send them."""
+        if isinstance(p, Wait):
+            raise ActionError(
+                "wait is executed by the host; send the actions around it "
+                "separately (GuestClient.run_actions does this)"
+            )
+        if isinstance(p, DragTo):  # a drag starts where the pointer really is
+            reply = self._d.screen().root.query_pointer()
+            self._events.pointer.x, self._events.pointer.y = reply.root_x, reply.root_y
+        events = self._events.expand(p)
+        start = 0
+        while start < len(events):
+            end = self._bind_run(events, start)
+            for ev in events[start:end]:
+                self._send(ev)
+            self._d.sync()
+            start = end
 
-    # ---- pointer ----------------------------------------------------------------------------
-    def _clamp(self, x: int, y: int) -> tuple[int, int]:
-        return min(max(int(x), 0), self.width - 1), min(max(int(y), 0), self.height - 1)
-
-    def _move(self, x: int, y: int) -> None:
-        x, y = self._clamp(x, y)
-        xtest.fake_input(self._d, X.MotionNotify, x=x, y=y)
-        self._d.sync()
+    def _send(self, ev: Event) -> None:
+        match ev:
+            case Key(ks, down):
+                self._key(ks, down)
+            case Move(x, y):
+                xtest.fake_input(self._d, X.MotionNotify, x=x, y=y)
+                self._d.sync()
+            case Button(button, down):
+                self._button(button, down)
+            case Sleep(seconds):
+                self._d.sync()
+                time.sleep(seconds)
+            case Settle(seconds):
+                # Only a window manager that grabs clicks synchronously needs it; with ours the
+                # guest focused the window before the press (ClickFocus).
+                if self._focus_mode is FocusMode.WM:
+                    time.sleep(seconds)
+            case Pace():
+                if self._pace is not None:
+                    self._d.sync()
+                    self._pace()
 
     def _button(self, button: int, down: bool) -> None:
-        wheel = button > 3
-        if down and not wheel:
+        if down and button <= 3:
             if self._focus_mode is None:
                 self._focus_mode = self._focus.mode()
             if self._focus_mode is FocusMode.GUEST:
                 self._focus.before_press()  # focus moves first, as with the WM's binding
         xtest.fake_input(self._d, X.ButtonPress if down else X.ButtonRelease, button)
         self._d.sync()
-        if down and wheel:
-            time.sleep(WHEEL_SETTLE_S)
-        elif down and self._focus_mode is FocusMode.WM:
-            # The window manager's synchronous button grab freezes the pointer until it has
-            # handled the press; events sent meanwhile reach the application late and out of
-            # place. Only a press starts such a grab, so only a press waits.
-            time.sleep(BUTTON_SETTLE_S)
-
-    def _drag(self, x: int, y: int, button: int) -> None:
-        x, y = self._clamp(x, y)
-        reply = self._d.screen().root.query_pointer()
-        x0, y0 = reply.root_x, reply.root_y
-        self._button(button, True)
-        self._d.sync()
-        for i in range(1, DRAG_STEPS + 1):
-            time.sleep(DRAG_STEP_S)
-            xtest.fake_input(
-                self._d,
-                X.MotionNotify,
-                x=round(x0 + (x - x0) * i / DRAG_STEPS),
-                y=round(y0 + (y - y0) * i / DRAG_STEPS),
-            )
-            self._d.sync()
-        time.sleep(DRAG_STEP_S)
-        self._button(button, False)
 
     # ---- keyboard ---------------------------------------------------------------------------
     def _load_keymap(self) -> None:
@@ -323,50 +263,30 @@ class XInput:
             self._bind([ks])
         kc, level = self._keymap[ks]
         shift = self._keymap.get(XK.XK_Shift_L, (None, 0))[0] if level == 1 else None
-        kind = X.KeyPress if down else X.KeyRelease
-        if down and kc == self._last_released:
-            # A release and a press of the same key with the same server timestamp look like
-            # auto-repeat to some toolkits (LibreOffice's X11 backend drops the press: "hello"
-            # became "helo"). Let the clock tick, as xdotool's typing delay does.
-            self._d.sync()
-            time.sleep(REPEAT_GAP_S)
         if shift is not None and down:
             xtest.fake_input(self._d, X.KeyPress, shift)
-        xtest.fake_input(self._d, kind, kc)
+        xtest.fake_input(self._d, X.KeyPress if down else X.KeyRelease, kc)
         if shift is not None and not down:
             xtest.fake_input(self._d, X.KeyRelease, shift)
-        self._last_released = None if down else kc
-
-    def _pace_after(self, ks: int) -> None:
-        """Before the next key: let the app react to ``ks`` if it is one of PACED_KEYSYMS."""
-        if self._pace is not None and ks in PACED_KEYSYMS:
+        self._sent_keys += 1
+        if self._sent_keys % (2 * TYPE_FLUSH_EVERY) == 0:
             self._d.sync()
-            self._pace()
 
-    def _type(self, text: str) -> None:
-        syms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
+    def _bind_run(self, events: list[Event], start: int) -> int:
+        """Bind the keysyms of the longest run of ``events`` from ``start`` whose keysyms
+        without a key fit in the spare keycodes at once; return where the run ends."""
         capacity = max(1, len(self._spare))
-        start = 0
-        prev: int | None = None
-        while start < len(syms):
-            # The longest run whose unmapped keysyms fit in the spare keycodes at once.
-            end, new = start, set()
-            while end < len(syms):
-                ks = syms[end]
+        end, new, syms = start, set[int](), list[int]()
+        while end < len(events):
+            ev = events[end]
+            if isinstance(ev, Key):
+                ks = ev.keysym
                 if (ks not in self._keymap or ks in self._bound) and ks not in new:
                     if len(new) == capacity:
                         break
                     new.add(ks)
-                end += 1
-            chunk = syms[start:end]
-            self._bind(chunk)
-            for i, ks in enumerate(chunk, 1):
-                if prev is not None:
-                    self._pace_after(prev)
-                prev = ks
-                self._key(ks, True)
-                self._key(ks, False)
-                if i % TYPE_FLUSH_EVERY == 0:
-                    self._d.sync()
-            self._d.sync()
-            start = end
+                syms.append(ks)
+            end += 1
+        if syms:
+            self._bind(syms)
+        return end

@@ -10,7 +10,8 @@ method, and it raises :class:`~osworld_gym.errors.GuestError` with status 501 sa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -21,6 +22,52 @@ if TYPE_CHECKING:
 
 #: Largest file a client fetches from the guest unless told otherwise.
 MAX_FILE_BYTES = 256 << 20
+
+
+def poll_until_ready(
+    probe: Callable[[], str | None],
+    timeout: float,
+    *,
+    first_s: float,
+    cap_s: float,
+    what: str,
+    endpoint: str,
+) -> None:
+    """The back-off of every client's :meth:`DesktopClient.wait_ready`: call ``probe`` until it
+    returns None (ready), sleeping ``first_s``, then twice as long each time up to ``cap_s``.
+
+    ``probe`` returns why the desktop is not ready yet, or raises
+    :class:`~osworld_gym.errors.GuestError` (its message is the reason). A 401 is raised at
+    once: a wrong token will not get better by waiting. When the next sleep would end past
+    ``timeout`` seconds, raises GuestError ``"<what> not ready after <timeout> s: <last
+    reason>"`` for ``endpoint``.
+
+    >>> answers = iter(["booting", None])
+    >>> poll_until_ready(lambda: next(answers), 1.0, first_s=0.001, cap_s=0.01,
+    ...                  what="guest", endpoint="/health")
+    >>> poll_until_ready(lambda: "booting", 0.0, first_s=0.01, cap_s=0.01,
+    ...                  what="guest", endpoint="/health")
+    Traceback (most recent call last):
+    osworld_gym.errors.GuestError: guest not ready after 0 s: booting
+    """
+    from osworld_gym.errors import GuestError
+
+    deadline = time.monotonic() + timeout
+    delay, last = first_s, "no answer yet"
+    while True:
+        try:
+            why = probe()
+            if why is None:
+                return
+            last = why
+        except GuestError as e:
+            if e.status == 401:
+                raise
+            last = str(e)
+        if time.monotonic() + delay > deadline:
+            raise GuestError(f"{what} not ready after {timeout:g} s: {last}", endpoint=endpoint)
+        time.sleep(delay)
+        delay = min(delay * 2, cap_s)
 
 
 @runtime_checkable

@@ -2,8 +2,9 @@
 keysyms, and the pacing between events.
 
 The guest injects with XTest and the VNC provider sends RFB events; both press X keysyms and
-X button numbers, and both wait the same pauses. Keysym names are resolved with python-xlib's
-keysym tables (pure data, no X connection), imported on first use.
+X button numbers, and both wait the same pauses (which events, and where the pauses go:
+:mod:`.events`). Keysym names are resolved with python-xlib's keysym tables (pure data, no X
+connection), imported on first use.
 
 >>> X_BUTTONS["right"], [hex(char_keysym(c)) for c in ("a", "é", "Ω", "\\n")]
 (3, ['0x61', '0xe9', '0x10003a9', '0xff0d'])

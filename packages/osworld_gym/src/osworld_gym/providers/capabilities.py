@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from osworld_gym.guest import task_python
+from osworld_gym.guest.profiles import PROFILES as PROFILES  # re-exported: one definition
 from osworld_gym.guest.profiles import missing_programs as profile_missing
 
 #: PATH inside the desktop (the sandbox's, less our shims directory).
 DESKTOP_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#: Desktop profiles (see osworld_gym.guest.profiles); the env var picks one when none is given.
-PROFILES = ("openbox", "ubuntu")
+#: The env var that picks a desktop profile (:data:`PROFILES`, defined by the guest that
+#: implements them) when none is given.
 PROFILE_ENV = "OSWORLD_GYM_PROFILE"
 #: The profile when neither ``profile=`` nor the env var names one: OSWorld's look.
 DEFAULT_PROFILE = "ubuntu"

@@ -12,6 +12,7 @@ there while observations and actions go over VNC. Without ``guest_url`` only tas
 setup and no evaluator can run; everything else raises a :class:`~osworld_gym.errors.GuestError`
 that says so, and the desktop is never reset between episodes.
 
+>>> from osworld_gym.protocol.primitives import Click
 >>> p = VNCProvider(vnc="127.0.0.1::5901", screen_size=(1280, 720))
 >>> p.running, p.server
 (False, '127.0.0.1::5901')
@@ -25,7 +26,6 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Self
@@ -34,30 +34,20 @@ import numpy as np
 
 from osworld_gym.client import GuestClient
 from osworld_gym.errors import GuestError, InfraError, MissingDependencyError
-from osworld_gym.protocol.client import MAX_FILE_BYTES
-from osworld_gym.protocol.input import (
-    BUTTON_SETTLE_S,
-    CALL_PAUSE_S,
-    CLICK_GAP_S,
-    DRAG_STEP_S,
-    DRAG_STEPS,
-    X_BUTTONS,
-    char_keysym,
-    key_keysym,
+from osworld_gym.protocol.client import MAX_FILE_BYTES, poll_until_ready
+from osworld_gym.protocol.events import (
+    Button,
+    InputEvents,
+    Key,
+    Move,
+    Pace,
+    Pointer,
+    Settle,
+    Sleep,
 )
+from osworld_gym.protocol.input import CALL_PAUSE_S
 from osworld_gym.protocol.primitives import (
-    Click,
-    DragTo,
-    Hotkey,
-    KeyDown,
-    KeyUp,
-    MouseDown,
-    MouseUp,
-    MoveTo,
-    Press,
     Primitive,
-    Scroll,
-    TypeText,
     Wait,
     validate,
 )
@@ -66,106 +56,54 @@ from osworld_gym.providers.remote import RemoteProvider, ResetMode
 
 log = logging.getLogger(__name__)
 
-#: RFB wheel "buttons": up, down, left, right.
-WHEEL = {"up": 4, "down": 5, "left": 6, "right": 7}
-
-#: ``("pointer", x, y, button_mask)``, ``("key", keysym, down)`` or ``("sleep", seconds)``
-Event = tuple
-
-
-@dataclass
-class Pointer:
-    """Where the client last put the pointer and which buttons it holds (RFB sends both with
-    every pointer event)."""
-
-    x: int = 0
-    y: int = 0
-    mask: int = 0
+#: An RFB message: ``("pointer", x, y, button_mask)``, ``("key", keysym, down)`` or
+#: ``("sleep", seconds)`` (waited between messages).
+RfbEvent = tuple
 
 
 def rfb_events(
     prims: Sequence[Primitive], ptr: Pointer, size: tuple[int, int] = (65535, 65535)
-) -> list[Event]:
-    """Translate primitives into RFB events, updating ``ptr``. Coordinates are clamped to the
-    screen ``size``; :class:`Wait` becomes a sleep, and so does the pause pyautogui makes after
-    each call that more input follows (``CALL_PAUSE_S``: VNC cannot see when the app has
-    reacted, as our guest's settle signal can).
+) -> list[RfbEvent]:
+    """Translate primitives into RFB messages, updating ``ptr``.
 
-    >>> rfb_events([Scroll(dy=-2)], Pointer(5, 5))
-    [('pointer', 5, 5, 16), ('pointer', 5, 5, 0), ('pointer', 5, 5, 16), ('pointer', 5, 5, 0)]
+    The events and the pauses between them are :class:`~osworld_gym.protocol.events.
+    InputEvents`' (the same as our guest's XTest input sends); RFB sends the pointer's position
+    and held buttons with every pointer event. Both :class:`~osworld_gym.protocol.events.Settle`
+    and :class:`~osworld_gym.protocol.events.Sleep` become sleeps (VNC cannot see whether the
+    desktop's window manager grabs clicks), :class:`~osworld_gym.protocol.events.Pace` is
+    nothing, :class:`Wait` is a sleep, and so is the pause pyautogui makes after each call
+    that more input follows (``CALL_PAUSE_S``: VNC cannot see when the app has reacted, as our
+    guest's settle signal can). Coordinates are clamped to the screen ``size``.
+
+    >>> from osworld_gym.protocol.primitives import Hotkey, Scroll
+    >>> rfb_events([Scroll(dy=-1)], Pointer(5, 5))
+    [('pointer', 5, 5, 16), ('sleep', 0.005), ('pointer', 5, 5, 0)]
     >>> rfb_events([Hotkey(("ctrl", "c"))], Pointer())
     [('key', 65507, True), ('key', 99, True), ('key', 99, False), ('key', 65507, False)]
     """
-    out: list[Event] = []
-    w, h = size
-
-    def move(x: int | None, y: int | None) -> None:
-        if x is not None and y is not None:
-            ptr.x, ptr.y = min(max(int(x), 0), w - 1), min(max(int(y), 0), h - 1)
-            out.append(("pointer", ptr.x, ptr.y, ptr.mask))
-
-    def button(b: int, down: bool, settle: float = BUTTON_SETTLE_S) -> None:
-        bit = 1 << (b - 1)
-        ptr.mask = ptr.mask | bit if down else ptr.mask & ~bit
-        out.append(("pointer", ptr.x, ptr.y, ptr.mask))
-        if settle:
-            out.append(("sleep", settle))
-
-    def key(ks: int, down: bool) -> None:
-        out.append(("key", ks, down))
-
+    out: list[RfbEvent] = []
+    x, y, mask = ptr.x, ptr.y, ptr.mask  # as the server knows them; the expander moves ``ptr``
+    expander = InputEvents(size, ptr)
     prims = [validate(p) for p in prims]
     last_input = max((i for i, p in enumerate(prims) if not isinstance(p, Wait)), default=-1)
     for n, p in enumerate(prims):
         if n and not isinstance(prims[n - 1], Wait) and n <= last_input:
             out.append(("sleep", CALL_PAUSE_S))
-        match p:
-            case MoveTo(x, y):
-                move(x, y)
-            case Click(x, y, b, clicks):
-                move(x, y)
-                for i in range(clicks):
-                    if i:
-                        out.append(("sleep", CLICK_GAP_S))
-                    button(X_BUTTONS[b], True, 0.0)
-                    button(X_BUTTONS[b], False, 0.0)
-                out.append(("sleep", BUTTON_SETTLE_S))
-            case MouseDown(b, x, y) | MouseUp(b, x, y):
-                move(x, y)
-                button(X_BUTTONS[b], isinstance(p, MouseDown))
-            case DragTo(x, y, b):
-                x0, y0 = ptr.x, ptr.y
-                button(X_BUTTONS[b], True)
-                for i in range(1, DRAG_STEPS + 1):
-                    move(x0 + (x - x0) * i // DRAG_STEPS, y0 + (y - y0) * i // DRAG_STEPS)
-                    out.append(("sleep", DRAG_STEP_S))
-                button(X_BUTTONS[b], False)
-            case Scroll(dy, dx, x, y):
-                move(x, y)
-                for amount, pos, neg in ((dy, "up", "down"), (dx, "right", "left")):
-                    for _ in range(abs(amount)):
-                        button(WHEEL[pos if amount > 0 else neg], True, 0.0)
-                        button(WHEEL[pos if amount > 0 else neg], False, 0.0)
-            case KeyDown(k):
-                key(key_keysym(k), True)
-            case KeyUp(k):
-                key(key_keysym(k), False)
-            case Press(k, presses):
-                for _ in range(presses):
-                    key(key_keysym(k), True)
-                    key(key_keysym(k), False)
-            case Hotkey(keys):
-                syms = [key_keysym(k) for k in keys]
-                for ks in syms:
-                    key(ks, True)
-                for ks in reversed(syms):
-                    key(ks, False)
-            case TypeText(text):
-                for ch in text:
-                    key(char_keysym(ch), True)
-                    key(char_keysym(ch), False)
-            case Wait(seconds):
-                out.append(("sleep", seconds))
+        for ev in expander.expand(p):
+            match ev:
+                case Move():
+                    x, y = ev.x, ev.y
+                    out.append(("pointer", x, y, mask))
+                case Button(button, down):
+                    bit = 1 << (button - 1)
+                    mask = mask | bit if down else mask & ~bit
+                    out.append(("pointer", x, y, mask))
+                case Key(ks, down):
+                    out.append(("key", ks, down))
+                case Sleep(seconds) | Settle(seconds):
+                    out.append(("sleep", seconds))
+                case Pace():
+                    pass
     return out
 
 
@@ -192,7 +130,7 @@ def _vncdotool() -> tuple[Any, Any]:
 
             return self.refreshScreen(incremental=False).addCallback(copy)
 
-        def sendEvents(self, events: list[Event]) -> Any:
+        def sendEvents(self, events: list[RfbEvent]) -> Any:
             for kind, *args in events:
                 if kind == "key":
                     self.keyEvent(args[0], down=args[1])
@@ -283,20 +221,18 @@ class VNCClient:
 
     def wait_ready(self, timeout: float) -> None:
         """Retry a full framebuffer read until it works; GuestError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        delay = 0.05
-        while True:
-            try:
-                self.health()
-                return
-            except GuestError as e:
-                if time.monotonic() + delay > deadline:
-                    raise GuestError(
-                        f"VNC server {self.server} not ready after {timeout:g} s: {e}",
-                        endpoint="vnc",
-                    ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+
+        def probe() -> None:
+            self.health()
+
+        poll_until_ready(
+            probe,
+            timeout,
+            first_s=0.05,
+            cap_s=1.0,
+            what=f"VNC server {self.server}",
+            endpoint="vnc",
+        )
 
     def screenshot_array(self, cursor: bool = True) -> np.ndarray:
         """The framebuffer as ``(H, W, 3)`` uint8 (with the cursor if the server draws it)."""
@@ -323,7 +259,7 @@ class VNCClient:
         """Send primitives as RFB events; sleeps (settling, :class:`Wait`) happen here."""
         t0 = time.perf_counter()
         events = rfb_events(prims, self._ptr, self._size or (65535, 65535))
-        batch: list[Event] = []
+        batch: list[RfbEvent] = []
         for ev in (*events, None):
             if ev is None or ev[0] == "sleep":
                 if batch:
