@@ -157,6 +157,8 @@ class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
     """``Qwen2_5_VLProcessor`` without a video processor, so it needs no torchvision."""
 
     def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        if tokenizer is None:
+            raise ValueError("ImageOnlyQwen2_5_VLProcessor needs a tokenizer")
         self.image_token = "<|image_pad|>"
         self.video_token = "<|video_pad|>"
         self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
