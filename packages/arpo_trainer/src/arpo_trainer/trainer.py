@@ -65,6 +65,7 @@ from arpo_trainer.metrics import (
     append_rollout_log,
     rollout_metrics,
 )
+from arpo_trainer.modeling import weight_io_bars_off
 from arpo_trainer.preflight import run_capabilities
 from arpo_trainer.ranks import RankGroup
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
@@ -701,6 +702,12 @@ class ARPOTrainer(GRPOTrainer):
         self._logs["advantages"].extend(all_advantages.tolist())
 
     # -- checkpoints -------------------------------------------------------------------------------
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """As transformers saves (checkpoints call this too), without its \"Writing model
+        shards\" bar under the training bar."""
+        with weight_io_bars_off():
+            super().save_model(output_dir, _internal_call)
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)
