@@ -40,6 +40,7 @@ from arpo_trainer.modeling import (
     ImageOnlyQwen2_5_VLProcessor,
     load_processor,
     qwen2_5_vl_chat_template,
+    weight_io_bars_off,
 )
 
 log = logging.getLogger(__name__)
@@ -170,10 +171,12 @@ class TinyVLM:
     processor: ProcessorMixin
 
     def save(self, path: str | Path) -> Path:
-        """``save_pretrained`` both into ``path`` (reload with :func:`load_tiny_vlm`)."""
+        """``save_pretrained`` both into ``path`` (reload with :func:`load_tiny_vlm`), without
+        transformers' "Writing model shards" bar."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path)
+        with weight_io_bars_off():
+            self.model.save_pretrained(path)
         self.processor.save_pretrained(path)
         return path
 
@@ -324,5 +327,6 @@ def _token_id(tokenizer: PreTrainedTokenizerFast, token: str) -> int:
 
 def load_tiny_vlm(path: str | Path) -> TinyVLM:
     """Reload a :class:`TinyVLM` written by :meth:`TinyVLM.save`."""
-    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
+    with weight_io_bars_off():  # a local directory: nothing to download, no bar to show
+        model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
     return TinyVLM(model=model, processor=load_processor(path))
