@@ -60,3 +60,28 @@ def test_the_progress_bar_does_not_print_the_metrics_dict(tmp_path, capsys):
     # transformers' own bar writes the dict: the control that this test can fail
     assert "'episode/success_rate': '0.5'" in _logged(ProgressCallback, tmp_path, capsys)
     assert "episode/success_rate" not in _logged(QuietProgressCallback, tmp_path, capsys)
+
+
+def _stderr_of(action, capsys) -> str:
+    capsys.readouterr()
+    action()
+    return capsys.readouterr().err
+
+
+def test_saving_and_loading_weights_prints_no_bar_of_its_own(tmp_path, capsys):
+    from arpo_trainer.modeling import load_model, weight_io_bars_off
+    from arpo_trainer.tiny import build_tiny_vlm
+    from transformers.utils import logging as hf_logging
+
+    model = build_tiny_vlm(seed=0).model
+    # transformers' own save draws the bar: the control that this test can fail
+    plain = _stderr_of(lambda: model.save_pretrained(tmp_path / "plain"), capsys)
+    assert "Writing model shards" in plain
+    with weight_io_bars_off():
+        quiet = _stderr_of(lambda: model.save_pretrained(tmp_path / "quiet"), capsys)
+    assert "Writing model shards" not in quiet
+    assert hf_logging.is_progress_bar_enabled(), "the bars are on again afterwards"
+    # ARPOTrainer.save_model (checkpoints and the final save) saves inside weight_io_bars_off
+    loaded = _stderr_of(lambda: load_model(str(tmp_path / "quiet"), dtype="float32"), capsys)
+    assert "Loading weights" not in loaded
+    assert hf_logging.is_progress_bar_enabled()

@@ -17,7 +17,7 @@ trials on parallel desktops), :mod:`.layout` (the result directory), :mod:`.task
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -37,7 +37,36 @@ _EXPORTS = {
     "write_report": "arpo_eval.report",
 }
 
-__all__ = [*sorted(_EXPORTS), "__version__"]
+# spelled out (not built from _EXPORTS) so that checkers read it; a test keeps them equal
+__all__ = [
+    "AgentSpec",
+    "EpisodeRecord",
+    "Protocol",
+    "RunConfig",
+    "baseline_stats",
+    "build_agent",
+    "compare_runs",
+    "evaluate_agent",
+    "export_dataset",
+    "read_run",
+    "run",
+    "summarize",
+    "write_report",
+    "__version__",
+]
+
+if TYPE_CHECKING:  # the lazily exported names, for type checkers and editors
+    from arpo_eval.agent_spec import AgentSpec
+    from arpo_eval.agents import build_agent
+    from arpo_eval.baseline import baseline_stats
+    from arpo_eval.compare import compare_runs
+    from arpo_eval.export import export_dataset
+    from arpo_eval.layout import EpisodeRecord, read_run
+    from arpo_eval.protocol import Protocol
+    from arpo_eval.report import write_report
+    from arpo_eval.run import RunConfig, run
+    from arpo_eval.runner import evaluate_agent
+    from arpo_eval.tables import summarize
 
 
 def __getattr__(name: str) -> Any:

@@ -36,12 +36,15 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from osworld_gym.episodes import FailAgent, NoopAgent, OracleAgent, ReplayOracleAgent
 from osworld_gym.errors import MissingDependencyError
 
 from arpo_eval.agent_spec import AGENTS, HF_EXTRA, AgentBundle, AgentError, AgentSpec
+
+if TYPE_CHECKING:  # the hf agent's torch, imported there only when it runs
+    from torch import nn
 
 __all__ = [
     "AGENTS",
@@ -131,6 +134,13 @@ def _rendered_oracle(action_set: str, screen_size: tuple[int, int]) -> Callable[
     return make
 
 
+def _to_device(model: nn.Module, device: str) -> None:
+    """``model.to(device)``, called through ``nn.Module``'s signature: transformers wraps
+    ``PreTrainedModel.to`` with ``functools.wraps``, which checkers read as an unbound function
+    (at runtime the model's own ``to`` runs, as before)."""
+    model.to(device)
+
+
 def _hf_bundle(spec: AgentSpec) -> AgentBundle:
     """A transformers model as :class:`arpo_trainer.agent.PolicyAgent` (shared weights, one
     agent per desktop, generation serialized by a lock)."""
@@ -155,7 +165,7 @@ def _hf_bundle(spec: AgentSpec) -> AgentBundle:
 
         model = load_model(spec.model, dtype=spec.dtype)
         processor = load_processor(spec.model)
-    model.to(spec.device)
+    _to_device(model, spec.device)
     aset_name = spec.action_set or "uitars"
     prompt = make_action_set(aset_name, screen_size=spec.screen_size).describe()
     encoder = TurnEncoder(processor, prompt, max_history_images=spec.history_images)

@@ -69,15 +69,19 @@ def _image(path: Path, max_side: int | None) -> dict[str, Any]:
     return {"bytes": buf.getvalue(), "path": None}
 
 
+def _screen_size(value: Any) -> tuple[int, int]:
+    """A task file's ``(width, height)`` (a JSON list), default 1920x1080."""
+    width, height = value or (1920, 1080)
+    return (int(width), int(height))
+
+
 def _prompt(action_space: str, screen_size: Any, instruction: str) -> str:
     from osworld_gym.actions import make_action_set
 
     from arpo_eval.openai_agent import prompt_text
 
     try:
-        template = make_action_set(
-            action_space, screen_size=tuple(screen_size or (1920, 1080))
-        ).describe()
+        template = make_action_set(action_space, screen_size=_screen_size(screen_size)).describe()
     except (ValueError, KeyError, TypeError):
         return instruction
     return prompt_text(template, instruction)

@@ -250,7 +250,7 @@ def render_report(
 <body>
 <h1>{esc(run["model"])}</h1>
 <p class="meta">{meta}</p>
-<p class="protocol"><b>Protocol:</b> {esc(PROTOCOL_TEXT.get(run["protocol"], run["protocol"]))}
+<p class="protocol"><b>Protocol:</b> {esc(PROTOCOL_TEXT.get(run["protocol"], str(run["protocol"])))}
 Infrastructure errors (desktop, evaluator or model server failures) are counted apart and never
 as 0.</p>
 <div class="cards">{card_html}</div>

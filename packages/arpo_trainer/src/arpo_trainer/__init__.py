@@ -17,7 +17,7 @@ demonstrations), :mod:`.agent` (Agent protocol), :mod:`.selection` (task selecti
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -36,7 +36,27 @@ _EXPORTS = {
     "run_episode": "arpo_trainer.agent",
 }
 
-__all__ = [*sorted(_EXPORTS), "__version__"]
+# spelled out (not built from _EXPORTS) so that checkers read it; a test keeps them equal
+__all__ = [
+    "ARPOConfig",
+    "ARPOTrainer",
+    "Agent",
+    "Collector",
+    "OracleAgent",
+    "PolicyAgent",
+    "ReplayBuffer",
+    "Trajectory",
+    "Turn",
+    "run_episode",
+    "__version__",
+]
+
+if TYPE_CHECKING:  # the lazily exported names, for type checkers and editors
+    from arpo_trainer.agent import Agent, OracleAgent, PolicyAgent, run_episode
+    from arpo_trainer.config import ARPOConfig
+    from arpo_trainer.replay import ReplayBuffer
+    from arpo_trainer.rollout import Collector, Trajectory, Turn
+    from arpo_trainer.trainer import ARPOTrainer
 
 
 def __getattr__(name: str) -> Any:

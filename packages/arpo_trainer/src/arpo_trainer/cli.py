@@ -22,7 +22,6 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if (
@@ -208,7 +207,7 @@ def train(args: ARPOConfig, margs: ModelArguments) -> int:
     minutes = (time.monotonic() - t0) / 60
     trainer.save_model(args.output_dir)
     if peft is not None and margs.save_merged and trainer.accelerator.is_main_process:
-        merged_dir = Path(args.output_dir) / "merged"
+        merged_dir = args.run_dir / "merged"
         trainer.accelerator.unwrap_model(trainer.model).merge_and_unload().save_pretrained(
             merged_dir
         )
@@ -222,7 +221,7 @@ def train(args: ARPOConfig, margs: ModelArguments) -> int:
     )
     path = plot_success(
         history,
-        Path(args.output_dir) / "success_curve.png",
+        args.run_dir / "success_curve.png",
         title=f"ARPO on {', '.join(t.id for t in tasks)[:80]}",
         note=note,
     )
@@ -254,11 +253,11 @@ def select_tasks(args: ARPOConfig, margs: ModelArguments, sargs: SelectArguments
     set_seed(args.seed)
     tasks = resolve_tasks(args.tasks, args.task_ids, provider=run_capabilities(args))
     model, processor = build_policy(margs, args, tasks)
-    per_process = args.per_device_train_batch_size * args.steps_per_generation
+    per_process = args.per_device_train_batch_size * args.generation_steps
     n = sargs.selection_desktops or per_process
     # the trainer wants one generation batch of rows (groups); selection never iterates them
     rows = task_dataset(tasks)
-    need = per_process * PartialState().num_processes // args.num_generations
+    need = per_process * PartialState().num_processes // args.group_size
     if len(rows) < need:
         rows = rows.select([i % len(rows) for i in range(need)])
     trainer = ARPOTrainer(model, args, processor, tasks=tasks, train_dataset=rows)
@@ -314,18 +313,22 @@ def _has_accelerator() -> bool:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl import TrlParser
+    from trl.scripts._hf_argparser import DataClassType
+    from trl.scripts.utils import TrlParser
 
     from arpo_trainer.config import ARPOConfig
     from arpo_trainer.modeling import ModelArguments
 
     if argv and argv[0] == "select-tasks":
         parser = TrlParser(
-            (ARPOConfig, ModelArguments, SelectArguments), prog="arpo-train select-tasks"
+            [DataClassType(t) for t in (ARPOConfig, ModelArguments, SelectArguments)],
+            prog="arpo-train select-tasks",
         )
         args, margs, sargs = parser.parse_args_and_config(argv[1:])
         return select_tasks(args, margs, sargs)
-    parser = TrlParser((ARPOConfig, ModelArguments, RunArguments), prog="arpo-train")
+    parser = TrlParser(
+        [DataClassType(t) for t in (ARPOConfig, ModelArguments, RunArguments)], prog="arpo-train"
+    )
     if "--dry_run" in argv and not _has_accelerator():
         # planning a GPU run on a machine without one: transformers refuses bf16 without use_cpu
         argv = [*argv, "--use_cpu", "true"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trl import GRPOConfig
+from trl.trainer.grpo_config import GRPOConfig
 
 VECTOR_BACKENDS = ("auto", "sync", "async")
 
@@ -354,8 +354,8 @@ class ARPOConfig(GRPOConfig):
             raise ValueError(
                 f"replay_warm_start must be None or 'oracle', got {self.replay_warm_start!r}"
             )
-        per_process = self.per_device_train_batch_size * self.steps_per_generation
-        if per_process % self.num_generations != 0:
+        per_process = self.per_device_train_batch_size * self.generation_steps
+        if per_process % self.group_size != 0:
             raise ValueError(
                 f"each process's generation batch ({per_process} = per_device_train_batch_size x "
                 "steps_per_generation) must hold whole groups of "
@@ -367,6 +367,47 @@ class ARPOConfig(GRPOConfig):
     def screen_size(self) -> tuple[int, int]:
         """``(width, height)`` of every desktop."""
         return (self.screen_width, self.screen_height)
+
+    @property
+    def group_size(self) -> int:
+        """``num_generations`` (G), which TRL types ``int | None`` and resolves in
+        ``__post_init__``."""
+        return _resolved(self.num_generations, "num_generations")
+
+    @property
+    def generation_steps(self) -> int:
+        """``steps_per_generation``, which TRL types ``int | None`` and resolves in
+        ``__post_init__`` (from ``generation_batch_size`` or ``gradient_accumulation_steps``)."""
+        return _resolved(self.steps_per_generation, "steps_per_generation")
+
+    @property
+    def run_dir(self) -> Path:
+        """``output_dir`` (transformers types it optional and defaults it in ``__post_init__``)."""
+        if self.output_dir is None:
+            raise ValueError("output_dir is unset: it is resolved when the config is constructed")
+        return Path(self.output_dir)
+
+    @property
+    def checkpointing_kwargs(self) -> dict[str, Any] | None:
+        """``gradient_checkpointing_kwargs`` as a dict (or None), as TRL's helpers take it."""
+        value = self.gradient_checkpointing_kwargs
+        return None if value is None else _as_dict(value, "gradient_checkpointing_kwargs")
+
+    @property
+    def action_set_options(self) -> dict[str, Any]:
+        """``action_set_kwargs`` as the dict ``__post_init__`` parsed it into."""
+        return _as_dict(self.action_set_kwargs, "action_set_kwargs")
+
+    @property
+    def env_options(self) -> dict[str, Any]:
+        """``env_kwargs`` as the dict ``__post_init__`` parsed it into."""
+        return _as_dict(self.env_kwargs, "env_kwargs")
+
+
+def _resolved(value: int | None, name: str) -> int:
+    if value is None:
+        raise ValueError(f"{name} is unset: it is resolved when the config is constructed")
+    return value
 
 
 def _as_dict(value: dict[str, Any] | str | None, name: str) -> dict[str, Any]:

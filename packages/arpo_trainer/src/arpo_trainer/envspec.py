@@ -37,7 +37,7 @@ def make_encoder(args: ARPOConfig, processor: Any) -> TurnEncoder:
 def action_set_kwargs(args: ARPOConfig, encoder: TurnEncoder) -> dict[str, Any]:
     """Action set arguments; UI-TARS coordinates default to the frame of the screenshot the model
     sees."""
-    kwargs = dict(args.action_set_kwargs or {})
+    kwargs = args.action_set_options
     if args.action_set == "uitars":
         kwargs.setdefault("max_pixels", encoder.max_pixels)
         kwargs.setdefault("min_pixels", encoder.min_pixels)
@@ -63,5 +63,5 @@ def env_kwargs(args: ARPOConfig, encoder: TurnEncoder) -> dict[str, Any]:
         "max_steps": args.max_turns,
         "settle": settle,
     }
-    kwargs.update(args.env_kwargs or {})
+    kwargs.update(args.env_options)
     return kwargs

@@ -14,6 +14,7 @@ with, and their text. Two implementations:
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import logging
 import types
@@ -102,11 +103,11 @@ def suppressed_tokens_in_loss(model, token_ids: list[int]) -> Iterator[None]:
 def _mark_gathered(t: torch.Tensor) -> None:
     """Under DeepSpeed ZeRO-3, TRL gathers the head's weight and bias before use and reads each
     one's ``ds_status``; a plain tensor is always complete."""
-    try:
-        from deepspeed.runtime.zero.partition_parameters import ZeroParamStatus
+    try:  # DeepSpeed is optional (not installed here): imported by name, Any at this one seam
+        zero = importlib.import_module("deepspeed.runtime.zero.partition_parameters")
     except ImportError:
         return
-    t.ds_status = ZeroParamStatus.AVAILABLE  # type: ignore[attr-defined]
+    t.ds_status = zero.ZeroParamStatus.AVAILABLE  # type: ignore[attr-defined]
 
 
 def turn_generation_config(
@@ -168,9 +169,9 @@ class TransformersPolicy:
             return []
         enc = self.encoder
         pad_id = enc.tokenizer.pad_token_id
-        rows = [c.input_ids for c in contexts]
-        input_ids = pad_left(rows, pad_id)
-        attention_mask = pad_left([[1] * len(r) for r in rows], 0)
+        ids = [c.input_ids for c in contexts]
+        input_ids = pad_left(ids, pad_id)
+        attention_mask = pad_left([[1] * len(r) for r in ids], 0)
         inputs = {
             "input_ids": input_ids,
             "attention_mask": attention_mask,

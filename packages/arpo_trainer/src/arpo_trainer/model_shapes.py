@@ -103,6 +103,14 @@ def scaled_shape(
     return out
 
 
+def token_attributes(*, eos: int, pad: int) -> dict[str, Any]:
+    """The outer config's ``bos/eos/pad_token_id``: not fields of transformers 5's
+    ``Qwen2_5_VLConfig`` (they live in ``text_config``), so passed as extra keyword arguments,
+    which the config keeps as attributes (and in ``config.json``), as Qwen's own configs have
+    them."""
+    return {"bos_token_id": None, "eos_token_id": eos, "pad_token_id": pad}
+
+
 def qwen2_5_vl_config(shape: dict[str, Any], token_ids: dict[str, int] | None = None):
     """A ``Qwen2_5_VLConfig`` of ``shape``; ``token_ids`` (``image``, ``video``, ``vision_start``,
     ``vision_end``, ``eos``, ``pad``) from the tokenizer the model is used with."""
@@ -128,10 +136,8 @@ def qwen2_5_vl_config(shape: dict[str, Any], token_ids: dict[str, int] | None = 
         video_token_id=ids["video"],
         vision_start_token_id=ids["vision_start"],
         vision_end_token_id=ids["vision_end"],
-        bos_token_id=None,
-        eos_token_id=ids["eos"],
-        pad_token_id=ids["pad"],
         tie_word_embeddings=tie,
+        **token_attributes(eos=ids["eos"], pad=ids["pad"]),
     )
 
 

