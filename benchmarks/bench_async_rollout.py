@@ -148,8 +148,13 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     pool = InstrumentedPool(DesktopPool(n, b["env"], backend="async"), tl)
     scripted = ScriptedLengths(b["policy"], b["click"], b["done"], args.max_turns)
     policy = InstrumentedPolicy(scripted, tl, args.gen_latency_s)
-    col = Collector(pool, b["encoder"], b["action_set"], max_turns=args.max_turns,  # type: ignore[arg-type]
-                    end_on_format_error=False)
+    col = Collector(
+        pool,
+        b["encoder"],
+        b["action_set"],
+        max_turns=args.max_turns,  # type: ignore[arg-type]
+        end_on_format_error=False,
+    )
     try:
         pool.pool.reset([b["tasks"][0]] * n)  # start the desktops outside the measured time
         tl.desktop_busy = 0.0
@@ -184,7 +189,12 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     per_step = n // G
     pools = [ar.InstrumentedPool(DesktopPool(1, b["env"], backend="async"), tl) for _ in range(n)]
     scripted = ScriptedLengths(b["policy"], b["click"], b["done"], args.max_turns)
-    gen = ar.BatchingGenerator(ar.InstrumentedPolicy(scripted, tl, args.gen_latency_s))
+    if args.latency_model == "per-call":
+        gen = ar.BatchingGenerator(ar.InstrumentedPolicy(scripted, tl, args.gen_latency_s))
+    else:  # a continuous-batching server: every request pays the latency, concurrently
+        gen = ar.BatchingGenerator(
+            ar.InstrumentedPolicy(scripted, tl), request_latency_s=args.gen_latency_s, timeline=tl
+        )
     col = None
     try:
         warm = [threading.Thread(target=p.pool.reset, args=([b["tasks"][0]],)) for p in pools]
@@ -193,8 +203,15 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
         for t in warm:
             t.join()
         tl.desktop_busy = 0.0
-        col = ar.AsyncCollector(pools, b["encoder"], b["action_set"], gen,
-                                max_turns=args.max_turns, end_on_format_error=False, timeline=tl)
+        col = ar.AsyncCollector(
+            pools,
+            b["encoder"],
+            b["action_set"],
+            gen,
+            max_turns=args.max_turns,
+            end_on_format_error=False,
+            timeline=tl,
+        )
         jobs = col.episode_of
         scripted.lookup = lambda uid: (TASKS.index(jobs[uid].task.id), jobs[uid].index)
         asm = ar.GroupAssembler(G, args.max_staleness)
@@ -206,8 +223,17 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
             time.sleep(args.learn_s)
 
         start = time.monotonic()
-        steps = ar.run_async(col, asm, task_of, groups=args.groups, groups_per_step=per_step,
-                             learn=learn, weight_sync_every=args.weight_sync_every, timeline=tl)
+        steps = ar.run_async(
+            col,
+            asm,
+            task_of,
+            groups=args.groups,
+            groups_per_step=per_step,
+            learn=learn,
+            weight_sync_every=args.weight_sync_every,
+            prefetch_groups=args.prefetch_groups,
+            timeline=tl,
+        )
         end = time.monotonic()
     finally:
         if col is not None:
@@ -229,8 +255,21 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=8)
     ap.add_argument("--max-turns", type=int, default=6)
     ap.add_argument("--gen-latency-s", type=float, default=0.5)
+    ap.add_argument(
+        "--latency-model",
+        choices=["per-request", "per-call"],
+        default="per-request",
+        help="async generator: 'per-request' (continuous batching, as vLLM serves) or "
+        "'per-call' (a batch must finish before the next starts). Sync is the same in both.",
+    )
     ap.add_argument("--learn-s", type=float, default=2.0)
     ap.add_argument("--max-staleness", type=int, default=1)
+    ap.add_argument(
+        "--prefetch-groups",
+        type=int,
+        default=None,
+        help="async: groups queued ahead of the learner (default 2 x groups per step)",
+    )
     ap.add_argument("--weight-sync-every", type=int, default=1)
     ap.add_argument("--modes", default="sync,async")
     args = ap.parse_args()
@@ -245,7 +284,8 @@ def main() -> None:
     print(
         f"\n{args.desktops} local desktops, groups of {args.group_size}, {args.groups} groups, "
         f"max_turns {args.max_turns}; simulated: generate latency {args.gen_latency_s} s/call, "
-        f"learner step {args.learn_s} s; scripted uneven lengths {LENGTHS}\n"
+        f"({args.latency_model}), learner step {args.learn_s} s; "
+        f"scripted uneven lengths {LENGTHS}\n"
     )
     rows = [
         ("episodes/hour", "episodes_per_hour", "{:.0f}"),
@@ -262,8 +302,10 @@ def main() -> None:
         print(f"| {label} | " + " | ".join(fmt.format(results[m][key]) for m in modes) + " |")
     if "async" in results:
         a = results["async"]
-        print(f"\nasync: {a['learner_steps']:.0f} learner steps, {a['dropped_stale']:.0f} groups "
-              f"dropped as stale, mean generate batch {a['mean_batch']:.2f}")
+        print(
+            f"\nasync: {a['learner_steps']:.0f} learner steps, {a['dropped_stale']:.0f} groups "
+            f"dropped as stale, mean generate batch {a['mean_batch']:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -175,9 +175,23 @@ class BatchingGenerator:
         policy: what samples (its ``sample`` runs on the server thread only).
         max_batch: most contexts in one call (``None``: everything waiting).
         version: the policy version answers are tagged with until :meth:`sync`.
+        request_latency_s: *simulated* latency of every request, paid concurrently by all
+            requests (as on a continuous-batching server such as vLLM, where a new request joins
+            the running batch instead of waiting for it): each answer is delivered this long
+            after its batch was computed, without holding the server. Recorded as ``generate``
+            spans on ``timeline``.
+        timeline: where the simulated request spans go.
     """
 
-    def __init__(self, policy: Policy, *, max_batch: int | None = None, version: int = 0):
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        max_batch: int | None = None,
+        version: int = 0,
+        request_latency_s: float = 0.0,
+        timeline: Timeline | None = None,
+    ):
         if max_batch is not None and max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
         self.policy = policy
@@ -185,6 +199,8 @@ class BatchingGenerator:
         self.version = version
         self.batches = 0
         self.batch_sizes: list[int] = []
+        self.request_latency_s = request_latency_s
+        self.timeline = timeline
         self._pending: queue.Queue[tuple[EncodedSequence, int, Future] | None] = queue.Queue()
         self._swap_lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="batching-generator", daemon=True)
@@ -227,6 +243,7 @@ class BatchingGenerator:
                     self._pending.put(None)
                     break
                 batch.append(item)
+            t0 = time.monotonic()
             with self._swap_lock:
                 version = self.version
                 try:
@@ -237,6 +254,18 @@ class BatchingGenerator:
                     continue
             self.batches += 1
             self.batch_sizes.append(len(batch))
+            if self.request_latency_s > 0:
+                if self.timeline is not None:
+                    self.timeline.add_span(
+                        "generate", t0, time.monotonic() + self.request_latency_s
+                    )
+                for (_, _, fut), sample in zip(batch, samples, strict=True):
+                    timer = threading.Timer(
+                        self.request_latency_s, fut.set_result, ((sample, version),)
+                    )
+                    timer.daemon = True
+                    timer.start()
+                continue
             for (_, _, fut), sample in zip(batch, samples, strict=True):
                 fut.set_result((sample, version))
 
@@ -383,9 +412,7 @@ class AsyncCollector:
                 if error is not None and self.end_on_format_error:
                     traj.end = "format_error"
                 else:
-                    traj.end = res.info.get("special") or (
-                        "truncated" if res.truncated else "DONE"
-                    )
+                    traj.end = res.info.get("special") or ("truncated" if res.truncated else "DONE")
                 break
             shots.append(self.encoder.screenshot_png(res.screenshot))
         else:
