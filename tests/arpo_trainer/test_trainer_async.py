@@ -219,3 +219,17 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
     assert asm.stats.infra_members == 2
     assert all(not t.valid and t.end == "infra_error" for t in group)
     assert buf.size(TASK) == 0  # nothing a broken desktop "scored" is stored
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"rollout_mode": "lockstep"}, "rollout_mode must be"),
+        ({"rollout_mode": "async"}, "not wired into ARPOTrainer yet"),
+        ({"max_staleness": -1}, "max_staleness must be >= 0"),
+        ({"weight_sync_every": 0}, "weight_sync_every >= 1"),
+    ],
+)
+def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        ARPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
