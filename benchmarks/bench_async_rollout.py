@@ -38,6 +38,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -61,7 +62,7 @@ class ScriptedLengths:
     def __init__(self, policy: Any, click: str, done: str, max_turns: int):
         self.policy, self.click, self.done, self.max_turns = policy, click, done, max_turns
         self.key_of: dict[int, tuple[int, int]] = {}  # row -> (task index, member)
-        self.lookup = None  # async: row (uid) -> (task index, member)
+        self.lookup: Callable[[int], tuple[int, int]] | None = None  # async: uid -> key
         self.turn: dict[int, int] = {}
         self.lock = threading.Lock()
 
@@ -149,10 +150,10 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     scripted = ScriptedLengths(b["policy"], b["click"], b["done"], args.max_turns)
     policy = InstrumentedPolicy(scripted, tl, args.gen_latency_s)
     col = Collector(
-        pool,
+        pool,  # pyright: ignore[reportArgumentType] - a DesktopPool's interface, instrumented
         b["encoder"],
         b["action_set"],
-        max_turns=args.max_turns,  # type: ignore[arg-type]
+        max_turns=args.max_turns,
         end_on_format_error=False,
     )
     try:
@@ -249,7 +250,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--desktops", type=int, default=4)
     ap.add_argument("--group-size", type=int, default=2)
     ap.add_argument("--groups", type=int, default=8)
