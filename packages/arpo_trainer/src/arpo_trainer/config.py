@@ -166,6 +166,30 @@ class ARPOConfig(GRPOConfig):
         default=15,
         metadata={"help": "Actions per episode before it is truncated and scored (ARPO 15)."},
     )
+    # -- asynchronous rollouts (issue 28; arpo_trainer.async_rollout) --------------------------
+    rollout_mode: str = field(
+        default="sync",
+        metadata={
+            "help": "'sync': lock-step rollouts, the paper's loop (the reference). 'async': each "
+            "desktop plays on its own against a batching generator, the learner takes complete "
+            "groups at most max_staleness policy versions old (arpo_trainer.async_rollout; "
+            "benchmarks/bench_async_rollout.py). ARPOTrainer runs 'sync' only so far."
+        },
+    )
+    max_staleness: int = field(
+        default=1,
+        metadata={
+            "help": "async: oldest policy version a trained group may come from, in "
+            "learner steps behind (0 = on-policy); older groups are dropped and counted."
+        },
+    )
+    weight_sync_every: int = field(
+        default=1,
+        metadata={
+            "help": "async: push the learner's weights to the generator every k learner steps."
+        },
+    )
+    # -- end of asynchronous rollouts ---------------------------------------------------------
     max_history_images: int = field(
         default=15,
         metadata={
@@ -335,6 +359,18 @@ class ARPOConfig(GRPOConfig):
         if self.vector_env not in VECTOR_BACKENDS:
             raise ValueError(
                 f"vector_env must be one of {VECTOR_BACKENDS}, got {self.vector_env!r}"
+            )
+        if self.rollout_mode not in ("sync", "async"):  # issue 28
+            raise ValueError(f"rollout_mode must be 'sync' or 'async', got {self.rollout_mode!r}")
+        if self.rollout_mode == "async":
+            raise ValueError(
+                "rollout_mode='async' is not wired into ARPOTrainer yet: the async loop lives in "
+                "arpo_trainer.async_rollout (see benchmarks/bench_async_rollout.py); use 'sync'"
+            )
+        if self.max_staleness < 0 or self.weight_sync_every < 1:
+            raise ValueError(
+                f"max_staleness must be >= 0 and weight_sync_every >= 1, got "
+                f"{self.max_staleness} and {self.weight_sync_every}"
             )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")

@@ -1,0 +1,565 @@
+"""Asynchronous, episode-level rollouts (issue 28), and the timeline that measures both modes.
+
+The synchronous :class:`~arpo_trainer.rollout.Collector` plays every desktop of a process in lock
+step: a turn waits for the slowest desktop, a desktop that finished early idles until the batch
+ends, and the generator idles while desktops act. This module holds the pieces of the other mode:
+
+* :class:`BatchingGenerator`: an in-process generation service. Desktop threads submit one
+  context each; a server thread answers, in one batched ``Policy.sample`` call, every context
+  that is waiting when it becomes free. Swapping in new weights (:meth:`BatchingGenerator.sync`)
+  happens between batches and bumps the *policy version* that every answer carries. On GPU the
+  same role is played by a ``vllm serve`` process (TRL's server mode, which
+  :class:`~arpo_trainer.generation.TRLGenerationPolicy` already drives); this CPU service wraps
+  :class:`~arpo_trainer.generation.TransformersPolicy`.
+* :class:`AsyncCollector`: one thread per desktop (each desktop a one-slot
+  :class:`~arpo_trainer.desktops.DesktopPool`, i.e. its own worker process), each playing whole
+  episodes from a job queue against the generator and putting finished trajectories, tagged with
+  the oldest policy version any of their turns was sampled with, on a result queue.
+* :class:`GroupAssembler`: collects the members of each GRPO group; a group is complete when all
+  its members arrived; complete groups at most ``max_staleness`` versions behind the learner are
+  handed out, older ones are dropped and counted. Infra-failed members stay in the group as
+  invalid rows (they never count in statistics or the loss, exactly as in sync mode), and ARPO's
+  replay (:meth:`~arpo_trainer.replay.ReplayBuffer.inject` into all-fail groups, the per-task
+  buffer updated with fresh successes) runs on the complete groups, unchanged.
+* :class:`Timeline`: spans recorded by the rollout code itself (desktop busy time from each
+  desktop's own ``info["timings"]``, generate calls, learner steps), turned into the utilisation
+  figures the benchmark prints.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from osworld_gym.actions import ActionSet
+from osworld_gym.episodes import done_text
+from osworld_gym.errors import ActionError
+
+from arpo_trainer.chat import EncodedSequence, TurnEncoder
+from arpo_trainer.desktops import DesktopPool, StepResult
+from arpo_trainer.generation import Policy, TurnSample
+from arpo_trainer.replay import InjectionStats, ReplayBuffer
+from arpo_trainer.rollout import Trajectory, Turn
+
+log = logging.getLogger(__name__)
+
+#: keys of a desktop's ``info["timings"]`` (milliseconds) that are the desktop working: acting
+#: (parse, execute), settling and taking the screenshot (observe), scoring (eval), resetting.
+BUSY_TIMING_KEYS = ("reset_ms", "parse_ms", "exec_ms", "observe_ms", "eval_ms")
+
+
+def desktop_busy_s(info: dict[str, Any]) -> float:
+    """Seconds desktop work took in one reset or step, from the desktop's own timings."""
+    timings = info.get("timings") or {}
+    if "reset_ms" in timings:  # a reset's own parts are inside reset_ms
+        return float(timings["reset_ms"]) / 1000.0
+    return sum(float(timings.get(k, 0.0)) for k in BUSY_TIMING_KEYS) / 1000.0
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Timeline:
+    """Thread-safe record of what each part of the loop spent its time on.
+
+    ``desktop_busy`` adds up desktop-seconds inside an action, its settle, a reset or scoring;
+    ``spans`` holds the generator's and learner's busy intervals (``(kind, start, end)``,
+    ``time.monotonic`` seconds).
+    """
+
+    desktop_busy: float = 0.0
+    spans: list[tuple[str, float, float]] = field(default_factory=list)
+    episodes: int = 0
+    turns: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_desktop(self, seconds: float) -> None:
+        with self._lock:
+            self.desktop_busy += seconds
+
+    def add_span(self, kind: str, start: float, end: float) -> None:
+        with self._lock:
+            self.spans.append((kind, start, end))
+
+    def add_episode(self, turns: int) -> None:
+        with self._lock:
+            self.episodes += 1
+            self.turns += turns
+
+    def busy(self, kind: str, start: float, end: float) -> float:
+        """Seconds of ``[start, end]`` covered by spans of ``kind`` (overlaps merged)."""
+        ivs = sorted((max(s, start), min(e, end)) for k, s, e in self.spans if k == kind)
+        total, cur_s, cur_e = 0.0, None, None
+        for s, e in ivs:
+            if e <= s:
+                continue
+            if cur_e is None or s > cur_e:
+                if cur_e is not None and cur_s is not None:
+                    total += cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        if cur_e is not None and cur_s is not None:
+            total += cur_e - cur_s
+        return total
+
+    def report(self, start: float, end: float, desktops: int) -> dict[str, float]:
+        """The figures of issue 28 over ``[start, end]``."""
+        wall = max(end - start, 1e-9)
+        return {
+            "wall_s": wall,
+            "episodes": float(self.episodes),
+            "turns": float(self.turns),
+            "episodes_per_hour": self.episodes * 3600.0 / wall,
+            "desktop_utilisation": self.desktop_busy / (desktops * wall),
+            "generator_idle": 1.0 - self.busy("generate", start, end) / wall,
+            "learner_idle": 1.0 - self.busy("learn", start, end) / wall,
+        }
+
+
+class InstrumentedPool:
+    """A :class:`DesktopPool` whose resets and steps add each desktop's busy time to a
+    :class:`Timeline` (what the synchronous collector is measured with; same interface)."""
+
+    def __init__(self, pool: DesktopPool, timeline: Timeline):
+        self.pool, self.timeline, self.n = pool, timeline, pool.n
+
+    def reset(self, tasks: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+        frames, infos = self.pool.reset(tasks)
+        for info in infos:
+            self.timeline.add_desktop(desktop_busy_s(info))
+        return frames, infos
+
+    def step(self, actions: list[str | None]) -> list[StepResult | None]:
+        results = self.pool.step(actions)
+        for res in results:
+            if res is not None:
+                self.timeline.add_desktop(desktop_busy_s(res.info))
+        return results
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class InstrumentedPolicy:
+    """A :class:`Policy` whose calls are recorded as ``generate`` spans; ``latency_s`` adds a
+    *simulated* per-call latency (a stand-in for a large model's per-turn time on a GPU, where a
+    batched call costs about the same whatever the batch size)."""
+
+    def __init__(self, policy: Policy, timeline: Timeline, latency_s: float = 0.0):
+        self.policy, self.timeline, self.latency_s = policy, timeline, latency_s
+
+    def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
+        t0 = time.monotonic()
+        out = self.policy.sample(contexts, rows)
+        if self.latency_s > 0:
+            time.sleep(self.latency_s)
+        self.timeline.add_span("generate", t0, time.monotonic())
+        return out
+
+
+# -- the generation service -------------------------------------------------------------------
+
+
+class BatchingGenerator:
+    """Answers single contexts from many threads with batched ``policy.sample`` calls.
+
+    Args:
+        policy: what samples (its ``sample`` runs on the server thread only).
+        max_batch: most contexts in one call (``None``: everything waiting).
+        version: the policy version answers are tagged with until :meth:`sync`.
+        request_latency_s: *simulated* latency of every request, paid concurrently by all
+            requests (as on a continuous-batching server such as vLLM, where a new request joins
+            the running batch instead of waiting for it): each answer is delivered this long
+            after its batch was computed, without holding the server. Recorded as ``generate``
+            spans on ``timeline``.
+        timeline: where the simulated request spans go.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        max_batch: int | None = None,
+        version: int = 0,
+        request_latency_s: float = 0.0,
+        timeline: Timeline | None = None,
+    ):
+        if max_batch is not None and max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+        self.policy = policy
+        self.max_batch = max_batch
+        self.version = version
+        self.batches = 0
+        self.batch_sizes: list[int] = []
+        self.request_latency_s = request_latency_s
+        self.timeline = timeline
+        self._pending: queue.Queue[tuple[EncodedSequence, int, Future] | None] = queue.Queue()
+        self._swap_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, name="batching-generator", daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    def submit(self, context: EncodedSequence, row: int) -> Future:
+        """A future of ``(TurnSample, version)`` for ``context``."""
+        if self._closed:
+            raise RuntimeError("the generator is closed")
+        fut: Future = Future()
+        self._pending.put((context, row, fut))
+        return fut
+
+    def sync(self, policy: Policy | None, version: int) -> None:
+        """New weights: later batches sample with ``policy`` (or the same object, whose weights
+        the caller changed) and are tagged ``version``. Waits for the batch in flight."""
+        with self._swap_lock:
+            if policy is not None:
+                self.policy = policy
+            self.version = version
+
+    def close(self) -> None:
+        self._closed = True
+        self._pending.put(None)
+        self._thread.join(timeout=60)
+
+    def _serve(self) -> None:
+        while True:
+            first = self._pending.get()
+            if first is None:
+                return
+            batch = [first]
+            while self.max_batch is None or len(batch) < self.max_batch:
+                try:
+                    item = self._pending.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._pending.put(None)
+                    break
+                batch.append(item)
+            t0 = time.monotonic()
+            with self._swap_lock:
+                version = self.version
+                try:
+                    samples = self.policy.sample([b[0] for b in batch], [b[1] for b in batch])
+                except BaseException as e:  # noqa: BLE001 - handed to every waiting desktop
+                    for _, _, fut in batch:
+                        fut.set_exception(e)
+                    continue
+            self.batches += 1
+            self.batch_sizes.append(len(batch))
+            if self.request_latency_s > 0:
+                if self.timeline is not None:
+                    self.timeline.add_span(
+                        "generate", t0, time.monotonic() + self.request_latency_s
+                    )
+                for (_, _, fut), sample in zip(batch, samples, strict=True):
+                    timer = threading.Timer(
+                        self.request_latency_s, fut.set_result, ((sample, version),)
+                    )
+                    timer.daemon = True
+                    timer.start()
+                continue
+            for (_, _, fut), sample in zip(batch, samples, strict=True):
+                fut.set_result((sample, version))
+
+
+# -- desktops playing on their own ------------------------------------------------------------
+
+
+@dataclass
+class EpisodeJob:
+    """One episode to play: member ``index`` of GRPO group ``group``."""
+
+    task: Any
+    group: int
+    index: int
+    uid: int = 0
+
+
+@dataclass
+class Played:
+    """A finished episode with what the assembler needs."""
+
+    job: EpisodeJob
+    trajectory: Trajectory
+    version: int  # oldest policy version any of its turns was sampled with
+
+
+def _task_fields(task: Any, info: dict[str, Any]) -> tuple[str, str]:
+    task_id = str(info.get("task_id") or getattr(task, "id", task))
+    instruction = getattr(task, "instruction", None) or (
+        task.get("instruction") if isinstance(task, dict) else ""
+    )
+    return task_id, str(instruction)
+
+
+class AsyncCollector:
+    """Desktops that each play whole episodes on their own thread against a
+    :class:`BatchingGenerator`.
+
+    Args:
+        pools: one one-slot :class:`DesktopPool` (or :class:`InstrumentedPool`) per desktop.
+        encoder, action_set, max_turns, end_on_format_error: as for
+            :class:`~arpo_trainer.rollout.Collector` (same episode semantics, same format-error
+            and infra-error handling).
+        generator: the shared generation service.
+        timeline: where finished episodes are counted.
+    """
+
+    def __init__(
+        self,
+        pools: list[Any],
+        encoder: TurnEncoder,
+        action_set: ActionSet,
+        generator: BatchingGenerator,
+        *,
+        max_turns: int,
+        end_on_format_error: bool = True,
+        timeline: Timeline | None = None,
+    ):
+        if any(p.n != 1 for p in pools):
+            raise ValueError("each desktop of an AsyncCollector is a pool of one")
+        self.pools = pools
+        self.encoder = encoder
+        self.action_set = action_set
+        self.generator = generator
+        self.max_turns = max_turns
+        self.end_on_format_error = end_on_format_error
+        self.timeline = timeline or Timeline()
+        self._done_text = done_text(action_set)
+        self.jobs: queue.Queue[EpisodeJob | None] = queue.Queue()
+        self.results: queue.Queue[Played] = queue.Queue()
+        self.episode_of: dict[int, EpisodeJob] = {}  # uid -> job (for scripted policies)
+        self._uid = 0
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._work, args=(i,), name=f"desktop-{i}", daemon=True)
+            for i in range(len(pools))
+        ]
+        for t in self._threads:
+            t.start()
+
+    def submit_group(self, task: Any, group: int, size: int) -> None:
+        """Queue ``size`` episodes of ``task`` as GRPO group ``group``."""
+        for k in range(size):
+            with self._lock:
+                self._uid += 1
+                job = EpisodeJob(task, group, k, self._uid)
+                self.episode_of[job.uid] = job
+            self.jobs.put(job)
+
+    def close(self) -> None:
+        """Stop the desktop threads after their current episode (desktops stay open)."""
+        for _ in self._threads:
+            self.jobs.put(None)
+        for t in self._threads:
+            t.join(timeout=300)
+
+    def _work(self, slot: int) -> None:
+        pool = self.pools[slot]
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            try:
+                played = self.play(pool, job)
+            except Exception as e:  # noqa: BLE001 - a broken desktop ends only its episode
+                log.warning("desktop %d: episode failed: %s", slot, e, exc_info=True)
+                task_id, instruction = _task_fields(job.task, {})
+                traj = Trajectory(task_id, instruction, infra_error=repr(e), end="infra_error")
+                played = Played(job, traj, self.generator.version)
+            self.timeline.add_episode(len(played.trajectory.turns))
+            self.results.put(played)
+
+    def play(self, pool: Any, job: EpisodeJob) -> Played:
+        """One episode of ``job`` on ``pool`` (the same turn semantics as ``Collector.run``)."""
+        frames, infos = pool.reset([job.task])
+        task_id, instruction = _task_fields(job.task, infos[0])
+        traj = Trajectory(task_id=task_id, instruction=instruction)
+        version = self.generator.version
+        if infos[0].get("infra_error"):
+            traj.infra_error, traj.end = str(infos[0]["infra_error"]), "infra_error"
+            return Played(job, traj, version)
+        shots = [self.encoder.screenshot_png(frames[0])]
+        versions: list[int] = []
+        for _turn in range(self.max_turns):
+            context = self.encoder.encode(instruction, shots, [t.action_ids for t in traj.turns])
+            sample, v = self.generator.submit(context, job.uid).result()
+            versions.append(v)
+            error = self._parse_error(sample.text)
+            traj.turns.append(Turn(shots[-1], sample.ids, sample.logps, sample.text, error))
+            if error is not None:
+                traj.format_errors += 1
+            action = (
+                self._done_text if (error is not None and self.end_on_format_error) else sample.text
+            )
+            res = pool.step([action])[0]
+            if res is None:
+                traj.infra_error, traj.end = "desktop slot ended unexpectedly", "infra_error"
+                break
+            if res.info.get("infra_error"):
+                traj.infra_error, traj.end = str(res.info["infra_error"]), "infra_error"
+                break
+            if res.done:
+                traj.score = res.reward
+                if error is not None and self.end_on_format_error:
+                    traj.end = "format_error"
+                else:
+                    traj.end = res.info.get("special") or ("truncated" if res.truncated else "DONE")
+                break
+            shots.append(self.encoder.screenshot_png(res.screenshot))
+        else:
+            traj.infra_error = (
+                f"episode still running after max_turns={self.max_turns}; "
+                "make the env's max_steps equal to max_turns"
+            )
+            traj.end = "infra_error"
+        version = min(versions, default=version)
+        traj.step = version
+        return Played(job, traj, version)
+
+    def _parse_error(self, text: str) -> str | None:
+        try:
+            self.action_set.parse(text)
+        except ActionError as e:
+            return str(e)
+        return None
+
+
+# -- groups for the learner -------------------------------------------------------------------
+
+
+@dataclass
+class AssemblyStats:
+    """Counts of :class:`GroupAssembler` since it was made."""
+
+    complete: int = 0
+    taken: int = 0
+    dropped_stale: int = 0
+    infra_members: int = 0
+    injection: InjectionStats = field(default_factory=InjectionStats)
+
+
+class GroupAssembler:
+    """Complete GRPO groups, at most ``max_staleness`` policy versions old, with ARPO replay.
+
+    Args:
+        group_size: members per group (``num_generations``).
+        max_staleness: a group whose oldest member was sampled with version ``v`` is handed to a
+            learner at version ``current`` only if ``current - v <= max_staleness``; otherwise it
+            is dropped and counted in ``stats.dropped_stale``. 0 is on-policy.
+        replay: ARPO's buffer (``None``: no replay). Injection runs on each group handed out, the
+            buffer then stores its fresh successes, as the synchronous trainer does per step.
+    """
+
+    def __init__(self, group_size: int, max_staleness: int, replay: ReplayBuffer | None = None):
+        if group_size < 1:
+            raise ValueError(f"group_size must be at least 1, got {group_size}")
+        if max_staleness < 0:
+            raise ValueError(f"max_staleness must be at least 0, got {max_staleness}")
+        self.group_size = group_size
+        self.max_staleness = max_staleness
+        self.replay = replay
+        self.stats = AssemblyStats()
+        self._partial: dict[int, list[Played]] = {}
+        self._ready: list[list[Played]] = []
+
+    def add(self, played: Played) -> None:
+        """One finished episode (any member of any group, in any order)."""
+        members = self._partial.setdefault(played.job.group, [])
+        members.append(played)
+        if played.trajectory.infra_error is not None:
+            self.stats.infra_members += 1
+        if len(members) == self.group_size:
+            del self._partial[played.job.group]
+            members.sort(key=lambda p: p.job.index)
+            self._ready.append(members)
+            self.stats.complete += 1
+
+    @property
+    def ready(self) -> int:
+        return len(self._ready)
+
+    def take(self, n: int, current_version: int) -> list[list[Trajectory]]:
+        """Up to ``n`` complete, fresh-enough groups (oldest first), replay applied."""
+        fresh: list[list[Played]] = []
+        keep: list[list[Played]] = []
+        for group in self._ready:
+            oldest = min(p.version for p in group)
+            if current_version - oldest > self.max_staleness:
+                self.stats.dropped_stale += 1
+            elif len(fresh) < n:
+                fresh.append(group)
+            else:
+                keep.append(group)
+        self._ready = keep
+        groups = [[p.trajectory for p in g] for g in fresh]
+        self.stats.taken += len(groups)
+        if self.replay is not None and groups:
+            groups, inj = self.replay.inject(groups, current_version)
+            self.stats.injection = InjectionStats.merged([self.stats.injection, inj])
+            self.replay.update([t for g in groups for t in g], current_version)
+        return groups
+
+
+def run_async(
+    collector: AsyncCollector,
+    assembler: GroupAssembler,
+    tasks: Callable[[int], Any],
+    *,
+    groups: int,
+    groups_per_step: int,
+    learn: Callable[[list[list[Trajectory]], int], None],
+    weight_sync_every: int = 1,
+    sync_policy: Callable[[int], Policy | None] | None = None,
+    prefetch_groups: int | None = None,
+    timeline: Timeline | None = None,
+) -> int:
+    """Drive an asynchronous run: keep groups queued for the desktops, hand complete groups to
+    ``learn(groups, version)`` ``groups_per_step`` at a time, push weights to the generator every
+    ``weight_sync_every`` learner steps. Returns the learner steps taken.
+
+    ``tasks(g)`` is the task of group ``g``; ``groups`` bounds the groups submitted. At most
+    ``prefetch_groups`` (default ``2 * groups_per_step``) are submitted and not yet taken: the
+    queue depth bounds how stale an episode can get before it is played.
+    """
+    prefetch = prefetch_groups or 2 * groups_per_step
+    submitted = 0
+    version = 0
+    steps = 0
+    G = assembler.group_size
+    while True:
+        outstanding = submitted - assembler.stats.taken - assembler.stats.dropped_stale
+        while submitted < groups and outstanding < prefetch:
+            collector.submit_group(tasks(submitted), submitted, G)
+            submitted += 1
+            outstanding += 1
+        last = assembler.stats.complete >= groups
+        if assembler.ready >= groups_per_step or (last and assembler.ready):
+            batch = assembler.take(groups_per_step, version)
+            if not batch:
+                continue
+            t0 = time.monotonic()
+            learn(batch, version)
+            if timeline is not None:
+                timeline.add_span("learn", t0, time.monotonic())
+            steps += 1
+            version += 1
+            if steps % weight_sync_every == 0:
+                collector.generator.sync(sync_policy(version) if sync_policy else None, version)
+            continue
+        if last:
+            return steps
+        try:
+            assembler.add(collector.results.get(timeout=1.0))
+        except queue.Empty:
+            continue
+        while not collector.results.empty():
+            assembler.add(collector.results.get_nowait())

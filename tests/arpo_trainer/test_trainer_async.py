@@ -1,0 +1,235 @@
+"""Asynchronous rollouts (issue 28): the staleness bound, ARPO replay and infra exclusion.
+
+Episodes are played on real desktops of the ``fake`` provider (the env, its evaluator and the
+vector plumbing are real; the screen is synthetic), as the trainer's own fast tests do, through the
+real batching generator. Task ``os-infeasible-001`` scores the FAIL action (UI-TARS
+``call_user()``) 1 and DONE (``finished()``) 0.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+from arpo_trainer.async_rollout import (
+    AsyncCollector,
+    BatchingGenerator,
+    EpisodeJob,
+    GroupAssembler,
+    Played,
+    Timeline,
+    run_async,
+)
+from arpo_trainer.config import ARPOConfig
+from arpo_trainer.desktops import DesktopPool
+from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
+from arpo_trainer.generation import TurnSample
+from arpo_trainer.replay import ReplayBuffer
+from arpo_trainer.rollout import Trajectory
+from arpo_trainer.tasks import resolve_tasks
+from arpo_trainer.tiny import build_tiny_vlm
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+TASK = "os-infeasible-001"
+FAIL, DONE = "Action: call_user()", "Action: finished()"
+
+
+def _traj(score: float, *, infra: bool = False) -> Trajectory:
+    t = Trajectory(TASK, "x", score=score)
+    if infra:
+        t.infra_error, t.end = "desktop died", "infra_error"
+    return t
+
+
+def _played(group: int, index: int, version: int, score: float = 0.0, infra: bool = False):
+    return Played(EpisodeJob(TASK, group, index), _traj(score, infra=infra), version)
+
+
+# -- the assembler, on its own ----------------------------------------------------------------
+
+
+def test_a_group_is_handed_out_only_when_all_its_members_arrived():
+    asm = GroupAssembler(group_size=3, max_staleness=0)
+    asm.add(_played(0, 2, 0))
+    asm.add(_played(0, 0, 0))
+    assert asm.ready == 0 and asm.take(5, 0) == []
+    asm.add(_played(0, 1, 0))
+    (group,) = asm.take(5, 0)
+    assert len(group) == 3 and asm.stats.taken == 1
+
+
+@pytest.mark.parametrize("max_staleness", [0, 1, 3])
+def test_groups_older_than_max_staleness_are_dropped_and_counted(max_staleness):
+    asm = GroupAssembler(group_size=2, max_staleness=max_staleness)
+    for g, version in enumerate([0, 0]):  # group 0 entirely at v0; group 1 has one v0 member
+        asm.add(_played(g, 0, version))
+    asm.add(_played(0, 1, 0))
+    asm.add(_played(1, 1, 5))  # the oldest member decides: group 1 is also v0
+    # exactly at the bound: kept
+    assert len(asm.take(1, max_staleness)) == 1 and asm.stats.dropped_stale == 0
+    # one version past it: dropped, counted, never returned
+    assert asm.take(1, max_staleness + 1) == [] and asm.stats.dropped_stale == 1
+    assert asm.ready == 0
+
+
+def test_bad_bounds_are_refused():
+    with pytest.raises(ValueError, match="max_staleness"):
+        GroupAssembler(2, -1)
+    with pytest.raises(ValueError, match="group_size"):
+        GroupAssembler(0, 1)
+
+
+def test_replay_injects_into_all_fail_groups_and_takes_the_infra_slot():
+    buf = ReplayBuffer(seed=0)
+    assert buf.add(_traj(1.0), step=0)
+    asm = GroupAssembler(group_size=3, max_staleness=1, replay=buf)
+    asm.add(_played(0, 0, 0, score=0.0))
+    asm.add(_played(0, 1, 0, infra=True))
+    asm.add(_played(0, 2, 0, score=0.0))
+    (group,) = asm.take(1, 0)
+    # the injected success replaces the member a broken desktop played, not a scored one
+    assert [t.source for t in group] == ["policy", "replay", "policy"]
+    assert group[1].score == 1.0 and group[1].valid
+    assert asm.stats.injection.injected == 1 and asm.stats.infra_members == 1
+
+
+def test_a_group_with_a_success_is_not_injected_and_its_success_is_stored():
+    buf = ReplayBuffer(seed=0)
+    asm = GroupAssembler(group_size=2, max_staleness=1, replay=buf)
+    asm.add(_played(0, 0, 0, score=1.0))
+    asm.add(_played(0, 1, 0, score=0.0))
+    (group,) = asm.take(1, 0)
+    assert [t.source for t in group] == ["policy", "policy"]
+    assert buf.size(TASK) == 1
+
+
+def test_an_infra_failed_success_is_never_stored():
+    buf = ReplayBuffer(seed=0)
+    asm = GroupAssembler(group_size=2, max_staleness=1, replay=buf)
+    bad = _played(0, 0, 0, score=1.0, infra=True)
+    asm.add(bad)
+    asm.add(_played(0, 1, 0, score=0.0))
+    asm.take(1, 0)
+    assert buf.size(TASK) == 0
+
+
+# -- real desktops, the real generator ----------------------------------------------------------
+
+
+class _ByEpisode:
+    """FAIL for even group members, DONE for odd ones (a scripted policy keyed by episode)."""
+
+    def __init__(self, encoder, collector_ref):
+        self.encoder, self.ref = encoder, collector_ref
+
+    def sample(self, contexts, rows):
+        out = []
+        for r in rows:
+            text = FAIL if self.ref[0].episode_of[r].index % 2 == 0 else DONE
+            ids = self.encoder.action_ids(text)
+            out.append(TurnSample(ids, [0.0] * len(ids), text))
+        return out
+
+
+@pytest.fixture(scope="module")
+def setup():
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = ARPOConfig(
+            output_dir=tmp,
+            use_cpu=True,
+            bf16=False,
+            report_to="none",
+            provider="fake",
+            settle=False,
+            vector_env="sync",
+            screen_width=640,
+            screen_height=360,
+            max_turns=2,
+            max_turn_tokens=8,
+            task_ids=[TASK],
+            per_device_train_batch_size=2,
+            num_generations=2,
+        )
+        vlm = build_tiny_vlm(seed=0)
+        encoder = make_encoder(cfg, vlm.processor)
+        yield dict(
+            encoder=encoder,
+            action_set=make_policy_action_set(cfg, encoder),
+            env=env_kwargs(cfg, encoder),
+            task=resolve_tasks(cfg.tasks, [TASK], provider="fake")[TASK],
+        )
+
+
+def _collector(setup, desktops: int, timeline: Timeline, backend: str = "sync"):
+    ref: list[AsyncCollector] = []
+    gen = BatchingGenerator(_ByEpisode(setup["encoder"], ref))
+    pools = [DesktopPool(1, setup["env"], backend=backend) for _ in range(desktops)]
+    col = AsyncCollector(
+        pools, setup["encoder"], setup["action_set"], gen, max_turns=2, timeline=timeline
+    )
+    ref.append(col)
+    return col, gen, pools
+
+
+def test_async_run_scores_real_episodes_and_bounds_staleness(setup):
+    tl = Timeline()
+    col, gen, pools = _collector(setup, 3, tl)
+    asm = GroupAssembler(group_size=2, max_staleness=1, replay=ReplayBuffer(seed=0))
+    seen: list[tuple[int, list[int]]] = []
+
+    def learn(groups, version):
+        seen.append((version, [t.step for g in groups for t in g]))
+        for g in groups:  # member 0 said FAIL (score 1), member 1 DONE (score 0)
+            assert [t.score for t in g] == [1.0, 0.0]
+            assert all(t.valid for t in g)
+
+    try:
+        steps = run_async(
+            col, asm, lambda g: setup["task"], groups=6, groups_per_step=2, learn=learn
+        )
+    finally:
+        col.close()
+        gen.close()
+        for p in pools:
+            p.close()
+    assert steps == len(seen) >= 3
+    assert asm.stats.taken + asm.stats.dropped_stale == 6
+    # every trained trajectory was sampled at most max_staleness versions before its step
+    assert all(version - s <= 1 for version, sampled in seen for s in sampled)
+    assert tl.episodes == 12 and gen.batches >= 1
+    assert asm.replay is not None and asm.replay.size(TASK) >= 1
+
+
+def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
+    tl = Timeline()
+    col, gen, pools = _collector(setup, 1, tl, backend="async")  # a worker process
+    buf = ReplayBuffer(seed=0)
+    asm = GroupAssembler(group_size=2, max_staleness=0, replay=buf)
+    try:
+        pools[0].close()  # its worker process is gone: the episodes fail as infra errors
+        col.submit_group(setup["task"], 0, 2)
+        for _ in range(2):
+            asm.add(col.results.get(timeout=120))
+    finally:
+        col.close()
+        gen.close()
+    (group,) = asm.take(1, 0)
+    assert asm.stats.infra_members == 2
+    assert all(not t.valid and t.end == "infra_error" for t in group)
+    assert buf.size(TASK) == 0  # nothing a broken desktop "scored" is stored
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"rollout_mode": "lockstep"}, "rollout_mode must be"),
+        ({"rollout_mode": "async"}, "not wired into ARPOTrainer yet"),
+        ({"max_staleness": -1}, "max_staleness must be >= 0"),
+        ({"weight_sync_every": 0}, "weight_sync_every >= 1"),
+    ],
+)
+def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        ARPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
