@@ -298,6 +298,8 @@ def compare_conference_city_in_order(result: str | None, expected: dict[str, Any
         return 0.0
     try:
         ws = openpyxl.load_workbook(result).active
+        if ws is None:
+            raise ValueError("the workbook has no sheet")
     except Exception as exc:  # noqa: BLE001 - an unreadable result scores 0
         logger.info("compare_conference_city_in_order: cannot read %s: %s", result, exc)
         return 0.0
