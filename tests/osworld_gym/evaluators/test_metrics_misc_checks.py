@@ -95,6 +95,15 @@ def test_check_accessibility_tree_css_and_xpath():
     assert m.check_accessibility_tree("<broken", [{"xpath": xp}]) == 0.0
 
 
+@pytest.mark.parametrize("xp", ["count(//label)", "//label/@name", "string(//section)"])
+def test_check_accessibility_tree_text_rule_needs_elements(xp):
+    """A text rule compares each node's .text: an xpath giving a number, a string or attribute
+    values is a task error, named as such, not an AttributeError from inside the loop."""
+    with pytest.raises(ValueError, match="selects elements"):
+        m.check_accessibility_tree(TREE, [{"xpath": xp, "text": "To", "exact": True}])
+    assert m.check_accessibility_tree(TREE, [{"xpath": xp}]) == 1.0  # truthy: as before
+
+
 def test_check_moved_jpgs():
     listing = {"children": [{"name": "a.jpg"}, {"name": "b.jpg"}]}
     assert m.check_moved_jpgs(listing, {"expected": ["a.jpg", "b.jpg"]}) == 1.0

@@ -78,3 +78,14 @@ def test_check_json_settings_scores_jsonc_zero_as_osworld_json_load_does(tmp_pat
     f = tmp_path / "settings.json"
     f.write_text(text)
     assert check_json_settings(str(f), {"expected": {"editor.fontSize": 14}}) == 0.0
+
+
+@pytest.mark.parametrize("ranges", ["A:B", "3:4", "A1:B2 C:C"])
+def test_range_cells_refuses_whole_rows_and_columns_by_name(ranges):
+    """sheet_fuzzy walks every cell of a rule's range: an unbounded one is a task error, said as
+    such (it was a TypeError from range(None, ...))."""
+    from osworld_gym.evaluators.metrics.match import range_cells
+
+    with pytest.raises(ValueError, match="whole row or column"):
+        range_cells(ranges)
+    assert range_cells("A1:B1 C3") == {(1, 1), (1, 2), (3, 3)}

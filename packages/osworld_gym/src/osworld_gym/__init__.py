@@ -7,6 +7,7 @@ True
 
 from __future__ import annotations
 
+import importlib.abc
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -64,7 +65,7 @@ def _register() -> None:
     )
 
 
-class _RegisterAfter:
+class _RegisterAfter(importlib.abc.Loader):
     """Gymnasium's own loader, then our registration (see :class:`_WhenGymnasiumIsImported`)."""
 
     def __init__(self, loader: Any):

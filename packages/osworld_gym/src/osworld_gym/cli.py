@@ -28,6 +28,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from PIL import Image
 
     import osworld_gym  # noqa: F401 - registers OSWorld-v0
+    from osworld_gym.env import osworld_env
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -35,7 +36,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         t0 = time.monotonic()
         obs, info = env.reset(options={"task": args.task, "variation": args.variation})
-        task = env.unwrapped.task
+        task = osworld_env(env).task
+        if task is None:  # reset returned, so it chose one
+            raise OSWorldGymError("the env has no current task after reset")
         print(
             f"task {task.id} ({task.domain}), desktop ready in {info['timings']['reset_ms']:.0f} ms"
         )

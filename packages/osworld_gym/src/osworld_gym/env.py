@@ -523,6 +523,19 @@ class OSWorldEnv(gym.Env[ObsType, Any]):
         }
 
 
+def osworld_env(env: gym.Env) -> OSWorldEnv:
+    """The :class:`OSWorldEnv` under ``env``'s wrappers (``gym.make`` adds some), typed: read its
+    ``task``, ``tasks`` or ``provider`` through this rather than through a wrapper.
+
+    Raises:
+        TypeError: ``env`` is not an OSWorldEnv, nor a wrapper around one.
+    """
+    inner = env.unwrapped
+    if not isinstance(inner, OSWorldEnv):
+        raise TypeError(f"expected an OSWorldEnv (or a wrapper around one), got {inner!r}")
+    return inner
+
+
 def _zero_note(result: EvalResult) -> str | None:
     """Why the evaluator scored 0 without comparing (a missing or unusable result), if so."""
     if result.score != 0.0:

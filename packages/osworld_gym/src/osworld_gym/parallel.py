@@ -41,6 +41,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from osworld_gym.env import osworld_env
 from osworld_gym.errors import MissingDependencyError
 from osworld_gym.vector import VectorSafe
 
@@ -178,14 +179,14 @@ class OSWorldGroupEnv(ParallelEnv):
     @property
     def task(self) -> Any:
         """The group's current task instance (every desktop runs this one)."""
-        return self._envs[self.possible_agents[0]].unwrapped.task
+        return osworld_env(self._envs[self.possible_agents[0]]).task
 
     # -- internals ---------------------------------------------------------------------------------
 
     def _choose(self, seed: int | None, options: dict[str, Any]) -> tuple[Any, int | None]:
         """The one (task, variation) the group runs, as :meth:`OSWorldEnv.reset` would pick it."""
         choice = options.get("task")
-        tasks = self._envs[self.possible_agents[0]].unwrapped.tasks
+        tasks = osworld_env(self._envs[self.possible_agents[0]]).tasks
         if choice is None:
             if not tasks:
                 raise ValueError("this group has no task set; pass options={'task': ...}")

@@ -158,7 +158,12 @@ class RecordEpisode(gym.Wrapper):
         return name
 
     def _client(self) -> Any:
-        return self.env.unwrapped.provider.start()
+        # by name: this wrapper sits below osworld_gym.env in the import floors, so it cannot
+        # name OSWorldEnv (whose provider this is)
+        provider = getattr(self.env.unwrapped, "provider", None)
+        if provider is None:
+            raise OSWorldGymError(f"{self.env.unwrapped!r} has no desktop provider to record")
+        return provider.start()
 
     def _start_recording(self) -> None:
         try:

@@ -376,29 +376,30 @@ class Computer13ActionSet(ActionSet):
                 f"a computer_13 action must be a JSON object (a plain dict), "
                 f"got {type(action).__name__}"
             )
-        action = _data(action)
-        if "action_type" not in action:
+        # a fresh name: the parameter's declared type (str | dict) would hide what _data returns
+        obj: dict[str, Any] = _data(action)
+        if "action_type" not in obj:
             raise ActionError('the action has no "action_type"; one of ' + ", ".join(ACTION_TYPES))
-        kind = _plain(action["action_type"])
+        kind = _plain(obj["action_type"])
         if isinstance(kind, int) and not isinstance(kind, bool):
-            action = from_space_sample(action)
-            kind = action["action_type"]
+            obj = from_space_sample(obj)
+            kind = obj["action_type"]
         if not isinstance(kind, str) or kind not in TYPES:
             shown = repr(kind)[:60]
             raise ActionError(f"unknown action_type {shown}; use one of {', '.join(ACTION_TYPES)}")
-        if "parameters" in action:
-            extra = sorted(set(action) - {"action_type", "parameters"})
+        if "parameters" in obj:
+            extra = sorted(set(obj) - {"action_type", "parameters"})
             if extra:
                 raise ActionError(
                     f'put every parameter inside "parameters"; unexpected keys {extra[:8]}'
                 )
-            params = action["parameters"]
+            params = obj["parameters"]
             if params is None:
                 params = {}
             if not isinstance(params, dict):
                 raise ActionError('"parameters" must be a JSON object')
         else:
-            params = {k: v for k, v in action.items() if k != "action_type"}
+            params = {k: v for k, v in obj.items() if k != "action_type"}
         t = TYPES[kind]
         got = tuple(sorted(params))
         if not any(got == tuple(sorted(c)) for c in t.combos):

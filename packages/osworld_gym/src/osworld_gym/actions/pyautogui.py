@@ -114,8 +114,9 @@ class _Script:
         match p:
             case MoveTo(x, y) | DragTo(x, y):
                 self.pos = (x, y)
+            # validate() has checked that x and y are given together or not at all
             case Click(x, y) | MouseDown(_, x, y) | MouseUp(_, x, y) | Scroll(_, _, x, y) if (
-                x is not None
+                x is not None and y is not None
             ):
                 self.pos = (x, y)
             case TypeText(text):

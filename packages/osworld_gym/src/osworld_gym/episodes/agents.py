@@ -33,6 +33,7 @@ class Agent(Protocol):
     def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
         """The next action text for this observation (``obs["screenshot"]``,
         ``obs["instruction"]``)."""
+        ...
 
 
 class NoopAgent:

@@ -32,7 +32,8 @@ class EvalContext:
             looked up here first.
         work_dir: this episode's own directory: files fetched from the desktop and outputs of
             setup commands go here, so desktops running the same task at once (a GRPO group)
-            never read each other's files. Defaults to ``cache_dir`` (OSWorld's behaviour).
+            never read each other's files. ``None``: ``cache_dir`` (OSWorld's behaviour); read
+            it as :attr:`episode_dir`, which has that default applied.
         task_id: the task being evaluated.
         last_action: the episode's last action (``"FAIL"`` / ``"DONE"`` / action text, or an
             OSWorld action dict); ``None`` if the agent never acted.
@@ -58,7 +59,12 @@ class EvalContext:
 
     def __post_init__(self) -> None:
         self.cache_dir = Path(self.cache_dir)
-        self.work_dir = Path(self.work_dir) if self.work_dir is not None else self.cache_dir
+        self.work_dir = Path(self.work_dir) if self.work_dir is not None else None
+
+    @property
+    def episode_dir(self) -> Path:
+        """Where this episode's files go: ``work_dir``, or ``cache_dir`` when none was given."""
+        return self.work_dir if self.work_dir is not None else self.cache_dir
 
     @property
     def last_action_is_fail(self) -> bool:

@@ -23,6 +23,7 @@ as the element's text.
 # excepts below.
 # ruff: noqa: BLE001, S110, S112
 
+import importlib
 import json
 import re
 import sys
@@ -210,7 +211,8 @@ def main(argv):
         sys.stderr.write("usage: a11y_helper.py tree|terminal\n")
         return 2
     try:
-        import pyatspi
+        # by name: pyatspi is the system python's (python3-pyatspi), not in the project's venv
+        pyatspi = importlib.import_module("pyatspi")
     except Exception as e:
         sys.stderr.write(f"pyatspi is not available to {sys.executable}: {e}\n")
         return 3

@@ -374,9 +374,10 @@ class GuestApp:
             t0 = time.perf_counter()
             self.forget_task_steps()
             self.recorder.abort()
-            own = self.desktop.xvfb is not None
+            xvfb = self.desktop.xvfb
+            own = xvfb is not None
             # Not the kept processes' subtrees: apps the WM started (Ctrl+Alt+T) must die too.
-            keep = {self.desktop.xvfb.pid} if own else self.desktop.infrastructure_pids()
+            keep = {xvfb.pid} if xvfb is not None else self.desktop.infrastructure_pids()
             killed = self.registry.kill_tree(keep=keep, keep_subtrees=False)
             self.setup_roots.clear()
             t_kill = time.perf_counter()

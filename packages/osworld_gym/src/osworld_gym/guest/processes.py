@@ -491,7 +491,7 @@ class ProcessRegistry:
             grace = {
                 top: until for top, until in grace.items() if until > now and _alive_below_me(top)
             }
-        self._stuck |= {_identity(pid) for pid in watched} - {None}
+        self._stuck |= {ident for pid in watched if (ident := _identity(pid)) is not None}
         return reaped
 
     def _dying(self) -> dict[int, int]:

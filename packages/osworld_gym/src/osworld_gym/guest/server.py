@@ -16,6 +16,7 @@ chunk sizes must be plain hex -- is at most :data:`MAX_BODY` bytes.
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import logging
 import os
@@ -189,6 +190,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     timeout = IDLE_TIMEOUT_S
     router: Router  # set on the subclass made per server
     watchdog: _Watchdog  # likewise
+    rfile: io.BufferedReader  # StreamRequestHandler's makefile("rb", rbufsize=-1): buffered
 
     def handle_one_request(self) -> None:
         """Wait (idle timeout) for a request's first byte, then give its headers a deadline."""
@@ -381,8 +383,11 @@ class _Watchdog:
                     pass
 
 
-class _Bounded:
-    """Mixin: at most MAX_CONNECTIONS connection threads; the rest get 503 and are closed."""
+class _Bounded(socketserver.BaseServer):
+    """Mixin: at most MAX_CONNECTIONS connection threads; the rest get 503 and are closed.
+
+    Listed before ThreadingMixIn and the server class, which it overrides; BaseServer as its
+    base comes last in their method order, and tells the checker what ``self`` is."""
 
     daemon_threads = True
     block_on_close = False
@@ -406,7 +411,7 @@ class _Bounded:
             self.shutdown_request(request)
             return
         try:
-            super().process_request(request, client_address)  # type: ignore[misc]
+            super().process_request(request, client_address)
         except BaseException:
             self._slots.release()
             raise

@@ -60,7 +60,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from Xlib import X
@@ -349,7 +349,7 @@ class _Why:
         self.start = start
         self.spans: list[list] = []  # [cause, names, first ms, last ms]
 
-    def add(self, now: float, cause: str, pids: set[int] | frozenset[int] = frozenset()) -> None:
+    def add(self, now: float, cause: str, pids: Iterable[int] = ()) -> None:
         ms = round(1000 * (now - self.start))
         names = ",".join(sorted({_comm(p) for p in list(pids)[:6]}))
         for span in reversed(self.spans[-4:]):  # causes interleave: merge with a recent one

@@ -30,6 +30,7 @@ import logging
 import os
 import stat
 import struct
+from collections.abc import Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -50,10 +51,9 @@ def requirements() -> list[str]:
     return [s for line in lines if (s := line.split("#", 1)[0].strip())]
 
 
-def interpreter(env: dict[str, str] | None = None) -> Path | None:
+def interpreter(env: Mapping[str, str] | None = None) -> Path | None:
     """The task interpreter on this machine, or ``None`` when there is none."""
-    env = os.environ if env is None else env
-    if named := env.get(ENV_VAR):
+    if named := (os.environ if env is None else env).get(ENV_VAR):
         path = Path(named)
         if os.access(path, os.X_OK):
             return path

@@ -16,6 +16,7 @@ import subprocess
 import threading
 import time
 import xml.etree.ElementTree as ET
+from array import array
 from dataclasses import dataclass
 from enum import Enum
 
@@ -269,7 +270,8 @@ class ClickFocus:
         self._probe = None  # our unmapped window: grab probe and barrier (see _activate)
         self._rc: tuple[str, int, bool] | None = None  # (path, mtime, grabs client clicks)
 
-    def _prop(self, win, name: str) -> list | str | bytes | None:
+    def _prop(self, win, name: str) -> array[int] | bytes | None:
+        """A property's value: bytes for 8-bit formats (strings), an array of 16/32-bit items."""
         prop = win.get_full_property(self._atoms[name], X.AnyPropertyType)
         return None if prop is None else prop.value
 
@@ -293,17 +295,19 @@ class ClickFocus:
         name, path = (
             v.decode(errors="replace") if isinstance(v, bytes) else v for v in (name, path)
         )
-        if name != "Openbox" or not path or not os.path.isabs(path):
-            return FocusMode.WM  # (openbox reads a relative path from its home directory)
+        # (openbox reads a relative path from its home directory; a path is a string property)
+        if name != "Openbox" or not isinstance(path, str) or not os.path.isabs(path):
+            return FocusMode.WM
         try:
             mtime = os.stat(path).st_mtime_ns
-            if self._rc is None or self._rc[:2] != (path, mtime):
+            rc = self._rc
+            if rc is None or rc[:2] != (path, mtime):
                 with open(path, encoding="utf-8") as f:
-                    self._rc = (path, mtime, openbox_grabs_client_clicks(f.read()))
+                    rc = self._rc = (path, mtime, openbox_grabs_client_clicks(f.read()))
         except (OSError, ET.ParseError) as e:
             log.debug("cannot read openbox's configuration %s: %s", path, e)
             return FocusMode.WM
-        return FocusMode.WM if self._rc[2] else FocusMode.GUEST
+        return FocusMode.WM if rc[2] else FocusMode.GUEST
 
     def before_press(self) -> None:
         """Focus and raise the top-level window under the pointer, as openbox's click binding
@@ -324,7 +328,7 @@ class ClickFocus:
             )[-1:] == [client.id]:
                 return
             types = self._prop(client, "_NET_WM_WINDOW_TYPE")
-            if types is not None and any(self._atoms[t] in types for t in NOT_CLICK_FOCUSED):
+            if isinstance(types, array) and any(self._atoms[t] in types for t in NOT_CLICK_FOCUSED):
                 return
         except xerror.XError:  # the window went away meanwhile
             return
@@ -389,7 +393,7 @@ class ClickFocus:
                     "within %.1f s; clicking anyway",
                     CLICK_FOCUS_WAIT_S,
                 )
-                self._probe.destroy()  # its late answer must not end the next wait early
+                probe.destroy()  # its late answer must not end the next wait early
                 self._probe = None
                 return
             select.select([self._d.fileno()], [], [], left)

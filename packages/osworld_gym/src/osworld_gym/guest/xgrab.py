@@ -19,7 +19,10 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from Xlib.display import Display
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,10 @@ class GrabControlError(RuntimeError):
     """The server has no XTEST or refused GrabControl: the connection stays grab-sensitive."""
 
 
-def make_impervious(display: Any) -> Any:
+_Display = TypeVar("_Display", bound="Display")
+
+
+def make_impervious(display: _Display) -> _Display:
     """Make a python-xlib ``Display`` ignore other clients' server grabs; returns it."""
     if not display.has_extension("XTEST"):
         raise GrabControlError("the X server lacks XTEST: judge connections stay grab-sensitive")

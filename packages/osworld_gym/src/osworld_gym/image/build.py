@@ -191,7 +191,7 @@ def ensure_base_image(
     client: Any, opts: BuildOptions, progress: Progress = log.info
 ) -> tuple[str, dict[str, float]]:
     """The base image to build FROM, importing our debootstrap rootfs if needed."""
-    import docker
+    import docker.errors
 
     if opts.base:
         return opts.base, {}
@@ -363,7 +363,7 @@ def build_image(
         MissingDependencyError: Docker, debootstrap, uv or pip is missing.
         ImageBuildError: a step failed; the message has its output.
     """
-    import docker
+    import docker.errors
 
     opts = opts or BuildOptions()
     if opts.apps not in APPS:
@@ -443,7 +443,7 @@ def build_image(
 def _remove_replaced(client: Any, image: Any) -> None:
     """Remove the image a rebuild took the tag from (it would linger as <none>), unless a
     container still uses it or it is not ours."""
-    import docker
+    import docker.errors
 
     if image.labels.get(LABEL_IMAGE) != "desktop":
         return

@@ -146,7 +146,7 @@ def cleanup_stale(
     Returns:
         Short ids of the removed containers.
     """
-    import docker
+    import docker.errors
 
     roots = run_roots or [Path(tempfile.gettempdir())]
     candidates = _stale_run_dirs(roots, include_live)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 
 from osworld_gym.errors import ActionError
 from osworld_gym.protocol.keys import canonical_key
@@ -145,6 +145,24 @@ Primitive = (
     | Wait
 )
 
+#: One primitive type at a time, so that :func:`validate` returns the type it was given
+#: (``validate(MoveTo(...)).x`` is an ``int``, not an attribute of a twelve-way union).
+P = TypeVar(
+    "P",
+    MoveTo,
+    Click,
+    MouseDown,
+    MouseUp,
+    DragTo,
+    Scroll,
+    KeyDown,
+    KeyUp,
+    Press,
+    Hotkey,
+    TypeText,
+    Wait,
+)
+
 _BY_NAME: dict[str, type] = {
     "move_to": MoveTo,
     "click": Click,
@@ -192,6 +210,12 @@ def _button(v: Any) -> str:
     return v
 
 
+# Each case below rebuilds the class it matched, so the result has the argument's type: the first
+# overload says so for a caller holding one concrete type, the second serves one holding the union.
+@overload
+def validate(p: P) -> P: ...
+@overload
+def validate(p: Primitive) -> Primitive: ...
 def validate(p: Primitive) -> Primitive:
     """Return ``p`` with numbers normalised; raise :class:`ActionError` if anything is off."""
     match p:

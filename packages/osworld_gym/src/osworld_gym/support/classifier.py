@@ -68,7 +68,7 @@ from osworld_gym.providers import PROVIDERS, provider_class
 from osworld_gym.providers.capabilities import APP_KEYS, Capabilities
 from osworld_gym.support.needs import missing_programs, network_steps, systemd_programs
 from osworld_gym.support.packages import PACKAGES
-from osworld_gym.support.programs import is_shell
+from osworld_gym.support.programs import is_shell, json_object, json_objects
 from osworld_gym.tasks import evaluator_registry as registry
 from osworld_gym.tasks.setup import STEP_PARAMETERS
 from osworld_gym.tasks.task import Task
@@ -202,15 +202,9 @@ class _Uses:
     metrics: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
-def _entries(value: Any) -> Iterator[dict[str, Any]]:
-    for entry in value if isinstance(value, list) else [value]:
-        if isinstance(entry, dict):
-            yield entry
-
-
 def _uses(raw: dict[str, Any]) -> _Uses:
     uses = _Uses()
-    evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
+    evaluator = json_object(raw.get("evaluator"))
     uses.steps = [
         s
         for s in (raw.get("config") or []) + (evaluator.get("postconfig") or [])
@@ -221,7 +215,7 @@ def _uses(raw: dict[str, Any]) -> _Uses:
         if step.get("type") in _STEP_COMMANDS and "command" in params:
             uses.commands.append((*_command(params["command"]), step))
     for key in ("result", "expected"):
-        uses.getters.extend(_entries(evaluator.get(key)))
+        uses.getters.extend(json_objects(evaluator.get(key)))
     for g in uses.getters:
         if g.get("type") in ("vm_command_line", "vm_command_error") and "command" in g:
             uses.commands.append((*_command(g["command"]), None))

@@ -27,7 +27,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from osworld_gym.support.programs import COMMAND_GETTERS, command_programs, is_shell
+from osworld_gym.support.programs import (
+    COMMAND_GETTERS,
+    command_programs,
+    is_shell,
+    json_object,
+)
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,7 @@ def judged_programs(raw: dict[str, Any]) -> set[str]:
     ...     "command": ["bash", "-c", "file ~/a.png | cut -d: -f2"]}}}))
     ['bash', 'cut', 'file']
     """
-    evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
+    evaluator = json_object(raw.get("evaluator"))
     found: set[str] = set()
     for key in ("result", "expected"):
         value = evaluator.get(key)

@@ -35,7 +35,7 @@ import shutil
 from typing import Any
 
 from osworld_gym.support.packages import PACKAGES
-from osworld_gym.support.programs import task_programs
+from osworld_gym.support.programs import json_object, task_programs
 
 #: Commands that fetch software from the internet.
 _INSTALLS = re.compile(
@@ -57,7 +57,7 @@ _OWN_REASON = frozenset({"code", "gsettings", "dconf"})
 
 
 def _install_text(raw: dict[str, Any]) -> list[tuple[str, str]]:
-    evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
+    evaluator = json_object(raw.get("evaluator"))
     out = []
     for where, steps in (
         ("a setup step", raw.get("config")),

@@ -212,10 +212,23 @@ def command_programs(argv: list[str] | str) -> set[str]:
     return found
 
 
-def _entries(value: Any) -> Iterator[dict[str, Any]]:
+def json_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else ``{}``: task JSON is read leniently here (the task's
+    own validation reports a malformed ``evaluator`` or ``parameters``)."""
+    return value if isinstance(value, dict) else {}
+
+
+def json_objects(value: Any) -> Iterator[dict[str, Any]]:
+    """The JSON objects in ``value``: the dict entries of a list, or ``value`` if it is one."""
     for entry in value if isinstance(value, list) else [value]:
         if isinstance(entry, dict):
             yield entry
+
+
+def _steps(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """``raw``'s setup and postconfig steps (those that are JSON objects), in order."""
+    postconfig = json_object(raw.get("evaluator")).get("postconfig")
+    return [*json_objects(raw.get("config") or []), *json_objects(postconfig or [])]
 
 
 def is_shell(params: dict[str, Any]) -> bool:
@@ -229,18 +242,17 @@ _is_shell = is_shell
 def task_programs(raw: dict[str, Any]) -> set[str]:
     """Every program ``raw`` (a task's JSON) starts inside the desktop, by name; ``open`` steps
     are left to :func:`opened_suffixes` (their program is the file type's default app)."""
-    evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
+    evaluator = json_object(raw.get("evaluator"))
     found: set[str] = set()
-    steps = [*_entries(raw.get("config") or []), *_entries(evaluator.get("postconfig") or [])]
-    for step in steps:
-        params = step.get("parameters") if isinstance(step.get("parameters"), dict) else {}
+    for step in _steps(raw):
+        params = json_object(step.get("parameters"))
         if step.get("type") in COMMAND_STEPS and "command" in params:
             command = params["command"]
             if isinstance(command, list) and _is_shell(params):
                 command = " ".join(str(c) for c in command)
             found |= command_programs(command if isinstance(command, (list, str)) else str(command))
     for key in ("result", "expected"):
-        for getter in _entries(evaluator.get(key)):
+        for getter in json_objects(evaluator.get(key)):
             if getter.get("type") in COMMAND_GETTERS and "command" in getter:
                 command = getter["command"]
                 if isinstance(command, list) and _is_shell(getter):
@@ -251,10 +263,9 @@ def task_programs(raw: dict[str, Any]) -> set[str]:
 
 def opened_suffixes(raw: dict[str, Any]) -> set[str]:
     """File suffixes (``.xlsx``) that ``raw``'s ``open`` steps open with their default app."""
-    evaluator = raw.get("evaluator") if isinstance(raw.get("evaluator"), dict) else {}
     out: set[str] = set()
-    for step in [*_entries(raw.get("config") or []), *_entries(evaluator.get("postconfig") or [])]:
-        params = step.get("parameters") if isinstance(step.get("parameters"), dict) else {}
+    for step in _steps(raw):
+        params = json_object(step.get("parameters"))
         if step.get("type") == "open" and isinstance(params.get("path"), str):
             if suffix := Path(params["path"]).suffix.lower():
                 out.add(suffix)

@@ -329,7 +329,7 @@ def check_resolved_host(host: str, port: int | None, access: HostAccess, timeout
     finally:
         pool.shutdown(wait=False)
     for info in infos:
-        addr = info[4][0]
+        addr = str(info[4][0])  # IPv4/IPv6 results: a string (int only for other families)
         if not ipaddress.ip_address(addr.split("%")[0]).is_global:
             raise TaskValidationError(
                 f"download host {host!r} resolves to {addr}, a private or loopback address; "

@@ -82,7 +82,7 @@ def get_gimp_config_file(ctx: EvalContext, config: dict[str, Any]) -> str | None
     if not data:
         logger.info("task %s: GIMP config %s not found", ctx.task_id, config["file_name"])
         return None
-    local = ctx.work_dir / config["dest"]
+    local = ctx.episode_dir / config["dest"]
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_bytes(data)
     return str(local)

@@ -59,7 +59,7 @@ def get_vm_file(ctx: EvalContext, config: dict[str, Any]) -> str | None | list[s
     paths, dests, gives = _pairs(config)
     out: list[str | None] = []
     for i, (path, dest) in enumerate(zip(paths, dests, strict=True)):
-        local = safe_child(ctx.work_dir, dest, "vm_file dest")
+        local = safe_child(ctx.episode_dir, dest, "vm_file dest")
         size = _download(ctx.client, guest_path(path, ctx.home), local)
         if size is None:
             logger.info("task %s: %s not found on the desktop", ctx.task_id, path)
@@ -125,7 +125,7 @@ def get_cache_file(ctx: EvalContext, config: dict[str, Any]) -> str:
     if urlparse(path).scheme in ("http", "https", "file"):
         candidate = _cached_url(ctx.cache_dir, path, config.get("dest"))
     else:  # a setup command's output (this episode's) or a file placed in the shared cache
-        candidate = safe_child(ctx.work_dir, path, "cache_file path")
+        candidate = safe_child(ctx.episode_dir, path, "cache_file path")
         if not candidate.is_file():
             candidate = safe_child(ctx.cache_dir, path, "cache_file path")
     if candidate is None or not candidate.is_file():

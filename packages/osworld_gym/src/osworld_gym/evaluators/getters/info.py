@@ -117,7 +117,7 @@ def get_vm_wallpaper(ctx: EvalContext, config: dict[str, Any]) -> str | None:
     path = posixpath.normpath(path) if path.startswith("/") else ""
     if not any(path.startswith(top.rstrip("/") + "/") for top in (ctx.home, "/tmp")):
         return None
-    local = safe_child(ctx.work_dir, config["dest"], "vm_wallpaper dest")
+    local = safe_child(ctx.episode_dir, config["dest"], "vm_wallpaper dest")
     if _download(ctx.client, path, local) is None:
         return None
     admit(local)

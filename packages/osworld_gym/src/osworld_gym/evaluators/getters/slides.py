@@ -36,9 +36,10 @@ def _deck(ctx: EvalContext, config: dict[str, Any]) -> str | None:
 
 def _media(ctx: EvalContext, config: dict[str, Any], deck: str, target: str) -> str | None:
     if target.startswith("file://"):
-        return get_vm_file(ctx, {"path": target[len("file://") :], "dest": config["dest"]})
+        local = get_vm_file(ctx, {"path": target[len("file://") :], "dest": config["dest"]})
+        return local if isinstance(local, str) else None  # one path in, so one path (or None) out
     member = posixpath.normpath(posixpath.join("ppt/slides", target))
-    out = ctx.work_dir / config["dest"]
+    out = ctx.episode_dir / config["dest"]
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(deck) as z:
         out.write_bytes(z.read(member))

@@ -50,7 +50,7 @@ def match_value(value: Any, rule: dict[str, Any]) -> bool:
         ValueError: an unknown ``method``.
     """
     method: str = rule["method"]
-    ref = rule.get("ref")
+    ref: Any = rule.get("ref")  # any JSON value; a missing ref compares as None
     try:
         if method in _COMPARE:
             return bool(getattr(operator, method)(value, ref))
@@ -108,6 +108,8 @@ def range_cells(ranges: Any) -> set[tuple[int, int]]:
     cells: set[tuple[int, int]] = set()
     for part in parts:
         min_col, min_row, max_col, max_row = range_boundaries(part)
+        if min_col is None or min_row is None or max_col is None or max_row is None:
+            raise ValueError(f"{part!r} is a whole row or column; give its cells, e.g. A1:B9")
         cells.update(
             (r, c) for r in range(min_row, max_row + 1) for c in range(min_col, max_col + 1)
         )

@@ -79,7 +79,7 @@ def load_audio(path: str) -> np.ndarray | None:
     return samples if samples.size else None
 
 
-def _hz_to_mel(hz: np.ndarray) -> np.ndarray:
+def _hz_to_mel(hz: np.ndarray | float) -> np.ndarray:
     """Slaney's mel scale: linear below 1 kHz, logarithmic above."""
     hz = np.asarray(hz, dtype=np.float64)
     mel = hz / (200.0 / 3)

@@ -119,10 +119,19 @@ def check_accessibility_tree(
         if not nodes:
             return 0.0
         if "text" in r:
+            # xpath may give a number, a string or attribute values (count(...), //@name), none
+            # of which has a .text to compare
+            listed = nodes if isinstance(nodes, list) else [nodes]
+            elements = [n for n in listed if isinstance(n, etree._Element)]
+            if len(elements) != len(listed):
+                raise ValueError(
+                    "check_accessibility_tree: a rule with text needs an xpath that selects "
+                    f"elements; {r.get('xpath')!r} does not"
+                )
             exact = r["exact"]
             scores = [
                 float(n.text == r["text"]) if exact else fuzzy_ratio(r["text"], n.text or "")
-                for n in nodes
+                for n in elements
                 if n.text is not None or exact
             ]
             total *= max(scores, default=0.0)
@@ -289,6 +298,8 @@ def compare_conference_city_in_order(result: str | None, expected: dict[str, Any
         return 0.0
     try:
         ws = openpyxl.load_workbook(result).active
+        if ws is None:
+            raise ValueError("the workbook has no sheet")
     except Exception as exc:  # noqa: BLE001 - an unreadable result scores 0
         logger.info("compare_conference_city_in_order: cannot read %s: %s", result, exc)
         return 0.0

@@ -48,7 +48,12 @@ def _book(path: str, mtime_ns: int) -> tuple[list[str], dict[str, str]]:
         except KeyError:
             shared = []
         wb = etree.fromstring(z.read("xl/workbook.xml"))
-        ids = {s.get("name"): s.get("sheetId") for s in wb.iter(f"{_NS}sheet")}
+        # a <sheet> lacking either attribute cannot be looked up by name or read by id
+        ids = {
+            name: sid
+            for s in wb.iter(f"{_NS}sheet")
+            if (name := s.get("name")) is not None and (sid := s.get("sheetId")) is not None
+        }
     return shared, ids
 
 

@@ -21,7 +21,7 @@ import posixpath
 import zipfile
 from collections.abc import Iterable
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def _chart(space: Any, anchor: Any) -> tuple[str, dict[str, Any]] | None:
     chart = space.find("c:chart", NS)
     plot = None if chart is None else chart.find("c:plotArea", NS)
     kinds = [] if plot is None else [el for el in plot if _local(el).endswith("Chart")]
-    if not kinds:
+    if chart is None or plot is None or not kinds:
         logger.info("chart without a plot: skipped")
         return None
     first = kinds[0]
@@ -353,6 +353,8 @@ def _pivot_source(cache: Any, left: int, right: int) -> tuple[Any, ...]:
     from openpyxl.utils.cell import range_boundaries
 
     min_col, min_row, max_col, max_row = range_boundaries(ref)
+    if min_col is None or min_row is None or max_col is None or max_row is None:
+        raise ValueError(f"pivot cache source {ref!r} is a whole row or column, not a cell range")
     return (src.get("type"), (min_row, min_col + left), (max_row, max_col - right), ws.get("sheet"))
 
 
@@ -384,7 +386,10 @@ def _attr(el: Any, path: str, name: str) -> str | None:
     return None if child is None else child.get(name)
 
 
-def _int(el: Any, path: str, default: int | None) -> int | None:
+_Default = TypeVar("_Default", int, None)
+
+
+def _int(el: Any, path: str, default: _Default) -> int | _Default:
     if path.endswith("/@val"):
         text = _attr(el, path[: -len("/@val")], "val")
     else:

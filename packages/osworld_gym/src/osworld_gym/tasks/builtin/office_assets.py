@@ -116,14 +116,14 @@ def _rows_list(text: str) -> list[int]:
 
 def _sales(rng: random.Random, rows: int) -> list[list]:
     names = rng.sample(PRODUCTS, rows)
-    table = [["Product", *QUARTERS]]
+    table: list[list] = [["Product", *QUARTERS]]
     for name in names:
         table.append([name, *(rng.randint(100, 999) for _ in QUARTERS)])
     return table
 
 
 def _orders(rng: random.Random, rows: int, cancelled: list[int]) -> list[list]:
-    table = [["Order", "Region", "Amount", "Status"]]
+    table: list[list] = [["Order", "Region", "Amount", "Status"]]
     regions = rng.sample(REGIONS, len(REGIONS))  # every region occurs
     regions += [rng.choice(REGIONS) for _ in range(rows - len(regions))]
     for i in range(rows):
@@ -161,6 +161,7 @@ def xlsx_asset(params: dict[str, str]) -> bytes:
     import openpyxl
     from openpyxl.styles import Font
     from openpyxl.utils import column_index_from_string, get_column_letter
+    from openpyxl.worksheet.worksheet import Worksheet
 
     rng = random.Random(f"xlsx/{params.get('data', 'sales')}/{params.get('seed', '0')}")
     rows = _int(params, "last", 11) - 1 if "last" in params else _int(params, "rows", 10)
@@ -198,7 +199,9 @@ def xlsx_asset(params: dict[str, str]) -> bytes:
         )
 
     wb = openpyxl.Workbook()
-    ws = wb.active
+    ws = wb.active  # typed Optional: a loaded book may have no sheet; a new one has one
+    if not isinstance(ws, Worksheet):
+        raise TypeError(f"a new openpyxl Workbook should start with a worksheet, not {ws!r}")
     ws.title = "Sheet1"
     for row in table:
         ws.append(row)
@@ -500,6 +503,7 @@ def pptx_asset(params: dict[str, str]) -> bytes:
     from pptx import Presentation
     from pptx.dml.color import RGBColor
     from pptx.enum.text import PP_ALIGN
+    from pptx.shapes.autoshape import Shape
 
     slides = _deck(params)
     original = list(slides)
@@ -542,18 +546,24 @@ def pptx_asset(params: dict[str, str]) -> bytes:
     layout = prs.slide_layouts[1]  # Title and Content
     for spec in slides:
         slide = prs.slides.add_slide(layout)
-        title = slide.shapes.title
+        # the layout has both placeholders; pptx types them as "any shape, or None"
+        title, content = slide.shapes.title, slide.placeholders[1]
+        if not isinstance(title, Shape) or not isinstance(content, Shape):
+            raise TypeError(f"layout {layout.name!r} lacks a title or a content placeholder")
         title.text_frame.text = spec["title"]
         title.text_frame.paragraphs[0].alignment = PP_ALIGN.CENTER
         _style_runs(title.text_frame.paragraphs[0], TITLE_PT, spec["bold"])
         _set_bullet(title.text_frame.paragraphs[0], None)
-        body = slide.placeholders[1].text_frame
+        body = content.text_frame
         for i, point in enumerate(spec["body"]):
             paragraph = body.paragraphs[0] if i == 0 else body.add_paragraph()
             paragraph.text = point
             _style_runs(paragraph, BODY_PT, italic=spec["italic"])
             _set_bullet(paragraph, "\u2022")
         if spec["notes"]:
-            slide.notes_slide.notes_text_frame.text = spec["notes"]
+            notes = slide.notes_slide.notes_text_frame
+            if notes is None:
+                raise TypeError("the default notes master has no notes placeholder")
+            notes.text = spec["notes"]
     prs.core_properties.author = "osworld-gym"
     return _save(prs)

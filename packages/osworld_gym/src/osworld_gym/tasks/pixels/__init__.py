@@ -233,7 +233,8 @@ def family_tasks(spec: str = SPEC) -> list[dict[str, Any]]:
 
 @cache
 def _app_source() -> bytes:
-    return resources.files(__package__).joinpath("app.py").read_bytes()
+    # this is the package's __init__, so __name__ is the package (__package__ is typed Optional)
+    return resources.files(__name__).joinpath("app.py").read_bytes()
 
 
 def app_url() -> str:
