@@ -17,6 +17,7 @@ ray = pytest.importorskip("ray")
 import osworld_gym.ray_pool  # noqa: E402
 from osworld_gym.ray_pool import RayVectorEnv  # noqa: E402
 from osworld_gym.support import builtin_task, load_tasks  # noqa: E402
+from osworld_gym.tasks import Task  # noqa: E402
 
 TASKS = load_tasks(
     [builtin_task(t) for t in ("os-chmod-001", "os-copy-001", "os-infeasible-001", "os-mkdir-001")]
@@ -113,7 +114,7 @@ def test_a_dead_actor_is_an_infra_error_not_a_crash_and_is_replaced():
         os.kill(victim, signal.SIGKILL)  # the node lost the actor's process
         obs, reward, term, trunc, info = envs.step(("pyautogui.click(1, 1)",) * 2)
         assert trunc.tolist() == [False, True] and reward[1] == 0.0
-        assert info["infra_error"][0] is None and "actor died" in info["infra_error"][1]
+        assert info["infra_error"][0] is None and "worker died" in info["infra_error"][1]
         obs, info = envs.reset(seed=0)  # the replacement actor takes the next episode
         assert info["infra_error"].tolist() == [None, None]
         assert info["task_id"].tolist() == [TASKS.for_seed(0).id, TASKS.for_seed(1).id]
@@ -167,7 +168,7 @@ def test_two_local_desktops_as_actors_survive_a_dead_actor_and_close_kills_every
         os.kill(envs.placement[0]["pid"], signal.SIGKILL)
         assert _wait_dead([desktops[0]]) == []
         obs, info = envs.reset(seed=1, options={"reset_mask": np.array([True, False])})
-        assert "actor died" in info["infra_error"][0] and info["_infra_error"].tolist() == [
+        assert "worker died" in info["infra_error"][0] and info["_infra_error"].tolist() == [
             True,
             False,
         ]
@@ -178,3 +179,104 @@ def test_two_local_desktops_as_actors_survive_a_dead_actor_and_close_kills_every
     finally:
         envs.close()
     assert _wait_dead(pids) == []
+
+
+def _task(id_: str, config: list) -> Task:
+    return Task.from_dict(
+        {"id": id_, "instruction": "x", "snapshot": "os", "config": config,
+         "evaluator": {"func": "infeasible"}},
+        validate=False,
+    )  # fmt: skip
+
+
+#: a reset that overruns any short deadline (its setup sleeps a minute)
+SLEEPY = _task("sleepy-setup", [{"type": "sleep", "parameters": {"seconds": 60}}])
+#: a reset that fails with an InfraError (SetupError: the asset does not exist)
+BROKEN = _task("broken-setup", [{"type": "download", "parameters": {"files": [
+    {"url": "builtin-asset://no-such-asset.txt", "path": "/home/user/x.txt"}]}}])  # fmt: skip
+
+
+def _info_of(infos: dict, i: int) -> dict:
+    """Sub-env ``i``'s info out of a vector env's batched info (``key`` + ``_key`` masks)."""
+    out = {}
+    for key, value in infos.items():
+        if key.startswith("_") or not infos.get(f"_{key}", np.ones(i + 1, bool))[i]:
+            continue
+        v = _info_of(value, i) if isinstance(value, dict) else value[i]
+        out[key] = v.item() if isinstance(v, np.generic) else v
+    return out
+
+
+def _failures_reported(envs, worker_pid) -> list:
+    """The same four failures, each of one sub-env, and what the vector env reported for it:
+    (reward, terminated, truncated, screen not blank, info) of that sub-env at every call."""
+    seen = []
+
+    def record(i, obs, reward=None, terminated=None, truncated=None, info=None):
+        if info is None:  # a reset
+            info, reward = reward, None
+        seen.append(
+            (
+                None if reward is None else float(reward[i]),
+                None if terminated is None else bool(terminated[i]),
+                None if truncated is None else bool(truncated[i]),
+                bool(obs["screenshot"][i].any()),
+                _info_of(info, i),
+            )
+        )
+
+    click = "pyautogui.click(1, 1)"
+    envs.set_attr("next_task", [None, None])
+    envs.reset(seed=0)
+    record(1, *envs.step((click, "WAIT")))  # 1. a step past step_timeout
+    envs.set_attr("next_task", [SLEEPY, None])
+    record(0, *envs.reset(seed=0))  # 2. a reset past reset_timeout ...
+    record(0, *envs.step((click, click)))  # ... ends its episode at the next step
+    envs.set_attr("next_task", [BROKEN, None])
+    record(0, *envs.reset(seed=0))  # 3. a reset that raised an InfraError ...
+    record(0, *envs.step((click, click)))  # ... the same
+    envs.set_attr("next_task", [None, None])
+    envs.reset(seed=0)
+    pid = worker_pid(envs, 0)
+    os.kill(pid, signal.SIGKILL)  # 4. a worker killed between two steps
+    assert _wait_dead([pid]) == []
+    record(0, *envs.step((click, click)))
+    return seen
+
+
+def test_the_ray_pool_reports_each_failure_as_the_process_pool_does():
+    from osworld_gym.vector import make_vec
+
+    deadlines = {"step_timeout": 3.0, "reset_timeout": 3.0, "wait_s": 60.0, "setup_retries": 0}
+    processes = make_vec(2, **deadlines, **FAKE)
+    try:
+        by_processes = _failures_reported(processes, lambda envs, i: envs.processes[i].pid)
+    finally:
+        processes.close(terminate=True)
+    actors = RayVectorEnv(2, **deadlines, **FAKE_ACTOR, **FAKE)
+    try:
+        by_actors = _failures_reported(
+            actors, lambda envs, i: ray.get(envs.actors[i].ready.remote())["pid"]
+        )
+    finally:
+        actors.close()
+    assert by_actors == by_processes
+    errors = [info["infra_error"] for *_, info in by_processes]
+    assert errors == [
+        "step timed out after 3 s; the sub-env's worker was replaced",
+        "reset timed out after 3 s; the sub-env's worker was replaced",
+        "reset timed out after 3 s; the sub-env's worker was replaced",
+        *[errors[3]] * 2,
+        "the sub-env's worker died (killed, or crashed); it was replaced",
+    ]
+    assert errors[3].startswith("reset failed: SetupError: task 'broken-setup'")
+    # a failed reset answers a blank screen, and the next step ends the episode (truncated,
+    # 0.0, step 1); a failed step keeps the last screen
+    assert [(r, te, tr, screen, info["step"]) for r, te, tr, screen, info in by_processes] == [
+        (0.0, False, True, True, 0),
+        (None, None, None, False, 0),
+        (0.0, False, True, False, 1),
+        (None, None, None, False, 0),
+        (0.0, False, True, False, 1),
+        (0.0, False, True, True, 0),
+    ]

@@ -179,7 +179,7 @@ def test_a_worker_killed_by_the_os_is_an_infra_error_and_is_replaced():
         os.kill(victim.pid, signal.SIGKILL)  # e.g. the OOM killer
         victim.join(10)
         obs, reward, term, trunc, info = envs.step(("pyautogui.click(1, 1)",) * 2)
-        assert trunc.tolist() == [True, False] and "worker process died" in info["infra_error"][0]
+        assert trunc.tolist() == [True, False] and "worker died" in info["infra_error"][0]
         assert envs.processes[0].is_alive()
         obs, info = envs.reset(seed=0)
         assert info["infra_error"].tolist() == [None, None]

@@ -5,6 +5,7 @@ Usage::
     arpo-eval run --agent {hf,openai,oracle,noop,fail} [--model M] [--base-url URL]
                   --tasks SPEC --provider {local,docker,remote} --num-envs N --max-steps 15
                   --trials K --protocol {standard,hard} --out DIR
+                  [--desktops '{source: remote, token_file: T, urls: [URL1, URL2]}']
     arpo-eval summary DIR [--train-tasks FILE]        # tables as text (and summary.json)
     arpo-eval report DIR [--train-log DIR] [--embed-images] [--train-tasks FILE]
     arpo-eval compare RUN_A RUN_B [--seed 0] [--samples 10000] [--json FILE]
@@ -20,6 +21,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from arpo_eval.agent_spec import AGENTS
 
@@ -39,6 +41,28 @@ def _pairs(values: list[str]) -> dict[str, object]:
     return out
 
 
+def _desktops(text: str) -> dict[str, Any]:
+    """``--desktops``: the trainer's ``desktops`` section, inline (YAML or JSON) or in a file; a
+    file whose top level has ``desktops:`` (a trainer config) gives that section."""
+    import yaml
+
+    path = Path(text).expanduser()
+    is_file = not text.lstrip().startswith(("{", "[")) and path.is_file()
+    try:
+        section = yaml.safe_load(path.read_text() if is_file else text)
+    except yaml.YAMLError as e:
+        raise argparse.ArgumentTypeError(f"not a YAML/JSON mapping: {e}") from e
+    if isinstance(section, dict) and "source" not in section and "desktops" in section:
+        section = section["desktops"]
+    if not isinstance(section, dict):
+        where = f"{path} holds" if is_file else "got"
+        raise argparse.ArgumentTypeError(
+            f"expected a mapping such as '{{source: remote, token_file: T, urls: [...]}}' or a "
+            f"file holding one; {where} {section!r}"
+        )
+    return section
+
+
 def _screen(text: str) -> tuple[int, int]:
     w, sep, h = text.lower().partition("x")
     if not sep:
@@ -50,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="arpo-eval",
         description="Evaluate GUI agents on desktops, and read the results.",
-        epilog=__doc__.split("\n\n", 1)[1],
+        epilog=(__doc__ or "").split("\n\n", 1)[-1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
@@ -94,7 +118,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="provider option, repeatable (remote: url=..., token=...; docker: image=...)",
     )
-    r.add_argument("--num-envs", type=int, default=1, help="desktops at once")
+    r.add_argument(
+        "--desktops",
+        type=_desktops,
+        metavar="SECTION",
+        help="where the desktops come from, as the trainer's desktops: section (YAML/JSON, or a "
+        "file holding it): {source: remote, token_file: T, urls: [URL, ...], reset_hook: CMD} "
+        "gives each desktop its own guest (a URL listed twice is refused); also {source: docker, "
+        "provider_kwargs: {...}}, {source: local}",
+    )
+    r.add_argument(
+        "--num-envs",
+        type=int,
+        default=None,
+        help="desktops at once (default: one per --desktops URL, else 1)",
+    )
     r.add_argument("--max-steps", type=int, default=15, help="turns per episode (OSWorld/ARPO 15)")
     r.add_argument("--trials", type=int, default=1, help="episodes per task (k of mean@k/pass@k)")
     r.add_argument(
@@ -213,6 +251,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         out=a.out,
         provider=a.provider,
         provider_kwargs=_pairs(a.provider_arg),
+        desktops=a.desktops,
         num_envs=a.num_envs,
         max_steps=a.max_steps,
         trials=a.trials,

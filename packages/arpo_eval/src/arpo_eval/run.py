@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from osworld_gym.providers.sources import DesktopSlot, DesktopSource, parse_desktop_source
+
 from arpo_eval.agents import AgentSpec, build_agent
 from arpo_eval.layout import SUMMARY, RunLayoutError, RunManifest, read_run
 from arpo_eval.protocol import Protocol
@@ -35,7 +37,12 @@ class RunConfig:
         provider: desktop backend (``local``, ``docker``, ``remote``; ``fake`` for tests).
         provider_kwargs: extra provider arguments (``remote``: ``url``, ``token``; ``docker``:
             ``image``, ...).
-        num_envs: desktops at once.
+        desktops: where the desktops come from: the trainer's ``desktops`` section
+            (:mod:`osworld_gym.providers.sources`), e.g. ``{source: remote, token_file: ...,
+            urls: [...], reset_hook: ...}``: each desktop gets its own guest. ``None``: every
+            desktop is ``provider`` with ``provider_kwargs``.
+        num_envs: desktops at once (``None``: the section's ``num_desktops``, else one per URL of
+            a ``remote`` section, else 1).
         max_steps: turns per episode (OSWorld/ARPO: 15).
         trials: episodes per task (``k`` of mean@k / pass@k).
         protocol: ``standard`` or ``hard`` (:mod:`arpo_eval.protocol`).
@@ -54,7 +61,8 @@ class RunConfig:
     out: str = "results"
     provider: str = "local"
     provider_kwargs: dict[str, Any] = field(default_factory=dict)
-    num_envs: int = 1
+    desktops: dict[str, Any] | None = None
+    num_envs: int | None = None
     max_steps: int = 15
     trials: int = 1
     protocol: str = "standard"
@@ -78,13 +86,44 @@ def _check_resumable(old: RunManifest, new: RunManifest, out: Path) -> None:
             )
 
 
+def desktop_slots(cfg: RunConfig) -> tuple[DesktopSource, list[DesktopSlot]]:
+    """The run's desktop source and what each of its desktops runs (one guest per remote
+    desktop); every mistake is a ``ValueError`` saying which option to change."""
+    source = parse_desktop_source(cfg.desktops, cfg.provider)
+    if cfg.desktops and cfg.provider not in ("local", source.provider):
+        raise ValueError(
+            f"--provider {cfg.provider} contradicts --desktops source {source.source!r} (whose "
+            f"desktops run {source.provider!r}): give one of them"
+        )
+    if source.source == "ray":
+        raise ValueError(
+            "--desktops source 'ray' is the trainer's (a Ray vector env); arpo-eval drives each "
+            "desktop from a thread of its own: use source local, docker or remote"
+        )
+    num_envs = cfg.num_envs
+    if num_envs is None:
+        num_envs = source.num_desktops or len(source.remotes) or 1
+    if num_envs < 1:
+        raise ValueError(f"--num-envs must be at least 1, got {num_envs}")
+    if source.num_desktops is not None and source.num_desktops != num_envs:
+        raise ValueError(
+            f"desktops.num_desktops is {source.num_desktops}, but --num-envs is {num_envs}: "
+            "change one of them"
+        )
+    return source, source.slots(
+        num_envs, provider_kwargs=cfg.provider_kwargs, fewer="lower --num-envs"
+    )
+
+
 def run(cfg: RunConfig) -> dict[str, Any]:
     """Run (or resume) an evaluation; returns the summary also written to ``summary.json``."""
     protocol = Protocol.parse(cfg.protocol)
-    if cfg.trials < 1 or cfg.num_envs < 1 or cfg.max_steps < 1:
-        raise ValueError("--trials, --num-envs and --max-steps must be at least 1")
+    if cfg.trials < 1 or cfg.max_steps < 1:
+        raise ValueError("--trials and --max-steps must be at least 1")
+    source, slots = desktop_slots(cfg)
+    provider = source.provider
     tasks = resolve_task_spec(
-        cfg.tasks, meta=cfg.meta, skip_unsupported=cfg.skip_unsupported, provider=cfg.provider
+        cfg.tasks, meta=cfg.meta, skip_unsupported=cfg.skip_unsupported, provider=provider
     )
     bundle = build_agent(cfg.agent)
     out = Path(cfg.out)
@@ -97,16 +136,18 @@ def run(cfg: RunConfig) -> dict[str, Any]:
         action_space=bundle.action_set,
         observation_type="screenshot",
         tasks_spec=str(cfg.tasks),
-        provider=cfg.provider,
+        provider=provider,
         tasks=[task_entry(t) for t in tasks],
         extra={
             "agent": bundle.describe,
-            "num_envs": cfg.num_envs,
+            "num_envs": len(slots),
             "train_tasks": str(Path(cfg.train_tasks).resolve()) if cfg.train_tasks else None,
             "screen_size": list(cfg.agent.screen_size),
             "action_set_kwargs": bundle.action_set_kwargs,
         },
     )
+    if source.remotes:  # which guests played (their URLs; never a token)
+        manifest.extra["desktops"] = [s["provider_kwargs"]["url"] for s in slots]
     old = RunManifest.read(out)
     if old is not None and not cfg.resume:
         for trial in range(max(old.trials, 1)):
@@ -121,7 +162,7 @@ def run(cfg: RunConfig) -> dict[str, Any]:
             manifest.extra["train_tasks"] = old.extra.get("train_tasks")
     manifest.write(out)
     env_kwargs: dict[str, Any] = {
-        "provider": cfg.provider,
+        "provider": provider,
         "provider_kwargs": cfg.provider_kwargs or None,
         "action_set": bundle.action_set,
         "action_set_kwargs": bundle.action_set_kwargs or None,
@@ -146,7 +187,8 @@ def run(cfg: RunConfig) -> dict[str, Any]:
         bundle.factory,
         tasks,
         env_kwargs=env_kwargs,
-        num_envs=cfg.num_envs,
+        desktops=slots,
+        num_envs=len(slots),
         trials=cfg.trials,
         protocol=protocol,
         out_dir=out,
@@ -166,13 +208,14 @@ def write_summary(out: str | Path, *, train_tasks: str | None = None) -> dict[st
     """
     out = Path(out)
     manifest, records = read_run(out)
-    if train_tasks is None and manifest.extra.get("train_tasks"):
-        train_tasks = manifest.extra["train_tasks"]
-        if not Path(train_tasks).is_file():
+    saved = manifest.extra.get("train_tasks")
+    if train_tasks is None and saved:
+        if Path(saved).is_file():
+            train_tasks = str(saved)
+        else:
             log.warning(
-                "the run's training task list %s is gone; no in-domain/held-out split", train_tasks
+                "the run's training task list %s is gone; no in-domain/held-out split", saved
             )
-            train_tasks = None
     summary = summarize(
         records,
         trials=manifest.trials,

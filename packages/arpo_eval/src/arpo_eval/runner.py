@@ -34,7 +34,7 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,6 +224,7 @@ def evaluate_agent(
     record_video: bool = False,
     progress: bool = True,
     on_record: Callable[[EpisodeRecord], None] | None = None,
+    desktops: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[EpisodeRecord]:
     """Run ``agent_factory()`` agents on every task ``trials`` times over ``num_envs`` desktops.
 
@@ -243,6 +244,10 @@ def evaluate_agent(
         record_video: also save the guest's screen recording per episode.
         progress: show a tqdm bar (done/total and the running success rate).
         on_record: called (from worker threads) with every finished record.
+        desktops: what each desktop runs, one entry per desktop (at least ``num_envs``), laid
+            over ``env_kwargs``: desktop ``i`` is ``{**env_kwargs, **desktops[i]}`` (the slots of
+            :meth:`osworld_gym.providers.sources.DesktopSource.slots`: each remote desktop its
+            own guest URL). A desktop rebuilt after a crash keeps its slot.
 
     Returns:
         One record per (task, trial), trial-major in task order: done ones read from disk, new
@@ -251,6 +256,8 @@ def evaluate_agent(
     tasks = list(tasks)
     protocol = Protocol.parse(protocol)
     env_kwargs = dict(env_kwargs or {})
+    if desktops is not None and len(desktops) < num_envs:
+        raise ValueError(f"{num_envs} desktops at once, but only {len(desktops)} desktop slots")
     max_steps = int(env_kwargs.setdefault("max_steps", 15))
     out = Path(out_dir) if out_dir is not None else None
     if out is not None and manifest is None:
@@ -260,6 +267,7 @@ def evaluate_agent(
     bar = _Progress(len(tasks) * trials, done, enabled=progress)
     lock = threading.Lock()
     local = threading.local()  # one agent per worker thread, kept when its desktop is replaced
+    slots = iter(range(num_envs))  # desktop slot i: claimed by the worker that first builds one
 
     def episode_dir(job: _Job) -> Path | None:
         if manifest is None or out is None:
@@ -286,7 +294,13 @@ def evaluate_agent(
             on_record(rec)
 
     def make_desktop() -> _Desktop:
-        desktop = _Desktop(env_kwargs, manifest, out, record_video)
+        kwargs = env_kwargs
+        if desktops is not None:
+            if not hasattr(local, "slot"):  # a worker keeps its slot when its desktop is rebuilt
+                with lock:
+                    local.slot = next(slots)
+            kwargs = {**env_kwargs, **desktops[local.slot]}
+        desktop = _Desktop(kwargs, manifest, out, record_video)
         if not hasattr(local, "agent"):
             try:
                 local.agent = agent_factory()
@@ -343,8 +357,10 @@ class _Progress:
     """tqdm bar: episodes done / total, running success rate (mean score), infra errors."""
 
     def __init__(self, total: int, done: list[EpisodeRecord], *, enabled: bool):
-        self.scores = [r.score for r in done if r.scored]
-        self.infra = sum(not r.scored for r in done)
+        self.scores: list[float] = []
+        self.infra = 0
+        for rec in done:
+            self._count(rec)
         self.bar = None
         if enabled:
             from tqdm.auto import tqdm
@@ -354,11 +370,14 @@ class _Progress:
             )
             self._postfix()
 
-    def add(self, rec: EpisodeRecord) -> None:
-        if rec.scored:
-            self.scores.append(float(rec.score))  # type: ignore[arg-type]
+    def _count(self, rec: EpisodeRecord) -> None:
+        if rec.scored and rec.score is not None:  # (scored says so; the type checker cannot)
+            self.scores.append(float(rec.score))
         else:
             self.infra += 1
+
+    def add(self, rec: EpisodeRecord) -> None:
+        self._count(rec)
         if self.bar is not None:
             self.bar.update(1)
             self._postfix()

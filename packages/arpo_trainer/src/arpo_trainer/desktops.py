@@ -14,8 +14,10 @@ single desktop, a plain ``SyncVectorEnv``. Each sub-env is osworld-gym's
   ``step_timeout``, a desktop's worker that died) never kills the vector env: the desktop reports
   ``info["infra_error"]`` and ends its episode, and the trainer leaves that trajectory out.
 
-Where the desktops come from is the config's ``desktops`` section (:class:`DesktopSource`,
-parsed by :func:`parse_desktop_source`):
+Where the desktops come from is the config's ``desktops`` section
+(:class:`~osworld_gym.providers.sources.DesktopSource`, parsed by
+:func:`~osworld_gym.providers.sources.parse_desktop_source`; ``arpo-eval --desktops`` reads the
+same section):
 
 * ``local`` (the default): sandboxed Xvfb desktops on this machine, one subprocess each;
 * ``docker``: one container each (osworld-gym's docker provider, a Docker daemon needed);
@@ -42,16 +44,37 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from osworld_gym.providers.sources import (
+    DesktopSource,
+    HookedReset,
+    RemoteDesktop,
+    ResetHook,
+    parse_desktop_source,
+)
 from osworld_gym.vector import OSWorldVectorEnv, make_safe_env
 
+if TYPE_CHECKING:  # Ray is an optional extra, imported only for the ray source
+    from osworld_gym.ray_pool import RayVectorEnv
+
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "DesktopPool",
+    "DesktopSource",
+    "HookedReset",
+    "RemoteDesktop",
+    "ResetHook",
+    "StepResult",
+    "check_source_count",
+    "describe_source",
+    "parse_desktop_source",
+    "unbatch_info",
+]
 
 
 @dataclass
@@ -68,7 +91,7 @@ class StepResult:
 
 def _ray_vector_env(
     n: int, kwargs: dict[str, Any], source: DesktopSource, step_timeout: float | None
-) -> gym.vector.VectorEnv:
+) -> RayVectorEnv:
     """``n`` held desktops as Ray actors (connecting to Ray first if needed)."""
     # Ray 2.4x under `uv run` would build a fresh virtualenv per worker; desktop actors run in this
     # interpreter's environment (one machine, or the same image on every node). Read at import.
@@ -139,36 +162,28 @@ class DesktopPool:
         kwargs = {"tasks": None, **env_kwargs}
         source = source or DesktopSource(kwargs.get("provider", "local"))
         self.source = source
-        if source.source != "remote" or not source.remotes:
-            kwargs["provider"] = source.provider
-        if source.provider_kwargs:
-            kwargs["provider_kwargs"] = {
-                **source.provider_kwargs,
-                **(kwargs.get("provider_kwargs") or {}),
-            }
-        per_slot = [dict(kwargs) for _ in range(n)]
+        # desktop i of process `rank` is desktop rank * n + i of the source (with a URL list:
+        # that guest); the slot's provider and provider_kwargs override env_kwargs'
+        slots = source.slots(
+            n,
+            first=rank * n,
+            provider_kwargs=kwargs.get("provider_kwargs"),
+            who=f"process {rank}",
+            fewer="lower per_device_train_batch_size",
+        )
+        per_slot = [{**kwargs, **slot} for slot in slots]
+        kwargs = per_slot[0]  # what every desktop shares (Ray actors: one set of kwargs for all)
         if source.source == "remote" and source.remotes:
-            first = rank * n
-            if len(source.remotes) < first + n:
-                raise ValueError(
-                    f"process {rank} needs guests {first}..{first + n - 1} of desktops.urls, which "
-                    f"lists {len(source.remotes)}: add URLs or lower per_device_train_batch_size"
-                )
-            for i, slot in enumerate(per_slot):
-                remote = source.remotes[first + i]
-                slot["provider"] = "remote"
-                slot["provider_kwargs"] = {
-                    **(kwargs.get("provider_kwargs") or {}),
-                    **remote.provider_kwargs(first + i, source.start_timeout_s),
-                }
-            self.urls = [source.remotes[first + i].url for i in range(n)]
+            self.urls = [slot["provider_kwargs"]["url"] for slot in slots]
         if backend == "auto":
             backend = "sync" if kwargs.get("provider") == "fake" or n == 1 else "async"
         if source.source == "ray":
             backend = "ray"
         self.n, self.backend = n, backend
         if backend == "ray":
-            self.vec: gym.vector.VectorEnv = _ray_vector_env(n, kwargs, source, step_timeout)
+            self.vec: RayVectorEnv | OSWorldVectorEnv | SyncVectorEnv = _ray_vector_env(
+                n, kwargs, source, step_timeout
+            )
         elif backend == "async":
             # spawn: the trainer process holds torch threads, which must not be forked.
             self.vec = OSWorldVectorEnv(
@@ -236,397 +251,50 @@ class DesktopPool:
 
 
 # -- where the desktops come from -----------------------------------------------------------------
-
-DESKTOP_SOURCES = ("local", "docker", "remote", "ray", "fake")
-RAY_PROVIDERS = ("local", "docker", "fake")
-#: keys of the ``desktops`` section each source accepts (``source`` and ``num_desktops`` always)
-SOURCE_KEYS: dict[str, tuple[str, ...]] = {
-    "local": ("provider_kwargs",),
-    "fake": ("provider_kwargs",),
-    "docker": ("provider_kwargs",),
-    "remote": ("urls", "token", "token_file", "osworld_compat", "reset_hook", "start_timeout_s"),
-    "ray": (
-        "ray_address",
-        "provider",
-        "provider_kwargs",
-        "resources",
-        "num_cpus",
-        "transport",
-        "start_timeout_s",
-    ),
-}
-REMOTE_URL_KEYS = ("url", "token", "token_file", "osworld_compat", "reset_hook")
-HOOK_KEYS = ("command", "http", "method", "timeout_s")
+# The section itself (DesktopSource, RemoteDesktop, ResetHook, parse_desktop_source) lives in
+# osworld_gym.providers.sources, shared with arpo-eval; what is the trainer's own is how a run's
+# processes split the desktops, in its words (per_device_train_batch_size, processes).
 
 
-@dataclass(frozen=True)
-class ResetHook:
-    """What restores a remote desktop before an episode: a shell command or an HTTP call.
-
-    The command runs with ``sh -c`` and sees ``OSWORLD_DESKTOP_URL`` and ``OSWORLD_DESKTOP_INDEX``
-    in its environment; the HTTP call is a request (``method``, POST by default) whose answer
-    must be 2xx. Anything else (exit status not 0, an HTTP error, no answer within ``timeout_s``)
-    raises :class:`~osworld_gym.errors.InfraError`: the desktop is not in a known state, which is
-    never the agent's fault.
-    """
-
-    command: str | None = None
-    http: str | None = None
-    method: str = "POST"
-    timeout_s: float = 600.0
-
-    def describe(self) -> str:
-        return f"command {self.command!r}" if self.command else f"{self.method} {self.http}"
-
-    def run(self, url: str, index: int) -> None:
-        import subprocess
-
-        from osworld_gym.errors import InfraError
-
-        if self.command:
-            env = {**os.environ, "OSWORLD_DESKTOP_URL": url, "OSWORLD_DESKTOP_INDEX": str(index)}
-            try:
-                done = subprocess.run(
-                    ["sh", "-c", self.command],
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=self.timeout_s,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired as e:
-                raise InfraError(
-                    f"reset hook for {url} ({self.describe()}) did not finish within "
-                    f"{self.timeout_s:g} s"
-                ) from e
-            if done.returncode != 0:
-                tail = (done.stderr or done.stdout).strip()[-500:]
-                raise InfraError(
-                    f"reset hook for {url} ({self.describe()}) exited with status "
-                    f"{done.returncode}: {tail}"
-                )
-            return
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(
-            self.http,
-            method=self.method,
-            data=b"" if self.method in ("POST", "PUT") else None,
-            headers={"X-OSWorld-Desktop-Url": url},
+def check_source_count(source: DesktopSource, per_process: int, processes: int) -> list[str]:
+    """Problems with running ``per_process`` desktops in each of ``processes`` processes."""
+    total = per_process * processes
+    problems = []
+    if source.num_desktops is not None and source.num_desktops != total:
+        problems.append(
+            f"desktops.num_desktops is {source.num_desktops}, but the run uses {total} desktops "
+            f"({per_process} per process x {processes} process(es) = "
+            "per_device_train_batch_size "
+            "x steps_per_generation x processes): change one of them"
         )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
-                status = answer.status
-        except urllib.error.HTTPError as e:
-            status = e.code
-        except (urllib.error.URLError, OSError) as e:
-            raise InfraError(f"reset hook for {url} ({self.describe()}) failed: {e}") from e
-        if not 200 <= status < 300:
-            raise InfraError(f"reset hook for {url} ({self.describe()}) answered HTTP {status}")
+    if source.source == "remote" and source.remotes and len(source.remotes) < total:
+        problems.append(
+            f"desktops.urls lists {len(source.remotes)} guest(s), but the run needs {total} "
+            f"({per_process} per process x {processes} process(es)); each desktop runs one "
+            "episode at a time, so add URLs or lower per_device_train_batch_size"
+        )
+    return problems
 
 
-@dataclass
-class HookedReset:
-    """The ``reset=`` function of a :class:`~osworld_gym.providers.remote.RemoteProvider`: the
-    hook, then (for our guest server) the guest's own fast desktop reset."""
-
-    hook: ResetHook
-    index: int
-
-    def __call__(self, provider: Any) -> None:
-        log.info("reset hook for %s: %s", provider.url, self.hook.describe())
-        self.hook.run(provider.url, self.index)
-        if not provider.osworld_compat:  # start() hands back the connected client
-            provider.start().reset_desktop(restore_home=True)
-
-
-@dataclass(frozen=True)
-class RemoteDesktop:
-    """One remote guest of a ``remote`` source."""
-
-    url: str
-    token: str | None = None
-    token_file: str | None = None
-    osworld_compat: bool = False
-    reset_hook: ResetHook | None = None
-
-    def provider_kwargs(self, index: int, start_timeout_s: float | None) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"url": self.url, "osworld_compat": self.osworld_compat}
-        if self.token is not None:
-            kwargs["token"] = self.token
-        if self.token_file is not None:
-            kwargs["token_file"] = self.token_file
-        if self.reset_hook is not None:
-            kwargs["reset"] = HookedReset(self.reset_hook, index)
-        if start_timeout_s is not None:
-            kwargs["start_timeout"] = start_timeout_s
-        return kwargs
-
-
-@dataclass(frozen=True)
-class DesktopSource:
-    """The parsed ``desktops`` section of a trainer config (see :func:`parse_desktop_source`)."""
-
-    source: str = "local"
-    num_desktops: int | None = None
-    provider_kwargs: dict[str, Any] = field(default_factory=dict)
-    remotes: tuple[RemoteDesktop, ...] = ()
-    start_timeout_s: float | None = None
-    ray_address: str | None = None
-    ray_provider: str = "local"
-    ray_resources: dict[str, float] = field(default_factory=lambda: {"osworld_desktop": 1.0})
-    ray_num_cpus: float = 1.0
-    ray_transport: str = "auto"
-
-    @property
-    def provider(self) -> str:
-        """The osworld-gym provider each desktop runs (what tasks are checked against)."""
-        return self.ray_provider if self.source == "ray" else self.source
-
-    def check_count(self, per_process: int, processes: int) -> list[str]:
-        """Problems with running ``per_process`` desktops in each of ``processes`` processes."""
-        total = per_process * processes
-        problems = []
-        if self.num_desktops is not None and self.num_desktops != total:
-            problems.append(
-                f"desktops.num_desktops is {self.num_desktops}, but the run uses {total} desktops "
-                f"({per_process} per process x {processes} process(es) = "
-                "per_device_train_batch_size "
-                "x steps_per_generation x processes): change one of them"
+def describe_source(source: DesktopSource, per_process: int, processes: int) -> list[str]:
+    """Lines for ``--dry_run``: which desktop each process gets."""
+    total = per_process * processes
+    if source.source == "remote":
+        lines = [f"  source 'remote': {len(source.remotes)} guest URL(s), {total} used"]
+        for i, r in enumerate(source.remotes[:total]):
+            lines.append(
+                f"    process {i // per_process} desktop {i % per_process}: {r.describe()}"
             )
-        if self.source == "remote" and self.remotes and len(self.remotes) < total:
-            problems.append(
-                f"desktops.urls lists {len(self.remotes)} guest(s), but the run needs {total} "
-                f"({per_process} per process x {processes} process(es)); each desktop runs one "
-                "episode at a time, so add URLs or lower per_device_train_batch_size"
-            )
-        return problems
-
-    def describe(self, per_process: int, processes: int) -> list[str]:
-        """Lines for ``--dry_run``: which desktop each process gets."""
-        total = per_process * processes
-        if self.source == "remote":
-            lines = [f"  source 'remote': {len(self.remotes)} guest URL(s), {total} used"]
-            for i, r in enumerate(self.remotes[:total]):
-                kind = "OSWorld guest" if r.osworld_compat else "our guest server"
-                hook = (
-                    r.reset_hook.describe()
-                    if r.reset_hook
-                    else (
-                        "none: tasks start from what the last episode left"
-                        if r.osworld_compat
-                        else "none (the guest's own desktop reset)"
-                    )
-                )
-                lines.append(
-                    f"    process {i // per_process} desktop {i % per_process}: {r.url} "
-                    f"({kind}), reset hook: {hook}"
-                )
-            return lines
-        if self.source == "ray":
-            where = self.ray_address or "a Ray instance started in each trainer process"
-            return [
-                f"  source 'ray': {per_process} actor(s) per process on {where}, each running "
-                f"provider {self.ray_provider!r}, resources {self.ray_resources}, "
-                f"num_cpus {self.ray_num_cpus:g}, transport {self.ray_transport!r}"
-            ]
-        extra = f", provider_kwargs {self.provider_kwargs}" if self.provider_kwargs else ""
-        return [f"  source {self.source!r}: {per_process} per process on this machine{extra}"]
-
-
-def parse_desktop_source(section: dict[str, Any] | None, provider: str = "local") -> DesktopSource:
-    """Validate a config's ``desktops`` section; every mistake is a ``ValueError`` naming the key.
-
-    Without a section the source is the config's ``provider`` (local, docker or fake desktops
-    started by the trainer).
-
-    >>> parse_desktop_source(None, "fake").source
-    'fake'
-    >>> s = parse_desktop_source({"source": "remote", "token": "t",
-    ...                           "urls": ["http://10.0.0.5:5000", {"url": "http://10.0.0.6:5000",
-    ...                                    "reset_hook": "virsh snapshot-revert vm2 clean"}]})
-    >>> [r.url for r in s.remotes], s.remotes[1].reset_hook.command
-    (['http://10.0.0.5:5000', 'http://10.0.0.6:5000'], 'virsh snapshot-revert vm2 clean')
-    >>> parse_desktop_source({"source": "ray", "urls": ["http://x:1"]})
-    Traceback (most recent call last):
-    ...
-    ValueError: desktops: source 'ray' does not take 'urls' (it takes: source, num_desktops, ...)
-    """
-    if not section:
-        # provider 'remote' without a section: one guest given in env_kwargs' provider_kwargs
-        return DesktopSource(provider)
-    if not isinstance(section, dict):
-        raise ValueError(
-            f"desktops must be a mapping (YAML section or JSON object), got {section!r}"
-        )
-    source = section.get("source")
-    if source not in DESKTOP_SOURCES:
-        raise ValueError(
-            f"desktops.source must be one of {', '.join(DESKTOP_SOURCES)}, got {source!r}"
-        )
-    allowed = ("source", "num_desktops", *SOURCE_KEYS[source])
-    for key in section:
-        if key not in allowed:
-            raise ValueError(
-                f"desktops: source {source!r} does not take {key!r} "
-                f"(it takes: {', '.join(allowed)})"
-            )
-    num = section.get("num_desktops")
-    if num is not None and (not isinstance(num, int) or isinstance(num, bool) or num < 1):
-        raise ValueError(f"desktops.num_desktops must be a positive integer, got {num!r}")
-    start_timeout = section.get("start_timeout_s")
-    if start_timeout is not None and not (_is_number(start_timeout) and start_timeout > 0):
-        raise ValueError(
-            f"desktops.start_timeout_s must be a positive number, got {start_timeout!r}"
-        )
-    provider_kwargs = section.get("provider_kwargs") or {}
-    if not isinstance(provider_kwargs, dict):
-        raise ValueError(f"desktops.provider_kwargs must be a mapping, got {provider_kwargs!r}")
-    if source == "remote":
-        return DesktopSource(
-            "remote",
-            num_desktops=num,
-            start_timeout_s=start_timeout,
-            remotes=_parse_remotes(section),
-        )
-    if source == "ray":
-        ray_provider = section.get("provider", "local")
-        if ray_provider not in RAY_PROVIDERS:
-            raise ValueError(
-                f"desktops.provider (what each Ray actor runs) must be one of "
-                f"{', '.join(RAY_PROVIDERS)}, got {ray_provider!r}"
-            )
-        address = section.get("ray_address")
-        if address is not None and (not isinstance(address, str) or not address.strip()):
-            raise ValueError(
-                f"desktops.ray_address must be a Ray address ('auto', 'host:6379', "
-                f"'ray://host:10001') or left out, got {address!r}"
-            )
-        resources = section.get("resources", {"osworld_desktop": 1.0})
-        if not isinstance(resources, dict) or not all(
-            isinstance(k, str) and _is_number(v) and v >= 0 for k, v in resources.items()
-        ):
-            raise ValueError(
-                "desktops.resources must map Ray resource names to non-negative "
-                f"numbers, e.g. {{osworld_desktop: 1}}; got {resources!r}"
-            )
-        num_cpus = section.get("num_cpus", 1.0)
-        if not (_is_number(num_cpus) and num_cpus >= 0):
-            raise ValueError(f"desktops.num_cpus must be a non-negative number, got {num_cpus!r}")
-        transport = section.get("transport", "auto")
-        if transport not in ("auto", "array", "png"):
-            raise ValueError(f"desktops.transport must be auto, array or png, got {transport!r}")
-        return DesktopSource(
-            "ray",
-            num_desktops=num,
-            provider_kwargs=dict(provider_kwargs),
-            start_timeout_s=start_timeout,
-            ray_address=address,
-            ray_provider=ray_provider,
-            ray_resources=dict(resources),
-            ray_num_cpus=float(num_cpus),
-            ray_transport=transport,
-        )
-    return DesktopSource(source, num_desktops=num, provider_kwargs=dict(provider_kwargs))
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _parse_hook(spec: Any, where: str) -> ResetHook | None:
-    if spec is None:
-        return None
-    if isinstance(spec, str):
-        if not spec.strip():
-            raise ValueError(f"{where} is empty")
-        return ResetHook(command=spec)
-    if not isinstance(spec, dict):
-        raise ValueError(
-            f"{where} must be a shell command or a mapping with 'command' or 'http', got {spec!r}"
-        )
-    for key in spec:
-        if key not in HOOK_KEYS:
-            raise ValueError(f"{where}: unknown key {key!r} (it takes: {', '.join(HOOK_KEYS)})")
-    if bool(spec.get("command")) == bool(spec.get("http")):
-        raise ValueError(
-            f"{where} needs exactly one of 'command' (a shell command) or 'http' "
-            f"(a URL to call), got {spec!r}"
-        )
-    http = spec.get("http")
-    if http is not None and not str(http).startswith(("http://", "https://")):
-        raise ValueError(f"{where}.http must start with http:// or https://, got {http!r}")
-    method = str(spec.get("method", "POST")).upper()
-    if method not in ("GET", "POST", "PUT"):
-        raise ValueError(f"{where}.method must be GET, POST or PUT, got {spec.get('method')!r}")
-    timeout = spec.get("timeout_s", 600.0)
-    if not (_is_number(timeout) and timeout > 0):
-        raise ValueError(f"{where}.timeout_s must be a positive number, got {timeout!r}")
-    return ResetHook(
-        command=spec.get("command"), http=http, method=method, timeout_s=float(timeout)
-    )
-
-
-def _parse_remotes(section: dict[str, Any]) -> tuple[RemoteDesktop, ...]:
-    urls = section.get("urls")
-    if not isinstance(urls, list) or not urls:
-        raise ValueError(
-            "desktops.urls must be a non-empty list of guest URLs (or of mappings "
-            "with 'url' and optional 'token', 'token_file', 'osworld_compat', 'reset_hook')"
-        )
-    default_hook = _parse_hook(section.get("reset_hook"), "desktops.reset_hook")
-    out: list[RemoteDesktop] = []
-    for i, entry in enumerate(urls):
-        where = f"desktops.urls[{i}]"
-        if isinstance(entry, str):
-            entry = {"url": entry}
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where} must be a URL or a mapping with 'url', got {entry!r}")
-        for key in entry:
-            if key not in REMOTE_URL_KEYS:
-                raise ValueError(
-                    f"{where}: unknown key {key!r} (it takes: {', '.join(REMOTE_URL_KEYS)})"
-                )
-        url = entry.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"{where}: the guest URL must start with http:// or https://, got {url!r}"
-            )
-        compat = entry.get("osworld_compat", section.get("osworld_compat", False))
-        if not isinstance(compat, bool):
-            raise ValueError(f"{where}: osworld_compat must be true or false, got {compat!r}")
-        token = entry.get("token", section.get("token"))
-        token_file = entry.get("token_file", section.get("token_file"))
-        if not compat and not token and not token_file:
-            raise ValueError(
-                f"{where} ({url}): our guest server needs its token (token or "
-                "token_file); for OSWorld's own guest server set osworld_compat: true"
-            )
-        if token_file is not None and not Path(token_file).expanduser().is_file():
-            raise ValueError(f"{where}: token_file {token_file} does not exist")
-        hook = (
-            _parse_hook(entry["reset_hook"], f"{where}.reset_hook")
-            if "reset_hook" in entry
-            else default_hook
-        )
-        out.append(
-            RemoteDesktop(
-                url=url.rstrip("/"),
-                token=token,
-                token_file=str(Path(token_file).expanduser()) if token_file else None,
-                osworld_compat=compat,
-                reset_hook=hook,
-            )
-        )
-    seen = [r.url for r in out]
-    dupes = sorted({u for u in seen if seen.count(u) > 1})
-    if dupes:
-        raise ValueError(
-            f"desktops.urls lists {', '.join(dupes)} more than once: two episodes "
-            "would share one desktop"
-        )
-    return tuple(out)
+        return lines
+    if source.source == "ray":
+        where = source.ray_address or "a Ray instance started in each trainer process"
+        return [
+            f"  source 'ray': {per_process} actor(s) per process on {where}, each running "
+            f"provider {source.ray_provider!r}, resources {source.ray_resources}, "
+            f"num_cpus {source.ray_num_cpus:g}, transport {source.ray_transport!r}"
+        ]
+    extra = f", provider_kwargs {source.provider_kwargs}" if source.provider_kwargs else ""
+    return [f"  source {source.source!r}: {per_process} per process on this machine{extra}"]
 
 
 def unbatch_info(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:

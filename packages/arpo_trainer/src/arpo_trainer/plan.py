@@ -224,6 +224,7 @@ def build_plan(
             )
 
     # packages and model
+    from arpo_trainer.desktops import check_source_count, describe_source
     from arpo_trainer.preflight import desktop_preflight, model_problems, package_problems
 
     report_to = args.report_to if isinstance(args.report_to, list) else [args.report_to]
@@ -243,8 +244,8 @@ def build_plan(
         f"{args.screen_width}x{args.screen_height}, {args.max_turns} turns per episode",
     ]
     if args.desktops:
-        lines += source.describe(per_process, n)
-        problems += source.check_count(per_process, n)
+        lines += describe_source(source, per_process, n)
+        problems += check_source_count(source, per_process, n)
     if source.source == "remote" and not source.remotes:
         problems += remote_problems(dict(args.env_kwargs or {}))
     more, found, caps = desktop_preflight(args, per_process * n)

@@ -57,7 +57,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from osworld_gym.errors import MissingDependencyError
-from osworld_gym.vector import VectorSafe, blank_observation, make_safe_env
+from osworld_gym.vector import SubEnvFailures, blank_observation, make_safe_env
 
 try:
     import ray
@@ -133,7 +133,7 @@ class EnvActor:
 
     def desktop_pid(self) -> int | None:
         """The host PID of this actor's desktop sandbox, if it runs locally."""
-        return getattr(self.env.unwrapped.provider, "pid", None)
+        return getattr(getattr(self.env.unwrapped, "provider", None), "pid", None)
 
     def close(self) -> None:
         self.env.close()
@@ -222,7 +222,7 @@ class RayVectorEnv(VectorEnv):
         self.actors = [self._new_actor() for _ in range(num_envs)]
         self._wait_placed(start_timeout)
         self._last_obs: list[dict[str, Any] | None] = [None] * num_envs
-        self._broken: dict[int, str] = {}  # sub-env -> why its episode ends at the next step
+        self._failures = SubEnvFailures(self.single_observation_space)
         self._obs_buffer = create_empty_array(self.single_observation_space, num_envs, fn=np.zeros)
 
     # -- Gymnasium API -----------------------------------------------------------------------------
@@ -253,22 +253,22 @@ class RayVectorEnv(VectorEnv):
         for i, (result, error) in self._collect(calls, self.reset_timeout, "reset").items():
             if error is None:
                 obs, info = result
-                self._broken.pop(i, None)
+                self._failures.clear(i)
                 self._last_obs[i] = self._unpack(obs)
-            else:
-                self._broken[i] = error
-                self._last_obs[i] = blank_observation(self.single_observation_space)
-                info = VectorSafe.error_info(error)
+            else:  # the actor was replaced (hung, died): the episode starts broken
+                self._last_obs[i], info = self._failures.reset_failed(i, error)
             infos = self._add_info(infos, info, i)
         return self._batched_obs(), infos
 
     def step(self, actions: Any):
         self._check_open()
         actions = list(iterate(self.action_space, actions))
+        # a broken sub-env (its reset failed, its actor died) is not stepped: it answers for
+        # itself (truncated, with infra_error)
         calls = {
             i: self.actors[i].step.remote(actions[i])
             for i in range(self.num_envs)
-            if i not in self._broken
+            if i not in self._failures.broken
         }
         rewards = np.zeros(self.num_envs, np.float64)
         terminations = np.zeros(self.num_envs, np.bool_)
@@ -276,16 +276,16 @@ class RayVectorEnv(VectorEnv):
         infos: dict[str, Any] = {}
         results = self._collect(calls, self.step_timeout, "step")
         for i in range(self.num_envs):
-            if i in self._broken:  # its reset failed: the episode ends here, unscored
-                error = self._broken.pop(i)
-                info = dict(VectorSafe.error_info(error), step=1)
-                truncations[i] = True
+            if i not in results:
+                transition = self._failures.take(i, self._last_obs[i])
+                assert transition is not None
             elif (error := results[i][1]) is not None:
-                info = VectorSafe.error_info(error)
-                truncations[i] = True
+                transition = self._failures.step_failed(i, error, self._last_obs[i])
             else:
-                obs, rewards[i], terminations[i], truncations[i], info = results[i][0]
-                self._last_obs[i] = self._unpack(obs)
+                obs, *rest = results[i][0]
+                transition = (self._unpack(obs), *rest)
+            obs_i, rewards[i], terminations[i], truncations[i], info = transition
+            self._last_obs[i] = obs_i
             infos = self._add_info(infos, info, i)
         return self._batched_obs(), rewards, terminations, truncations, infos
 
@@ -308,9 +308,11 @@ class RayVectorEnv(VectorEnv):
         for i, ref in enumerate(refs):
             try:
                 ray.get(ref)
-            except RayActorError:  # died since its last call: its replacement gets the value
-                log.warning("sub-env %d: the env actor died; it was replaced", i)
+            except RayActorError as e:  # died since its last call: its replacement gets the
+                # value, and the episode it ran (if any) ends at the next step
+                log.warning("sub-env %d: its env actor died (%s)", i, _first_line(e))
                 self._replace(i)
+                self._failures.broke(i, SubEnvFailures.died())
                 ray.get(self.actors[i].set_attr.remote(name, values[i]))
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -355,19 +357,14 @@ class RayVectorEnv(VectorEnv):
             try:
                 out[i] = (ray.get(ref, timeout=0), None)
             except GetTimeoutError:
-                out[i] = (None, f"{what} timed out after {timeout:g} s; the env actor was replaced")
+                out[i] = (None, SubEnvFailures.timed_out(what, timeout))
                 self._replace(i)
             except RayActorError as e:
-                out[i] = (
-                    None,
-                    f"the env actor died ({type(e).__name__}); it was replaced: "
-                    f"{str(e).splitlines()[0] if str(e) else ''}",
-                )
+                log.warning("sub-env %d: its env actor died (%s)", i, _first_line(e))
+                out[i] = (None, SubEnvFailures.died())
                 self._replace(i)
             except RayError as e:  # the actor raised: a bug, not the desktop's fault
                 raise e
-            if out[i][1] is not None:
-                log.warning("sub-env %d: %s", i, out[i][1])
         return out
 
     def _replace(self, i: int) -> None:
@@ -492,6 +489,11 @@ def _batch(space: gym.Space, n: int) -> gym.Space:
     if isinstance(space, gym.spaces.Text):
         return gym.spaces.Tuple((space,) * n)
     return batch_space(space, n)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e)
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def _seeds(seed: int | list[int | None] | None, n: int) -> list[int | None]:

@@ -67,7 +67,10 @@ import multiprocessing
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Set as AbstractSet
+from multiprocessing.connection import Connection
+from multiprocessing.context import DefaultContext
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -79,13 +82,21 @@ from osworld_gym.errors import InfraError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OSWorldVectorEnv", "VectorSafe", "blank_observation", "make_safe_env", "make_vec"]
+__all__ = [
+    "OSWorldVectorEnv",
+    "SubEnvFailures",
+    "VectorSafe",
+    "blank_observation",
+    "error_info",
+    "make_safe_env",
+    "make_vec",
+]
 
-_DIED = "the sub-env's worker process died (killed, or crashed); it was replaced"
 
-
-def blank_observation(space: gym.spaces.Dict) -> dict[str, Any]:
+def blank_observation(space: gym.Space[Any]) -> dict[str, Any]:
     """The stand-in observation of a sub-env whose desktop failed: black screen, empty text."""
+    if not isinstance(space, gym.spaces.Dict):
+        raise TypeError(f"an OSWorld observation space is a Dict space, got {space!r}")
     obs: dict[str, Any] = {}
     for key, sub in space.spaces.items():
         if isinstance(sub, gym.spaces.Box):
@@ -93,6 +104,112 @@ def blank_observation(space: gym.spaces.Dict) -> dict[str, Any]:
         else:
             obs[key] = ""
     return obs
+
+
+def error_info(
+    message: str, *, task_id: str | None = None, domain: str | None = None, step: int = 0
+) -> dict[str, Any]:
+    """An ``info`` with every key an env step reports, for a sub-env that had no real step."""
+    return {
+        "task_id": task_id,
+        "domain": domain,
+        "step": step,
+        "action_error": None,
+        "infra_error": message,
+        "special": None,
+        "variation": -1,
+        "timings": {},
+    }
+
+
+class SubEnvFailures:
+    """The failure bookkeeping of sub-envs: one behaviour and one wording for every vector env
+    (:class:`OSWorldVectorEnv`'s worker processes, :class:`~osworld_gym.ray_pool.RayVectorEnv`'s
+    actors) and for :class:`VectorSafe`'s failed resets inside a sub-env. Every failure ends the
+    sub-env's episode as **truncated, reward 0.0, with** ``info["infra_error"]`` (never a score):
+
+    * a **reset that failed** (:meth:`reset_failed`: it raised an ``InfraError``, overran its
+      deadline, or its worker died) answers a blank observation and ``info["infra_error"]``; the
+      sub-env is then *broken*: its next step is not run, and :meth:`take` answers for it with
+      a blank observation and ``step`` 1. A successful reset (:meth:`clear`) forgets it;
+    * a **step that failed** (:meth:`step_failed`: overran its deadline, or its worker died
+      during it or since the last call) keeps the last observation; a worker found dead before
+      the step ran (:meth:`broke`) is reported the same way by :meth:`take`.
+
+    The vector env replaces a dead or hung worker itself; the messages say so
+    (:meth:`timed_out`, :meth:`died`), in the same words whatever the worker is (the cause only
+    one kind of worker knows goes to the log).
+
+    >>> space = gym.spaces.Dict({"screenshot": gym.spaces.Box(0, 255, (2, 2, 3), np.uint8)})
+    >>> failures = SubEnvFailures(space)
+    >>> obs, info = failures.reset_failed(1, SubEnvFailures.timed_out("reset", 30))
+    >>> info["infra_error"]
+    "reset timed out after 30 s; the sub-env's worker was replaced"
+    >>> failures.take(0) is None, sorted(failures.broken)
+    (True, [1])
+    >>> obs, reward, terminated, truncated, info = failures.take(1)
+    >>> reward, terminated, truncated, info["step"], failures.take(1)
+    (0.0, False, True, 1, None)
+    """
+
+    def __init__(self, observation_space: gym.Space[Any]):
+        self.observation_space = observation_space
+        #: sub-env -> (the info its next step reports, whether that step keeps the last
+        #: observation): its reset failed, or its worker died since the last call
+        self.broken: dict[int, tuple[dict[str, Any], bool]] = {}
+
+    @staticmethod
+    def timed_out(what: str, timeout: float | None) -> str:
+        """Why a ``what`` (``"step"``, ``"reset"``) past its deadline ended the episode."""
+        after = "" if timeout is None else f" after {timeout:g} s"
+        return f"{what} timed out{after}; the sub-env's worker was replaced"
+
+    @staticmethod
+    def died() -> str:
+        """Why a worker that died (found at whichever call) ended the episode."""
+        return "the sub-env's worker died (killed, or crashed); it was replaced"
+
+    def blank(self) -> dict[str, Any]:
+        return blank_observation(self.observation_space)
+
+    def reset_failed(
+        self, i: int, message: str, **fields: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Sub-env ``i``'s reset failed: what the reset answers (``fields``: ``task_id``,
+        ``domain`` of the info), and its next step ends the episode."""
+        log.warning("sub-env %d: %s", i, message)
+        info = error_info(message, **fields)
+        self.broken[i] = (dict(info, step=1), False)
+        return self.blank(), info
+
+    def broke(self, i: int, message: str) -> None:
+        """Sub-env ``i`` lost its episode between calls (its worker died): its next step ends
+        it, as a step that failed."""
+        log.warning("sub-env %d: %s", i, message)
+        self.broken[i] = (error_info(message), True)
+
+    def clear(self, i: int) -> None:
+        """Sub-env ``i`` was reset: its new episode runs."""
+        self.broken.pop(i, None)
+
+    def take(
+        self, i: int, last_obs: Any = None
+    ) -> tuple[Any, float, bool, bool, dict[str, Any]] | None:
+        """The transition a broken sub-env ``i`` reports instead of running its step (then it is
+        no longer broken), or ``None`` when it is not broken."""
+        if i not in self.broken:
+            return None
+        info, keeps_obs = self.broken.pop(i)
+        obs = last_obs if keeps_obs and last_obs is not None else self.blank()
+        return obs, 0.0, False, True, info
+
+    def step_failed(
+        self, i: int, message: str, last_obs: Any
+    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """Sub-env ``i``'s step failed (timed out, its worker died): the episode ends there."""
+        log.warning("sub-env %d: %s", i, message)
+        obs = last_obs if last_obs is not None else self.blank()
+        return obs, 0.0, False, True, error_info(message)
 
 
 class VectorSafe(gym.Wrapper):
@@ -141,7 +258,7 @@ class VectorSafe(gym.Wrapper):
     def __init__(self, env: gym.Env, *, hold_finished: bool = False):
         super().__init__(env)
         self.hold_finished = hold_finished
-        self._failed_reset: str | None = None
+        self._failures = SubEnvFailures(self.observation_space)
         self._last_info: dict[str, Any] = {}
         self._last_obs: dict[str, Any] | None = None
         self._held = True  # no episode yet
@@ -149,31 +266,34 @@ class VectorSafe(gym.Wrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if self.next_task is not None and "task" not in (options or {}):
             options = dict(options or {}, task=self.next_task)
-        self._failed_reset = None
+        self._failures.clear(0)
         try:
             obs, info = self.env.reset(seed=seed, options=options)
         except InfraError as e:
-            self._failed_reset = f"reset failed: {type(e).__name__}: {e}"
-            log.warning("sub-env reset failed: %s", e)
-            obs = blank_observation(self.observation_space)
-            info = self.error_info(self._failed_reset, task_id=self._task_id(seed, options))
+            obs, info = self._failures.reset_failed(
+                0,
+                f"reset failed: {type(e).__name__}: {e}",
+                task_id=self._task_id(seed, options),
+            )
         self._last_info, self._last_obs, self._held = info, obs, False
         return obs, self._batchable(info)
 
     def step(self, action: Any):
         if self.hold_finished and self._held:
             return self._held_step()
-        if self._failed_reset is not None:
-            info = dict(self._last_info, step=1, infra_error=self._failed_reset)
-            self._failed_reset = None
-            return self._ended(
-                blank_observation(self.observation_space), 0.0, False, True, self._batchable(info)
-            )
+        if (failed := self._failures.take(0)) is not None:
+            obs, reward, terminated, truncated, info = failed
+            return self._ended(obs, reward, terminated, truncated, info)
         obs, reward, terminated, truncated, info = self.env.step(action)
         return self._ended(obs, reward, terminated, truncated, self._batchable(info))
 
     def _ended(
-        self, obs: Any, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]
+        self,
+        obs: Any,
+        reward: SupportsFloat,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
     ):
         """The transition as this mode reports it (in hold-finished mode: the end in ``info``)."""
         if not self.hold_finished:
@@ -208,22 +328,6 @@ class VectorSafe(gym.Wrapper):
         """A cheap identity of the env's spaces (``Text`` spaces with a Unicode charset are
         slow to pickle, so vector envs compare these instead)."""
         return f"{self.observation_space!r} | {self.action_space!r}"
-
-    @staticmethod
-    def error_info(
-        message: str, *, task_id: str | None = None, domain: str | None = None, step: int = 0
-    ) -> dict[str, Any]:
-        """An ``info`` with every key an env step reports, for a sub-env that had no real step."""
-        return {
-            "task_id": task_id,
-            "domain": domain,
-            "step": step,
-            "action_error": None,
-            "infra_error": message,
-            "special": None,
-            "variation": -1,
-            "timings": {},
-        }
 
     def _task_id(self, seed: int | None, options: dict[str, Any] | None) -> str | None:
         choice = (options or {}).get("task")
@@ -280,10 +384,11 @@ class OSWorldVectorEnv(AsyncVectorEnv):
         )
         self.step_timeout = step_timeout
         self.reset_timeout = reset_timeout
-        self._ctx = multiprocessing.get_context(context)
-        self._reset_failed: dict[int, dict[str, Any]] = {}
-        self._pending_failed: dict[int, dict[str, Any]] = {}
+        # a concrete context (fork, spawn, forkserver): typeshed's BaseContext has no Process
+        self._ctx = cast(DefaultContext, multiprocessing.get_context(context))
+        self._failures = SubEnvFailures(self.single_observation_space)
         self._last_obs: list[Any] = [None] * self.num_envs
+        self._skipped: set[int] = set()  # broken sub-envs the pending step does not run
         self._masked: list[bool] = [True] * self.num_envs
         OSWorldVectorEnv._live.add(self)
 
@@ -297,9 +402,9 @@ class OSWorldVectorEnv(AsyncVectorEnv):
     ) -> None:
         mask = (options or {}).get("reset_mask")
         self._masked = [True] * self.num_envs if mask is None else [bool(m) for m in mask]
-        for i in self._revive_dead_workers():  # a fresh worker takes the reset; if it is not
-            if not self._masked[i]:  # reset now, its episode ends at the next step
-                self._reset_failed[i] = VectorSafe.error_info(_DIED)
+        for i in self._revive_dead_workers("reset"):  # a fresh worker takes the reset; if it is
+            if not self._masked[i]:  # not reset now, its episode ends at the next step
+                self._failures.broke(i, SubEnvFailures.died())
         super().reset_async(seed=seed, options=dict(options) if options is not None else None)
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
@@ -307,14 +412,12 @@ class OSWorldVectorEnv(AsyncVectorEnv):
         replies = self._collect(AsyncState.WAITING_RESET, "reset", timeout)
         infos: dict[str, Any] = {}
         for i, (result, ok) in enumerate(replies):
-            if ok is None:  # timed out: the worker was replaced and the episode starts broken
-                obs_i = self._blank()
-                info = VectorSafe.error_info(result)
-                self._reset_failed[i] = info
+            if ok is None:  # the worker was replaced (hung, died): the episode starts broken
+                obs_i, info = self._failures.reset_failed(i, result)
             else:
                 obs_i, info = result
                 if self._masked[i]:
-                    self._reset_failed.pop(i, None)
+                    self._failures.clear(i)
             if obs_i is None:  # a sub-env left out by reset_mask keeps its observation
                 obs_i = self._last_obs[i] if self._last_obs[i] is not None else self._blank()
             self._last_obs[i] = obs_i
@@ -333,15 +436,15 @@ class OSWorldVectorEnv(AsyncVectorEnv):
                 f"step_async called while waiting for a pending call to {self._state.value}",
                 self._state.value,
             )
-        # a sub-env whose reset timed out has a fresh worker that was never reset: it is not
-        # stepped, and step_wait answers for it (truncated, with the reset's infra_error)
-        self._pending_failed, self._reset_failed = self._reset_failed, {}
-        for i in self._revive_dead_workers():
-            self._pending_failed[i] = VectorSafe.error_info(_DIED)
+        # a broken sub-env (its reset failed, its worker died) has a fresh worker that was never
+        # reset: it is not stepped, and step_wait answers for it (truncated, with infra_error)
+        for i in self._revive_dead_workers("step"):
+            self._failures.broke(i, SubEnvFailures.died())
+        self._skipped = set(self._failures.broken)
         for i, (pipe, action) in enumerate(
             zip(self.parent_pipes, iterate(self.action_space, actions), strict=True)
         ):
-            if i not in self._pending_failed:
+            if i not in self._skipped:
                 try:
                     pipe.send(("step", action))
                 except OSError:  # died just now: step_wait finds the pipe closed
@@ -350,25 +453,23 @@ class OSWorldVectorEnv(AsyncVectorEnv):
 
     def step_wait(self, timeout: float | None = None):
         timeout = self.step_timeout if timeout is None else timeout
-        replies = self._collect(
-            AsyncState.WAITING_STEP, "step", timeout, skip=set(self._pending_failed)
-        )
+        replies = self._collect(AsyncState.WAITING_STEP, "step", timeout, skip=self._skipped)
         rewards = np.zeros(self.num_envs, np.float64)
         terminations = np.zeros(self.num_envs, np.bool_)
         truncations = np.zeros(self.num_envs, np.bool_)
         infos: dict[str, Any] = {}
         for i, (result, ok) in enumerate(replies):
-            if i in self._pending_failed:
-                obs_i, info = self._blank(), dict(self._pending_failed[i], step=1)
-                truncations[i] = True
+            if i in self._skipped:
+                transition = self._failures.take(i, self._last_obs[i])
+                assert transition is not None
             elif ok is None:
-                obs_i, info = self._last_obs[i], VectorSafe.error_info(result)
-                truncations[i] = True
+                transition = self._failures.step_failed(i, result, self._last_obs[i])
             else:
-                obs_i, rewards[i], terminations[i], truncations[i], info = result
+                transition = result
+            obs_i, rewards[i], terminations[i], truncations[i], info = transition
             self._last_obs[i] = obs_i
             infos = self._add_info(infos, info, i)
-        self._pending_failed = {}
+        self._skipped = set()
         self.observations = concatenate(
             self.single_observation_space, self._last_obs, self.observations
         )
@@ -378,8 +479,8 @@ class OSWorldVectorEnv(AsyncVectorEnv):
         """Set an attribute of every sub-env (``values``: one per sub-env, or one for all); a
         worker that died since the last call is replaced first (its episode, if one ran, ends
         at the next step with ``info["infra_error"]``), so the fresh one gets the value too."""
-        for i in self._revive_dead_workers():
-            self._reset_failed[i] = VectorSafe.error_info(_DIED)
+        for i in self._revive_dead_workers("set_attr"):
+            self._failures.broke(i, SubEnvFailures.died())
         super().set_attr(name, values)
 
     # -- internals ---------------------------------------------------------------------------------
@@ -400,7 +501,11 @@ class OSWorldVectorEnv(AsyncVectorEnv):
                 )
 
     def _collect(
-        self, state: AsyncState, what: str, timeout: float | None, skip: set[int] = frozenset()
+        self,
+        state: AsyncState,
+        what: str,
+        timeout: float | None,
+        skip: AbstractSet[int] = frozenset(),
     ) -> list[tuple[Any, bool | None]]:
         """Each worker's ``(result, success)``; ``(message, None)`` for one that overran."""
         self._assert_is_running()
@@ -415,28 +520,31 @@ class OSWorldVectorEnv(AsyncVectorEnv):
                 replies.append((None, True))
                 continue
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            msg = f"{what} timed out after {timeout} s; the sub-env's worker was replaced"
+            msg = SubEnvFailures.timed_out(what, timeout)
             if pipe is not None and (left is None or pipe.poll(left)):
                 try:
                     replies.append(pipe.recv())
                     continue
                 except (EOFError, OSError) as e:  # the worker process died (OOM killer, crash)
-                    msg = (
-                        f"the sub-env's worker died during {what} ({type(e).__name__}); "
-                        "it was replaced"
-                    )
-            log.warning("sub-env %d: %s", i, msg)
+                    msg = SubEnvFailures.died()
+                    log.warning("sub-env %d: its worker process died (%r)", i, e)
             self._replace_worker(i)
             replies.append((msg, None))
         self._state = AsyncState.DEFAULT
         self._raise_if_errors([ok is not False for _, ok in replies])
         return replies
 
-    def _revive_dead_workers(self) -> list[int]:
-        """Replace every worker that died since the last call (killed by the OS, crashed)."""
+    def _revive_dead_workers(self, what: str) -> list[int]:
+        """Replace every worker that died since the last call (killed by the OS, crashed),
+        found at a ``what`` call."""
         dead = [i for i, proc in enumerate(self.processes) if not proc.is_alive()]
         for i in dead:
-            log.warning("sub-env %d: %s", i, _DIED)
+            log.warning(
+                "sub-env %d: its worker process exited (code %s) before %s",
+                i,
+                self.processes[i].exitcode,
+                what,
+            )
             self._replace_worker(i)
         return dead
 
@@ -451,7 +559,8 @@ class OSWorldVectorEnv(AsyncVectorEnv):
                 old.join(5)
         if pipe is not None:
             pipe.close()
-        parent, child = self._ctx.Pipe()
+        # (typeshed offers Windows' PipeConnection too; desktops run on Linux only)
+        parent, child = cast("tuple[Connection, Connection]", self._ctx.Pipe())
         proc = self._ctx.Process(
             target=self.worker or _async_worker,
             name=f"Worker<{type(self).__name__}>-{i}",
