@@ -45,3 +45,28 @@ def test_only_the_outcome_module_names_the_files():
         if '"result.txt"' in p.read_text() or '"infra_error.txt"' in p.read_text()
     }
     assert homes == {"packages/osworld_gym/src/osworld_gym/outcome.py"}
+
+
+CASES = [  # (score, infra_error, counts)
+    (1.0, None, True),
+    (0.0, None, True),  # a failure the agent caused is a score: it counts
+    (None, None, False),  # unscored, unfinished
+    (None, "desktop died", False),
+    (1.0, "evaluator crashed", False),  # a score beside an infra error never counts
+]
+
+
+@pytest.mark.parametrize(("score", "infra", "expected"), CASES)
+def test_every_package_decides_whether_an_episode_counts_by_the_one_rule(score, infra, expected):
+    """The environment's episode loop, the trainer's trajectories and arpo-eval's records all
+    answer from :func:`osworld_gym.outcome.counts` (they decided by three different rules)."""
+    from arpo_eval.layout import EpisodeRecord
+    from arpo_trainer.rollout import Trajectory
+    from osworld_gym.episodes.loop import EpisodeResult
+    from osworld_gym.outcome import counts
+
+    assert counts(score, infra) is expected
+    assert EpisodeResult("t", score=score, infra_error=infra).scored is expected
+    assert EpisodeRecord("t", "os", score=score, infra_error=infra).scored is expected
+    if score is not None:  # a trajectory always carries a score (0.0 until the judge's)
+        assert Trajectory("t", "do it", score=score, infra_error=infra).valid is expected

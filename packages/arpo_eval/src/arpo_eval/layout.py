@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osworld_gym.outcome import read_infra_error, read_score
+from osworld_gym.outcome import counts, read_infra_error, read_score
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,8 @@ class EpisodeRecord:
 
     @property
     def scored(self) -> bool:
-        return self.infra_error is None and self.score is not None
+        """Whether the episode counts (:func:`osworld_gym.outcome.counts`)."""
+        return counts(self.score, self.infra_error)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,6 +19,7 @@ import numpy as np
 from osworld_gym.actions import ActionSet
 from osworld_gym.episodes import done_text
 from osworld_gym.errors import ActionError
+from osworld_gym.outcome import counts
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder
 from arpo_trainer.desktops import DesktopPool
@@ -66,8 +67,9 @@ class Trajectory:
 
     @property
     def valid(self) -> bool:
-        """Scored by a working desktop (only these enter group statistics and the loss)."""
-        return self.infra_error is None
+        """Scored by a working desktop (only these enter group statistics and the loss):
+        :func:`osworld_gym.outcome.counts`."""
+        return counts(self.score, self.infra_error)
 
     def encode(self, encoder: TurnEncoder) -> EncodedSequence:
         """The training sequence (one per trajectory)."""

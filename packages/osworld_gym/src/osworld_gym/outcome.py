@@ -1,6 +1,11 @@
-"""An episode's outcome on disk: OSWorld's ``result.txt`` and our ``infra_error.txt``.
+"""An episode's outcome: whether it counts, and on disk OSWorld's ``result.txt`` and our
+``infra_error.txt``.
 
-One home for the two file names and their rules, used by :class:`osworld_gym.RecordEpisode`,
+:func:`counts` is the one rule every package applies (the environment's episode loop, the
+trainer's trajectories, ``arpo-eval``'s records): an episode counts, in a success rate or a
+gradient, only when the judge scored it and nothing of the infrastructure failed.
+
+The files have one home too, with their rules, used by :class:`osworld_gym.RecordEpisode`,
 :func:`osworld_gym.recording.summarize_results` and ``arpo-eval`` (runner, resume, reports):
 
 * a **scored** episode has ``result.txt`` holding its score (OSWorld's ``show_result.py`` reads a
@@ -11,6 +16,8 @@ One home for the two file names and their rules, used by :class:`osworld_gym.Rec
 
 Standard library only; it sits below :mod:`osworld_gym.recording`.
 
+>>> counts(0.0, None), counts(None, None), counts(1.0, "desktop died")
+(True, False, False)
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> write_outcome(d, score=1.0); read_score(d), read_infra_error(d)
@@ -28,6 +35,13 @@ from pathlib import Path
 RESULT_FILE = "result.txt"
 #: Why an episode could not be scored (ours; OSWorld's tools ignore it).
 INFRA_ERROR_FILE = "infra_error.txt"
+
+
+def counts(score: float | None, infra_error: str | None) -> bool:
+    """Whether an episode counts: it has a score and no infrastructure error. A failure the agent
+    caused is a score (0), so it counts; an episode the judge could not score, or whose desktop,
+    evaluator or model server failed, never does, whatever score it carries."""
+    return score is not None and infra_error is None
 
 
 def write_outcome(

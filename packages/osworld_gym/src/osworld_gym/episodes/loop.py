@@ -27,6 +27,7 @@ from typing import Any
 
 from osworld_gym.episodes.agents import Agent
 from osworld_gym.errors import InfraError
+from osworld_gym.outcome import counts
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,8 @@ class EpisodeResult:
 
     @property
     def scored(self) -> bool:
-        return self.score is not None
+        """Whether the episode counts (:func:`osworld_gym.outcome.counts`)."""
+        return counts(self.score, self.infra_error)
 
     @property
     def error(self) -> str | None:
