@@ -225,7 +225,7 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
     ("overrides", "match"),
     [
         ({"rollout_mode": "lockstep"}, "rollout_mode must be"),
-        ({"rollout_mode": "async"}, "not wired into ARPOTrainer yet"),
+        ({"rollout_mode": "async", "use_vllm": True}, "vLLM server path is not built"),
         ({"max_staleness": -1}, "max_staleness must be >= 0"),
         ({"weight_sync_every": 0}, "weight_sync_every >= 1"),
     ],
