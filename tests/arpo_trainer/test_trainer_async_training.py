@@ -45,7 +45,6 @@ def run_async(tmp_path, **overrides) -> RecordingTrainer:
         num_generations=2,
         max_steps=3,
         max_staleness=1,
-        weight_sync_every=1,
         **overrides,
     )
     vlm = build_tiny_vlm(seed=0)
@@ -73,7 +72,7 @@ def run_async(tmp_path, **overrides) -> RecordingTrainer:
     return trainer
 
 
-def check_async_run(trainer: RecordingTrainer) -> None:
+def check_async_run(trainer: RecordingTrainer, versions: list[float]) -> None:
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert trainer.state.global_step == 3 and len(history) == 3
     # replay as in sync mode: the all-fail groups got the stored success
@@ -84,8 +83,8 @@ def check_async_run(trainer: RecordingTrainer) -> None:
         assert 0 <= h["async/staleness_max"] <= 1
         assert h["async/dropped_stale"] >= 0
     assert history[-1]["async/groups_taken"] == 3  # one group of 2 per step
-    # the generator got the learner's weights: its version follows the learner's steps
-    assert [h["async/generator_version"] for h in history] == [0.0, 1.0, 2.0]
+    # the generator got the learner's weights every weight_sync_every steps
+    assert [h["async/generator_version"] for h in history] == versions
     # every fresh, played turn carries the generator's per-token sampling log-probs ...
     played = [t for step in trainer.taken for t in step if t.turns]
     assert played, "no episode played a turn"
@@ -97,8 +96,18 @@ def check_async_run(trainer: RecordingTrainer) -> None:
     assert all("importance_sampling_ratio" in out for out in trainer.outputs)
 
 
-def test_async_mode_trains_on_the_fake_desktop(tmp_path):
-    check_async_run(run_async(tmp_path))
+def test_async_mode_trains_on_the_fake_desktop_with_stale_groups_corrected(tmp_path):
+    # weights go to the generator every 2 steps: step 1 trains on groups sampled with version 0,
+    # one step behind (allowed by max_staleness=1), and corrects for it
+    trainer = run_async(tmp_path, weight_sync_every=2)
+    check_async_run(trainer, versions=[0.0, 0.0, 2.0])
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert history[1]["async/staleness_max"] == 1 and history[1]["async/dropped_stale"] == 0
+    # the learner moved after step 0: the sampling log-probs of step 1 are not the learner's, so
+    # the truncated importance-sampling ratio is not 1 everywhere (it is 1 on replayed rows)
+    ratio = trainer.outputs[1]["importance_sampling_ratio"]
+    assert not torch.allclose(ratio, torch.ones_like(ratio))
+    assert torch.allclose(trainer.outputs[0]["importance_sampling_ratio"][0], torch.ones(1))
 
 
 @pytest.mark.desktop
@@ -112,7 +121,9 @@ def test_async_mode_trains_on_real_local_desktops(tmp_path):
         settle_max_s=2.0,
         max_turns=3,
         task_ids=["os-mkdir-001"],
+        weight_sync_every=1,
     )
-    check_async_run(trainer)
+    check_async_run(trainer, versions=[0.0, 1.0, 2.0])
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert all(h["episode/infra_errors"] == 0 for h in history)
+    assert all(h["rollout/env_seconds"] > 0 for h in history)  # desktop-seconds, counted

@@ -608,7 +608,7 @@ class TrainerRollouts:
         self.timeline = Timeline()
         self.generator = BatchingGenerator(policy)
         self.collector = AsyncCollector(
-            pools,
+            [InstrumentedPool(p, self.timeline) for p in pools],  # desktop-seconds counted
             encoder,
             action_set,
             self.generator,

@@ -372,6 +372,14 @@ class ARPOConfig(GRPOConfig):
                 f"max_staleness must be >= 0 and weight_sync_every >= 1, got "
                 f"{self.max_staleness} and {self.weight_sync_every}"
             )
+        if self.rollout_mode == "async" and self.weight_sync_every > self.max_staleness + 1:
+            # between two syncs every episode is sampled with the last synced version: a learner
+            # weight_sync_every - 1 steps ahead would drop them all and wait for ever
+            raise ValueError(
+                f"weight_sync_every={self.weight_sync_every} needs max_staleness >= "
+                f"{self.weight_sync_every - 1} (got {self.max_staleness}): groups played between "
+                "two weight syncs would all be too stale to train on"
+            )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
         if self.max_history_images < 1:

@@ -213,6 +213,7 @@ class ARPOTrainer(GRPOTrainer):
         self._async: TrainerRollouts | None = None  # rollout_mode="async" (issue 28)
         self._generator_model: torch.nn.Module | None = None
         self._synced_at = 0
+        self._desktop_busy_seen = 0.0
         if args.rollout_mode == "async" and self.accelerator.num_processes > 1:
             raise ValueError(
                 "rollout_mode='async' runs in one process so far (replay across ranks and the "
@@ -633,7 +634,14 @@ class ARPOTrainer(GRPOTrainer):
         taken = self._async.take(rows // G, step)
         trajs = [t for _, g in taken for t in g]
         turns = sum(len(t.turns) for t in trajs)
-        rstats = RolloutStats(seconds=time.monotonic() - t0, env_steps=turns, turns=turns)
+        # desktop-seconds of every desktop since the last step (episodes played ahead included)
+        rstats = RolloutStats(
+            seconds=time.monotonic() - t0,
+            env_seconds=self._async.timeline.desktop_busy - self._desktop_busy_seen,
+            env_steps=turns,
+            turns=turns,
+        )
+        self._desktop_busy_seen = self._async.timeline.desktop_busy
         return [row for row, g in taken for _ in g], trajs, rstats
 
     # -- the device sees one micro-batch at a time -----------------------------------------------
