@@ -225,9 +225,13 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
     ("overrides", "match"),
     [
         ({"rollout_mode": "lockstep"}, "rollout_mode must be"),
-        ({"rollout_mode": "async"}, "not wired into ARPOTrainer yet"),
+        ({"rollout_mode": "async", "use_vllm": True}, "vLLM server path is not built"),
         ({"max_staleness": -1}, "max_staleness must be >= 0"),
         ({"weight_sync_every": 0}, "weight_sync_every >= 1"),
+        (
+            {"rollout_mode": "async", "max_staleness": 1, "weight_sync_every": 3},
+            "needs max_staleness >= 2",
+        ),
     ],
 )
 def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):

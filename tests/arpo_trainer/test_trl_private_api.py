@@ -45,6 +45,7 @@ METHODS: dict[str, list[str]] = {
         "mm_token_type_ids",
     ],
     "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
+    "_compute_loss": ["model", "inputs"],
     "_save_checkpoint": ["model", "trial"],
     "_load_optimizer_and_scheduler": ["checkpoint"],
     "_get_output_dir": ["trial"],
@@ -160,3 +161,15 @@ def test_the_vllm_weight_sync_hooks_still_exist():
         assert callable(getattr(cls, name, None)), (
             f"{WHERE}: VLLMGeneration.{name} is gone (vllm_rollout.CPUColocateSync uses it)"
         )
+
+
+def test_the_importance_sampling_switch_async_mode_turns_on_is_the_only_use_vllm_in_the_loss():
+    """Async rollouts (issue 28) set ``use_vllm`` for the duration of ``_compute_loss`` so that
+    TRL multiplies the importance-sampling ratio in: that must stay the flag's only effect there."""
+    loss_source = inspect.getsource(GRPOTrainer._compute_loss)
+    assert loss_source.count("self.use_vllm") == 1, WHERE
+    assert re.search(
+        r"if self\.use_vllm and self\.vllm_importance_sampling_correction[^:]*:\s*\n\s*"
+        r'per_token_loss = per_token_loss \* inputs\["importance_sampling_ratio"\]',
+        loss_source,
+    ), WHERE

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -215,10 +216,15 @@ class BatchingGenerator:
         self._pending.put((context, row, fut))
         return fut
 
-    def sync(self, policy: Policy | None, version: int) -> None:
+    def sync(
+        self, policy: Policy | None, version: int, update: Callable[[], None] | None = None
+    ) -> None:
         """New weights: later batches sample with ``policy`` (or the same object, whose weights
-        the caller changed) and are tagged ``version``. Waits for the batch in flight."""
+        ``update`` copies in, between batches) and are tagged ``version``. Waits for the batch in
+        flight."""
         with self._swap_lock:
+            if update is not None:
+                update()
             if policy is not None:
                 self.policy = policy
             self.version = version
@@ -444,6 +450,7 @@ class AssemblyStats:
     taken: int = 0
     dropped_stale: int = 0
     infra_members: int = 0
+    staleness: list[int] = field(default_factory=list)  # versions behind, per group taken
     injection: InjectionStats = field(default_factory=InjectionStats)
 
 
@@ -497,6 +504,7 @@ class GroupAssembler:
                 self.stats.dropped_stale += 1
             elif len(fresh) < n:
                 fresh.append(group)
+                self.stats.staleness.append(current_version - oldest)
             else:
                 keep.append(group)
         self._ready = keep
@@ -563,3 +571,108 @@ def run_async(
             continue
         while not collector.results.empty():
             assembler.add(collector.results.get_nowait())
+
+
+class TrainerRollouts:
+    """The asynchronous loop as :class:`~arpo_trainer.trainer.ARPOTrainer` runs it (one process).
+
+    Desktops play episodes of groups drawn from ``rows`` (a seeded shuffle, epoch after epoch) on
+    their own threads, ``prefetch_groups`` groups ahead of the learner, while the learner trains;
+    :meth:`take` hands out complete groups at most ``max_staleness`` versions old (older ones are
+    dropped and counted). Replay is left to the trainer, which applies it exactly as in sync mode.
+
+    Args:
+        pools: one one-slot desktop pool per desktop.
+        rows: the training rows (``task_id``, ``prompt``); ``task_of(row)`` is the row's task.
+        policy: the generator's policy (its own copy of the weights; see :meth:`sync`).
+    """
+
+    def __init__(
+        self,
+        pools: list[Any],
+        encoder: TurnEncoder,
+        action_set: ActionSet,
+        policy: Policy,
+        *,
+        rows: list[dict[str, Any]],
+        task_of: Callable[[dict[str, Any]], Any],
+        group_size: int,
+        max_staleness: int,
+        max_turns: int,
+        end_on_format_error: bool,
+        prefetch_groups: int,
+        seed: int,
+    ):
+        if not rows:
+            raise ValueError("TrainerRollouts needs at least one training row")
+        self.timeline = Timeline()
+        self.generator = BatchingGenerator(policy)
+        self.collector = AsyncCollector(
+            [InstrumentedPool(p, self.timeline) for p in pools],  # desktop-seconds counted
+            encoder,
+            action_set,
+            self.generator,
+            max_turns=max_turns,
+            end_on_format_error=end_on_format_error,
+            timeline=self.timeline,
+        )
+        self.assembler = GroupAssembler(group_size, max_staleness, replay=None)
+        self.rows, self.task_of = rows, task_of
+        self.prefetch = max(1, prefetch_groups)
+        self.submitted = 0
+        self._rng = random.Random(seed)
+        self._order: list[int] = []
+        self._rows_of: dict[str, dict[str, Any]] = {}  # task id -> its row
+
+    def _next_row(self) -> dict[str, Any]:
+        if not self._order:
+            self._order = list(range(len(self.rows)))
+            self._rng.shuffle(self._order)
+        return self.rows[self._order.pop()]
+
+    def top_up(self) -> None:
+        """Queue groups until ``prefetch_groups`` are submitted and not yet taken or dropped."""
+        stats = self.assembler.stats
+        while self.submitted - stats.taken - stats.dropped_stale < self.prefetch:
+            row = self._next_row()
+            self._rows_of[str(row["task_id"])] = row
+            self.collector.submit_group(
+                self.task_of(row), self.submitted, self.assembler.group_size
+            )
+            self.submitted += 1
+
+    def take(
+        self, n: int, version: int, *, poll_s: float = 1.0
+    ) -> list[tuple[dict[str, Any], list[Trajectory]]]:
+        """``n`` complete groups, each with its training row, at most ``max_staleness`` versions
+        behind ``version`` (waits for the desktops as long as any desktop thread is alive)."""
+        out: list[tuple[dict[str, Any], list[Trajectory]]] = []
+        while len(out) < n:
+            self.top_up()
+            if self.assembler.ready:
+                for group in self.assembler.take(n - len(out), version):
+                    out.append((self._rows_of[group[0].task_id], group))
+                continue
+            try:
+                self.assembler.add(self.collector.results.get(timeout=poll_s))
+            except queue.Empty:
+                if not any(t.is_alive() for t in self.collector._threads):  # noqa: SLF001
+                    raise RuntimeError("every desktop thread of the async loop ended") from None
+        return out
+
+    def sync(self, version: int, update: Callable[[], None]) -> None:
+        """Copy the learner's weights into the generator (``update``, between batches) and tag
+        later answers ``version``."""
+        self.generator.sync(None, version, update)
+
+    def close(self) -> None:
+        """Stop the desktop threads (after their current episode), the generator, the desktops."""
+        while True:  # episodes queued ahead are not played
+            try:
+                self.collector.jobs.get_nowait()
+            except queue.Empty:
+                break
+        self.collector.close()
+        self.generator.close()
+        for pool in self.collector.pools:
+            pool.close()

@@ -173,7 +173,7 @@ class ARPOConfig(GRPOConfig):
             "help": "'sync': lock-step rollouts, the paper's loop (the reference). 'async': each "
             "desktop plays on its own against a batching generator, the learner takes complete "
             "groups at most max_staleness policy versions old (arpo_trainer.async_rollout; "
-            "benchmarks/bench_async_rollout.py). ARPOTrainer runs 'sync' only so far."
+            "benchmarks/bench_async_rollout.py). 'async' runs in one process, without vLLM, so far."
         },
     )
     max_staleness: int = field(
@@ -362,15 +362,23 @@ class ARPOConfig(GRPOConfig):
             )
         if self.rollout_mode not in ("sync", "async"):  # issue 28
             raise ValueError(f"rollout_mode must be 'sync' or 'async', got {self.rollout_mode!r}")
-        if self.rollout_mode == "async":
+        if self.rollout_mode == "async" and self.use_vllm:
             raise ValueError(
-                "rollout_mode='async' is not wired into ARPOTrainer yet: the async loop lives in "
-                "arpo_trainer.async_rollout (see benchmarks/bench_async_rollout.py); use 'sync'"
+                "rollout_mode='async' samples with an in-process transformers generator; the "
+                "vLLM server path is not built yet: use_vllm=False, or rollout_mode='sync'"
             )
         if self.max_staleness < 0 or self.weight_sync_every < 1:
             raise ValueError(
                 f"max_staleness must be >= 0 and weight_sync_every >= 1, got "
                 f"{self.max_staleness} and {self.weight_sync_every}"
+            )
+        if self.rollout_mode == "async" and self.weight_sync_every > self.max_staleness + 1:
+            # between two syncs every episode is sampled with the last synced version: a learner
+            # weight_sync_every - 1 steps ahead would drop them all and wait for ever
+            raise ValueError(
+                f"weight_sync_every={self.weight_sync_every} needs max_staleness >= "
+                f"{self.weight_sync_every - 1} (got {self.max_staleness}): groups played between "
+                "two weight syncs would all be too stale to train on"
             )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")

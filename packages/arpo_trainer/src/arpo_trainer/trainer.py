@@ -13,6 +13,12 @@ batch (rows = tasks, repeated ``num_generations`` times in contiguous groups):
 4. group-relative advantages (``scale_rewards``), one sequence per trajectory with the
    observation tokens masked out of the loss (``tool_mask``), ``mm_token_type_ids`` for mRoPE.
 
+With ``rollout_mode="async"`` (one process, issue 28) step 1 is replaced: complete groups come from
+desktops playing on their own against a generator with its own copy of the weights
+(:class:`~arpo_trainer.async_rollout.TrainerRollouts`), at most ``max_staleness`` steps old, and
+their sampling log-probs go into the truncated importance-sampling correction; steps 2-4 are the
+same code.
+
 The replay buffer is saved in every checkpoint (``arpo_replay.zip``) and restored on resume.
 
 Across processes (``accelerate launch``) the turn count is agreed every turn, the fresh successes
@@ -24,6 +30,7 @@ process, and on resume the main process reads it and broadcasts it to the others
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import os
 import time
@@ -42,6 +49,7 @@ from trl.models.utils import disable_gradient_checkpointing, unwrap_model_for_ge
 from trl.trainer.grpo_trainer import GRPOTrainer
 from trl.trainer.utils import use_adapter
 
+from arpo_trainer.async_rollout import TrainerRollouts
 from arpo_trainer.batch import (
     collate,
     importance_sampling_ratio,
@@ -208,6 +216,16 @@ class ARPOTrainer(GRPOTrainer):
         self._started: float | None = None
         self._pool: DesktopPool | None = None
         self._collector: Collector | None = None
+        self._async: TrainerRollouts | None = None  # rollout_mode="async" (issue 28)
+        self._generator_model: torch.nn.Module | None = None
+        self._synced_at = 0
+        self._desktop_busy_seen = 0.0
+        if args.rollout_mode == "async" and self.accelerator.num_processes > 1:
+            raise ValueError(
+                "rollout_mode='async' runs in one process so far (replay across ranks and the "
+                f"desktops of several ranks are not built); got {self.accelerator.num_processes} "
+                "processes: use rollout_mode='sync'"
+            )
         self.live_stats: dict[str, Any] = {}
         # one quiet progress bar (the metrics dict goes to report_to, not the terminal)
         if any(type(cb) is ProgressCallback for cb in self.callback_handler.callbacks):
@@ -285,7 +303,10 @@ class ARPOTrainer(GRPOTrainer):
         return stored
 
     def close_desktops(self) -> None:
-        """Stop the desktops (they are restarted on the next rollout)."""
+        """Stop the desktops (they are restarted on the next rollout), the async loop's too."""
+        if self._async is not None:
+            self._async.close()
+            self._async = None
         if self._pool is not None:
             self._pool.close()
             self._pool, self._collector = None, None
@@ -324,11 +345,15 @@ class ARPOTrainer(GRPOTrainer):
         # 1. rollouts
         if self._started is None:
             self._started = time.monotonic()
-        tasks = [self.tasks[row["task_id"]] for row in inputs]
-        collector = self.collector(len(inputs))
-        with self.policy() as policy:
-            fresh = collector.run(tasks, policy, step=step)
-        rstats = collector.last_stats
+        if self.args.rollout_mode == "async" and mode == "train":
+            # complete groups from the desktops playing on their own; the rows are theirs
+            inputs, fresh, rstats = self._async_groups(len(inputs), G, step)
+        else:
+            tasks = [self.tasks[row["task_id"]] for row in inputs]
+            collector = self.collector(len(inputs))
+            with self.policy() as policy:
+                fresh = collector.run(tasks, policy, step=step)
+            rstats = collector.last_stats
 
         # 2. replay: inject into this rank's groups, then every rank stores every rank's successes
         groups = [fresh[i : i + G] for i in range(0, len(fresh), G)]
@@ -434,6 +459,15 @@ class ARPOTrainer(GRPOTrainer):
         )
 
         # 5. metrics
+        if self.args.rollout_mode == "async" and mode == "train" and self._async is not None:
+            astats = self._async.assembler.stats
+            m = self._metrics[mode]
+            taken = astats.staleness[-len(groups) :]
+            m["async/staleness_mean"].append(sum(taken) / max(len(taken), 1))
+            m["async/staleness_max"].append(float(max(taken, default=0)))
+            m["async/dropped_stale"].append(float(astats.dropped_stale))
+            m["async/groups_taken"].append(float(astats.taken))
+            m["async/generator_version"].append(float(self._async.generator.version))
         self._record_metrics(
             mode,
             [t for r in shared for t in r["fresh"]],
@@ -471,7 +505,8 @@ class ARPOTrainer(GRPOTrainer):
         fwd = {k: output[k] for k in ("pixel_values", "image_grid_thw") if k in output}
         fwd.update(num_images=output["num_images"], mm_token_type_ids=output["mm_token_type_ids"])
         generate_every = self.args.generation_steps * self.num_iterations
-        use_is = self.use_vllm and self.vllm_importance_sampling_correction
+        # async rollouts sample with an older copy of the weights: the same correction as vLLM's
+        use_is = self._corrects_sampling()
         replayed = torch.tensor([t.source != "policy" for t in trajs], device=sampling_logps.device)
         with (
             torch.no_grad(),
@@ -535,6 +570,85 @@ class ARPOTrainer(GRPOTrainer):
                 clip_min=self.vllm_importance_sampling_clip_min,
                 clip_max=self.vllm_importance_sampling_clip_max,
             )
+
+    def _corrects_sampling(self) -> bool:
+        """Whether the truncated importance-sampling correction applies (TRL's for vLLM's
+        sampling log-probs; ours for the async generator's, which lag the learner)."""
+        sampled_elsewhere = self.use_vllm or self.args.rollout_mode == "async"
+        return bool(sampled_elsewhere and self.vllm_importance_sampling_correction)
+
+    def _compute_loss(self, model, inputs):
+        """TRL's loss; in async mode TRL's vLLM-only switch for the importance-sampling ratio is
+        turned on for the call, so the async generator's ratio multiplies the per-token loss as
+        vLLM's does (the switch is read nowhere else in the loss)."""
+        if self.use_vllm or not self._corrects_sampling():
+            return super()._compute_loss(model, inputs)
+        self.use_vllm = True
+        try:
+            return super()._compute_loss(model, inputs)
+        finally:
+            self.use_vllm = False
+
+    def _async_groups(
+        self, rows: int, G: int, step: int
+    ) -> tuple[list[dict[str, Any]], list[Trajectory], RolloutStats]:
+        """``rows // G`` complete groups from the asynchronous loop (started on first use), their
+        training rows, and the rollout stats of the wait. Weights go to the generator every
+        ``weight_sync_every`` steps, tagged with the learner's step as the policy version."""
+        learner = self.accelerator.unwrap_model(self.trained_model)
+        if self._async is None:
+            generator_model = copy.deepcopy(learner).eval().requires_grad_(False)
+            self._generator_model = generator_model
+            pools = [
+                DesktopPool(
+                    1,
+                    env_kwargs(self.args, self.encoder),
+                    backend=self.args.vector_env,
+                    step_timeout=self.args.step_timeout_s,
+                    source=self.args.desktop_source,
+                    rank=self.ranks.process_index,
+                )
+                for _ in range(rows)
+            ]
+            self._async = TrainerRollouts(
+                pools,
+                self.encoder,
+                self.action_set,
+                TransformersPolicy(generator_model, self.encoder, self.turn_generation_config),
+                rows=[dict(r) for r in self.task_rows.to_list()],
+                task_of=lambda row: self.tasks[row["task_id"]],
+                group_size=G,
+                max_staleness=self.args.max_staleness,
+                max_turns=self.args.max_turns,
+                end_on_format_error=self.args.end_on_format_error,
+                prefetch_groups=2 * (rows // G),
+                seed=self.args.seed,
+            )
+            self._async.generator.version = step
+            self._synced_at = step
+        elif step - self._synced_at >= self.args.weight_sync_every:
+            target = self._generator_model
+            assert target is not None, "made with the async loop"
+
+            def copy_weights() -> None:
+                with torch.no_grad():
+                    target.load_state_dict(learner.state_dict())
+
+            self._async.sync(step, copy_weights)
+            self._synced_at = step
+        t0 = time.monotonic()
+        taken = self._async.take(rows // G, step)
+        trajs = [t for _, g in taken for t in g]
+        turns = sum(len(t.turns) for t in trajs)
+        # desktop-seconds of every desktop since the last step (episodes played ahead included)
+        rstats = RolloutStats(
+            seconds=time.monotonic() - t0,
+            env_seconds=self._async.timeline.desktop_busy - self._desktop_busy_seen,
+            env_steps=turns,
+            turns=turns,
+        )
+        self._desktop_busy_seen = self._async.timeline.desktop_busy
+        return [row for row, g in taken for _ in g], trajs, rstats
 
     # -- the device sees one micro-batch at a time -----------------------------------------------
 

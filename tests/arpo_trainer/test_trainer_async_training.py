@@ -1,0 +1,129 @@
+"""ARPOTrainer with ``rollout_mode="async"`` (issue 28): a short training run whose groups come
+from desktops playing on their own against the in-process batching generator."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+import pytest
+import torch
+from arpo_trainer.modeling import lora_config
+from arpo_trainer.rollout import Trajectory
+from arpo_trainer.tiny import build_tiny_vlm
+from arpo_trainer.trainer import ARPOTrainer
+from test_trainer_training import make_config
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+class RecordingTrainer(ARPOTrainer):
+    """Keeps what each async step took from the loop and what it handed to the loss."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.taken: list[list[Trajectory]] = []
+        self.outputs: list[dict[str, Any]] = []
+
+    def _async_groups(self, rows: int, G: int, step: int):
+        out = super()._async_groups(rows, G, step)
+        self.taken.append(out[1])
+        return out
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        self.outputs.append(output)
+        return output
+
+
+def run_async(tmp_path, **overrides) -> RecordingTrainer:
+    args = make_config(
+        tmp_path,
+        rollout_mode="async",
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_steps=3,
+        max_staleness=1,
+        **overrides,
+    )
+    vlm = build_tiny_vlm(seed=0)
+    trainer = RecordingTrainer(
+        vlm.model, args, vlm.processor, peft_config=lora_config(vlm.model, r=4)
+    )
+    try:
+        # a random policy fails every task: a stored success (the oracle's, played on a desktop)
+        # is what replay injects into the all-fail groups, as in sync mode
+        assert trainer.warm_start_replay() == 1
+        trainer.close_desktops()  # the demonstrations' lock-step desktops are not the loop's
+        before = {
+            n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad
+        }
+        trainer.train()
+    finally:
+        trainer.close_desktops()
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(after[n], p) for n, p in before.items()), "nothing was learned"
+    # the generator samples with its own copy, which got the learner's weights at the syncs
+    generator = trainer._generator_model  # noqa: SLF001 - the copy the async loop samples with
+    assert generator is not None and generator is not trainer.model
+    copied = dict(generator.named_parameters())
+    assert any(not torch.equal(copied[n], p) for n, p in before.items()), "no weights were synced"
+    return trainer
+
+
+def check_async_run(trainer: RecordingTrainer, versions: list[float]) -> None:
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert trainer.state.global_step == 3 and len(history) == 3
+    # replay as in sync mode: the all-fail groups got the stored success
+    assert any(h["replay/injected_frac"] > 0 for h in history)
+    for h in history:
+        # the loop's own figures are logged every step, within the staleness bound
+        assert {"async/dropped_stale", "async/staleness_mean", "async/groups_taken"} <= set(h)
+        assert 0 <= h["async/staleness_max"] <= 1
+        assert h["async/dropped_stale"] >= 0
+    assert history[-1]["async/groups_taken"] == 3  # one group of 2 per step
+    # the generator got the learner's weights every weight_sync_every steps
+    assert [h["async/generator_version"] for h in history] == versions
+    # every fresh, played turn carries the generator's per-token sampling log-probs ...
+    played = [t for step in trainer.taken for t in step if t.turns]
+    assert played, "no episode played a turn"
+    for t in played:
+        for turn in t.turns:
+            assert len(turn.action_logps) == len(turn.action_ids) > 0
+            assert all(math.isfinite(x) and x <= 0 for x in turn.action_logps)
+    # ... which feed the truncated importance-sampling correction of the loss
+    assert all("importance_sampling_ratio" in out for out in trainer.outputs)
+
+
+def test_async_mode_trains_on_the_fake_desktop_with_stale_groups_corrected(tmp_path):
+    # weights go to the generator every 2 steps: step 1 trains on groups sampled with version 0,
+    # one step behind (allowed by max_staleness=1), and corrects for it
+    trainer = run_async(tmp_path, weight_sync_every=2)
+    check_async_run(trainer, versions=[0.0, 0.0, 2.0])
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert history[1]["async/staleness_max"] == 1 and history[1]["async/dropped_stale"] == 0
+    # the learner moved after step 0: the sampling log-probs of step 1 are not the learner's, so
+    # the truncated importance-sampling ratio is not 1 everywhere (it is 1 on replayed rows)
+    ratio = trainer.outputs[1]["importance_sampling_ratio"]
+    assert not torch.allclose(ratio, torch.ones_like(ratio))
+    assert torch.allclose(trainer.outputs[0]["importance_sampling_ratio"][0], torch.ones(1))
+
+
+@pytest.mark.desktop
+@pytest.mark.slow
+def test_async_mode_trains_on_real_local_desktops(tmp_path):
+    trainer = run_async(
+        tmp_path,
+        provider="local",
+        settle=True,
+        vector_env="async",
+        settle_max_s=2.0,
+        max_turns=3,
+        task_ids=["os-mkdir-001"],
+        weight_sync_every=1,
+    )
+    check_async_run(trainer, versions=[0.0, 1.0, 2.0])
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert all(h["episode/infra_errors"] == 0 for h in history)
+    assert all(h["rollout/env_seconds"] > 0 for h in history)  # desktop-seconds, counted
