@@ -9,6 +9,7 @@ directory fails the test.
 
 from __future__ import annotations
 
+import gc
 import time
 
 import pytest
@@ -115,13 +116,28 @@ def test_the_guards_would_notice_an_executed_payload(tmp_path):
 def test_no_single_input_is_slow(name, corpus):
     """Linear-time parsing: no regex backtracking or parser blow-up on any one input."""
     action_set = make_action_set(name)
-    slowest = (0.0, "")
-    for s in corpus:
-        # CPU time of this thread: the parse's work, which load beside the test cannot inflate
-        # (a wall-clock bound failed CI under load); blow-up is orders of magnitude above 0.25 s
+
+    def cpu_seconds(s: str) -> float:
         t0 = time.thread_time()
         _outcome(action_set, s)
-        slowest = max(slowest, (time.thread_time() - t0, s[:60]))
+        return time.thread_time() - t0
+
+    # CPU time of this thread, the garbage collector held off: the parse's own work. A wall-clock
+    # bound failed CI under load; so did this thread's CPU time once (0.25 s exceeded in the full
+    # suite, where a collection of the whole suite's heap can land inside one parse). A blow-up
+    # is deterministic and orders of magnitude above the bound, so an input over it is measured
+    # twice more and judged by its fastest run: noise does not repeat, backtracking does.
+    slowest = (0.0, "")
+    gc.collect()
+    gc.disable()
+    try:
+        for s in corpus:
+            t = cpu_seconds(s)
+            if t >= 0.05:
+                t = min(t, cpu_seconds(s), cpu_seconds(s))
+            slowest = max(slowest, (t, s[:60]))
+    finally:
+        gc.enable()
     assert slowest[0] < 0.25, f"{slowest[1]!r} took {slowest[0]:.2f} s of CPU"
 
 
