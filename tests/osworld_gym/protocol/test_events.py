@@ -52,6 +52,7 @@ from osworld_gym.protocol.primitives import (
     Wait,
 )
 from osworld_gym.providers.vnc import rfb_events
+from tcp_guest import free_display
 
 SIZE = (640, 480)
 
@@ -216,22 +217,18 @@ def display(tmp_path_factory) -> Iterator[str]:
         auth = tmp_path_factory.mktemp("x") / "Xauthority"
         auth.touch()
         os.environ["XAUTHORITY"] = str(auth)
-    n = next(
-        n
-        for n in range(170, 470)
-        if not Path(f"/tmp/.X{n}-lock").exists() and not Path(f"/tmp/.X11-unix/X{n}").exists()
-    )
+    display = free_display(170)
     xvfb = subprocess.Popen(
-        ["Xvfb", f":{n}", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+        ["Xvfb", display, "-screen", "0", "640x480x24", "-nolisten", "tcp"],
         stderr=subprocess.DEVNULL,
     )
-    sock = Path(f"/tmp/.X11-unix/X{n}")
+    sock = Path(f"/tmp/.X11-unix/X{display[1:]}")
     deadline = time.monotonic() + 30
     while not sock.exists():
         assert xvfb.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
         time.sleep(0.05)
     try:
-        yield f":{n}"
+        yield display
     finally:
         xvfb.terminate()
         xvfb.wait(10)
