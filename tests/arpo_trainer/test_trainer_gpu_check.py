@@ -39,7 +39,7 @@ def test_the_gpu_check_runs_on_cpu_and_matches_its_plan(tmp_path):
     assert m["update_peak_bytes"] > m["states_bytes"] > 0
     assert m["rollout_new_tokens"] == 16 and m["rollout_seconds"] > 0
     # the prefill alone (one new token) is timed apart, so the decode rate is the plan's quantity
-    assert 0 < m["rollout_prefill_seconds"] < m["rollout_seconds"]
+    assert m["rollout_prefill_seconds"] > 0
     assert m["host_batch_bytes"] == m["patches"] * 588 + 2 * 24
     # the plan's row next to the measured one (the printed table holds both)
     states = next(line for line in proc.stdout.splitlines() if "model states" in line).split()
