@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,3 +118,15 @@ MKDIR_SOLUTION = [
     "pyautogui.write('mkdir -p ~/Desktop/projects\\n')",
     "time.sleep(1)",
 ]
+
+
+def launch_guests(tmp_path_factory, n: int) -> Iterator[list[TcpGuest]]:
+    """``n`` guest servers of their own (a module fixture's body), stopped at its end."""
+    started: list[TcpGuest] = []
+    try:
+        for i in range(n):
+            started.append(launch_guest(tmp_path_factory.mktemp(f"guest{i}")))
+        yield started
+    finally:
+        for g in started:
+            g.stop()

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from arpo_eval.cli import main
 from arpo_eval.layout import read_run
-from tcp_guest import TOKEN, H, W, launch_guest
+from tcp_guest import TOKEN, H, W, launch_guests
 
 INFEASIBLE = ["os/os-infeasible-001", "os/os-infeasible-002"]
 
@@ -83,14 +83,7 @@ BARRIER = (
 
 @pytest.fixture(scope="module")
 def guests(tmp_path_factory):
-    started = []
-    try:
-        for i in range(2):
-            started.append(launch_guest(tmp_path_factory.mktemp(f"guest{i}")))
-        yield started
-    finally:
-        for g in started:
-            g.stop()
+    yield from launch_guests(tmp_path_factory, 2)
 
 
 def guest_flags(section: dict) -> list[str]:

@@ -14,7 +14,7 @@ import os
 import pytest
 from arpo_trainer.tiny import build_tiny_vlm
 from arpo_trainer.trainer import ARPOTrainer
-from tcp_guest import TOKEN, H, W, launch_guest
+from tcp_guest import TOKEN, H, W, launch_guests
 from test_trainer_training import INFEASIBLE, make_config
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -26,14 +26,7 @@ HOOK = 'echo "$OSWORLD_DESKTOP_INDEX $OSWORLD_DESKTOP_URL" >> "{log}"'
 
 @pytest.fixture(scope="module")
 def guests(tmp_path_factory):
-    started = []
-    try:
-        for i in range(2):
-            started.append(launch_guest(tmp_path_factory.mktemp(f"guest{i}")))
-        yield started
-    finally:
-        for g in started:
-            g.stop()
+    yield from launch_guests(tmp_path_factory, 2)
 
 
 def remote_config(tmp_path, desktops, **overrides):
