@@ -40,6 +40,7 @@ def _worker(out: Path, resume: bool) -> None:
     from arpo_trainer.config import ARPOConfig
     from arpo_trainer.demos import oracle_script
     from arpo_trainer.generation import TurnSample
+    from arpo_trainer.ranks import end_process_group
     from arpo_trainer.tasks import resolve_tasks, task_dataset
     from arpo_trainer.tiny import build_tiny_vlm
     from arpo_trainer.trainer import ARPOTrainer
@@ -162,6 +163,8 @@ def _worker(out: Path, resume: bool) -> None:
     }
     name = f"rank{rank}_{'resume' if resume else 'train'}.json"
     (out / name).write_text(json.dumps(result))
+    # as arpo-train does: without it a rank can abort at exit (gloo threads outliving Python)
+    end_process_group()
 
 
 # -- the test ------------------------------------------------------------------------------------

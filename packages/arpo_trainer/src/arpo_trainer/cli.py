@@ -310,6 +310,15 @@ def _has_accelerator() -> bool:
     return torch.cuda.is_available()
 
 
+def _ended(code: int) -> int:
+    """The exit code of a run that returned normally, once every rank has left the process group.
+    (A rank that raised leaves without the barrier: the launcher stops the others.)"""
+    from arpo_trainer.ranks import end_process_group
+
+    end_process_group()
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -325,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             prog="arpo-train select-tasks",
         )
         args, margs, sargs = parser.parse_args_and_config(argv[1:])
-        return select_tasks(args, margs, sargs)
+        return _ended(select_tasks(args, margs, sargs))
     parser = TrlParser(
         [DataClassType(t) for t in (ARPOConfig, ModelArguments, RunArguments)], prog="arpo-train"
     )
@@ -339,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if rargs.dry_run:
         return dry_run(args, margs, rargs)
-    return train(args, margs)
+    return _ended(train(args, margs))
 
 
 if __name__ == "__main__":

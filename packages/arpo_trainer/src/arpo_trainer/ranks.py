@@ -87,3 +87,19 @@ class RankGroup:
         box = [obj if self.process_index == src else None]
         torch.distributed.broadcast_object_list(box, src=src)
         return box[0]  # type: ignore[return-value]
+
+
+def end_process_group() -> None:
+    """Tear down ``torch.distributed`` once a run is over, on every rank (a no-op with one process).
+
+    A process that exits with its gloo group still alive can abort at interpreter shutdown
+    ("terminate called without an active exception", SIGABRT): gloo's worker threads still hold
+    work whose tensors need the GIL while the interpreter is being torn down. The barrier first
+    lets every rank finish its last collective, so no rank leaves while another still waits on it.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()
+    dist.destroy_process_group()
