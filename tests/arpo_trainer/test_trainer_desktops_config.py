@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from arpo_trainer.config import ARPOConfig
-from arpo_trainer.desktops import DesktopPool, ResetHook, parse_desktop_source
+from arpo_trainer.desktops import DesktopPool, DesktopSource, ResetHook, parse_desktop_source
 from osworld_gym.errors import InfraError
 from repo_paths import ROOT
 
@@ -244,3 +244,26 @@ def test_an_http_hook_calls_the_url_and_a_non_2xx_answer_is_an_infra_error():
     assert calls == [("POST", "/revert/ok", "http://g:1"), ("POST", "/revert/busy", "http://g:2")]
     with pytest.raises(InfraError, match="failed"):  # nobody listens there any more
         ResetHook(http=f"{base}/revert/ok", timeout_s=5).run("http://g:1", 0)
+
+
+def test_the_async_loops_one_desktop_pools_take_the_processs_guests_each_once():
+    # one pool per desktop (rollout_mode: async) must take the guests one pool of n would take,
+    # not guest 0 of the list n times
+    source = parse_desktop_source(
+        {
+            "source": "remote",
+            "token": "t",
+            "urls": [f"http://127.0.0.1:{p}" for p in (9, 10, 11, 12)],
+        }
+    )
+    pools = DesktopPool.singles(2, {"settle": None}, backend="sync", source=source, rank=1)
+    try:
+        assert [p.urls for p in pools] == [["http://127.0.0.1:11"], ["http://127.0.0.1:12"]]
+    finally:
+        for p in pools:
+            p.close()
+    with pytest.raises(ValueError, match=r"process 1 needs guests 3..5 of desktops.urls"):
+        DesktopPool.singles(3, {"settle": None}, backend="sync", source=source, rank=1)
+    # a remote source without a list: n one-desktop pools would put n episodes on its one guest
+    with pytest.raises(ValueError, match="2 desktops on one remote guest"):
+        DesktopPool.singles(2, {"settle": None}, backend="sync", source=DesktopSource("remote"))

@@ -146,6 +146,8 @@ class DesktopPool:
         source: where the desktops come from (default: ``env_kwargs["provider"]`` on this machine).
         rank: this process's index among the trainer processes: with ``remote`` desktops, process
             ``rank`` takes guests ``rank * n`` to ``rank * n + n - 1`` of the list.
+        first: the source's index of this pool's first desktop, when it is not ``rank * n`` (the
+            one-desktop pools of :meth:`singles`).
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class DesktopPool:
         step_timeout: float | None = None,
         source: DesktopSource | None = None,
         rank: int = 0,
+        first: int | None = None,
     ):
         if n < 1:
             raise ValueError(f"a desktop pool needs at least one desktop, got {n}")
@@ -166,7 +169,7 @@ class DesktopPool:
         # that guest); the slot's provider and provider_kwargs override env_kwargs'
         slots = source.slots(
             n,
-            first=rank * n,
+            first=rank * n if first is None else first,
             provider_kwargs=kwargs.get("provider_kwargs"),
             who=f"process {rank}",
             fewer="lower per_device_train_batch_size",
@@ -201,6 +204,33 @@ class DesktopPool:
         else:
             raise ValueError(f"backend must be 'auto', 'sync' or 'async', got {backend!r}")
         log.info("desktop pool: %d %s desktops (%s)", n, source.source, backend)
+
+    @classmethod
+    def singles(
+        cls,
+        n: int,
+        env_kwargs: dict[str, Any],
+        backend: str = "auto",
+        step_timeout: float | None = None,
+        source: DesktopSource | None = None,
+        rank: int = 0,
+    ) -> list[DesktopPool]:
+        """``n`` one-desktop pools (the asynchronous loop plays each desktop on its own thread)
+        that take the same desktops of the source as one pool of ``n`` would: process ``rank``'s
+        guests ``rank * n`` .. ``rank * n + n - 1``, each once."""
+        source = source or DesktopSource(env_kwargs.get("provider", "local"))
+        # the whole share is checked at once (a URL list too short, one guest for n desktops)
+        source.slots(
+            n,
+            first=rank * n,
+            provider_kwargs=env_kwargs.get("provider_kwargs"),
+            who=f"process {rank}",
+            fewer="lower per_device_train_batch_size",
+        )
+        return [
+            cls(1, env_kwargs, backend, step_timeout, source, rank, first=rank * n + i)
+            for i in range(n)
+        ]
 
     def reset(self, tasks: list[Any]) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
         """Start one episode per desktop; ``tasks[i]`` runs on desktop ``i``."""

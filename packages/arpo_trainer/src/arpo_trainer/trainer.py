@@ -599,17 +599,14 @@ class ARPOTrainer(GRPOTrainer):
         if self._async is None:
             generator_model = copy.deepcopy(learner).eval().requires_grad_(False)
             self._generator_model = generator_model
-            pools = [
-                DesktopPool(
-                    1,
-                    env_kwargs(self.args, self.encoder),
-                    backend=self.args.vector_env,
-                    step_timeout=self.args.step_timeout_s,
-                    source=self.args.desktop_source,
-                    rank=self.ranks.process_index,
-                )
-                for _ in range(rows)
-            ]
+            pools = DesktopPool.singles(
+                rows,
+                env_kwargs(self.args, self.encoder),
+                backend=self.args.vector_env,
+                step_timeout=self.args.step_timeout_s,
+                source=self.args.desktop_source,
+                rank=self.ranks.process_index,
+            )
             self._async = TrainerRollouts(
                 pools,
                 self.encoder,
