@@ -19,6 +19,7 @@ from arpo_trainer.async_rollout import (
     GroupAssembler,
     Played,
     Timeline,
+    row_stream,
     run_async,
 )
 from arpo_trainer.config import ARPOConfig
@@ -72,6 +73,23 @@ def test_groups_older_than_max_staleness_are_dropped_and_counted(max_staleness):
     # one version past it: dropped, counted, never returned
     assert asm.take(1, max_staleness + 1) == [] and asm.stats.dropped_stale == 1
     assert asm.ready == 0
+
+
+@pytest.mark.parametrize("n_rows", [1, 3, 8])
+def test_the_processes_split_every_epoch_of_rows_and_one_process_plays_them_all(n_rows):
+    import itertools
+
+    processes, epochs = 3, 4
+    alone = list(itertools.islice(row_stream(n_rows, 7), n_rows * epochs))
+    shares = [row_stream(n_rows, 7, r, processes) for r in range(processes)]
+    # position p of the shared stream goes to rank p % processes: interleaving the ranks' rows
+    # gives back the one-process stream, so every epoch is played once across the processes
+    merged = [next(shares[p % processes]) for p in range(n_rows * epochs)]
+    assert merged == alone
+    for e in range(epochs):
+        assert sorted(alone[e * n_rows : (e + 1) * n_rows]) == list(range(n_rows))
+    with pytest.raises(ValueError, match="rank 3 is not one of 3"):
+        next(row_stream(4, 0, 3, 3))
 
 
 def test_bad_bounds_are_refused():

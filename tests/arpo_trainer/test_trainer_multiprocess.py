@@ -17,10 +17,6 @@ import contextlib
 import hashlib
 import json
 import math
-import os
-import signal
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -170,38 +166,11 @@ def _worker(out: Path, resume: bool) -> None:
 # -- the test ------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch(out: Path, *extra: str) -> None:
-    cmd = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no",
-        "--main_process_port", str(_free_port()),
-        str(HERE), str(out), *extra,
-    ]  # fmt: skip
-    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        cwd=HERE.parent, start_new_session=True,
-    )  # fmt: skip
-    try:
-        _, stderr = proc.communicate(timeout=LAUNCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        # torchrun puts each rank in its own session and stops them on SIGTERM; their desktops die
-        # with them (bubblewrap --die-with-parent)
-        proc.terminate()
-        try:
-            _, stderr = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            _, stderr = proc.communicate(timeout=60)
-        pytest.fail(f"2-process run hung for {LAUNCH_TIMEOUT_S}s:\n{stderr[-4000:]}")
-    assert proc.returncode == 0, stderr[-6000:]
+    from accelerate_launch import launch_two  # tests/ is on pytest's path, not the worker's
+
+    launch_two([str(HERE), str(out), *extra], cwd=HERE.parent, timeout_s=LAUNCH_TIMEOUT_S,
+               what="training run")  # fmt: skip
 
 
 @pytest.mark.desktop

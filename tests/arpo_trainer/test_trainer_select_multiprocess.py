@@ -11,22 +11,12 @@ hang the run (the subprocess timeout turns that into a failure).
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 
 import pytest
+from accelerate_launch import launch_two
 from repo_paths import ROOT
 
 LAUNCH_TIMEOUT_S = 420
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.desktop
@@ -34,11 +24,7 @@ def _free_port() -> int:
 @pytest.mark.timeout(LAUNCH_TIMEOUT_S + 120)
 def test_two_processes_split_the_attempts_on_their_own_desktops_and_merge_the_counts(tmp_path):
     out = tmp_path / "selected.json"
-    cmd = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no",
-        "--main_process_port", str(_free_port()),
+    args = [
         "-m", "arpo_trainer.cli", "select-tasks",
         "--output_dir", str(tmp_path / "run"), "--model_name_or_path", "tiny",
         "--provider", "local", "--vector_env", "async", "--settle", "false",
@@ -50,22 +36,7 @@ def test_two_processes_split_the_attempts_on_their_own_desktops_and_merge_the_co
         "--use_cpu", "true", "--bf16", "false", "--report_to", "none",
         "--gradient_checkpointing", "false", "--selection_output", str(out),
     ]  # fmt: skip
-    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        stdout, stderr = proc.communicate(timeout=LAUNCH_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            stdout, stderr = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate(timeout=60)
-        pytest.fail(f"2-process select-tasks hung for {LAUNCH_TIMEOUT_S}s:\n{stderr[-4000:]}")
-    assert proc.returncode == 0, stderr[-6000:]
+    stdout = launch_two(args, cwd=ROOT, timeout_s=LAUNCH_TIMEOUT_S, what="select-tasks")
 
     doc = json.loads(out.read_text())
     assert doc["k"] == 5 and doc["processes"] == 2 and doc["desktops_per_process"] == 2

@@ -33,7 +33,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -573,8 +573,35 @@ def run_async(
             assembler.add(collector.results.get_nowait())
 
 
+def row_stream(n_rows: int, seed: int, rank: int = 0, processes: int = 1) -> Iterator[int]:
+    """The row indices process ``rank`` of ``processes`` plays, for ever: every process draws the
+    same seeded shuffle of ``range(n_rows)``, epoch after epoch, and takes every ``processes``-th
+    row of that one stream from position ``rank``. So the processes split each epoch between them
+    (no row twice while the epoch lasts), as TRL's distributed sampler splits a batch's rows.
+
+    >>> ranks = [row_stream(4, 0, r, 2) for r in (0, 1)]
+    >>> [[next(s), next(s)] for s in ranks]  # one epoch of 4 rows, split between 2 processes
+    [[3, 0], [1, 2]]
+    """
+    if n_rows < 1:
+        raise ValueError("row_stream needs at least one row")
+    if not 0 <= rank < processes:
+        raise ValueError(f"rank {rank} is not one of {processes} processes")
+    rng = random.Random(seed)
+    position = 0
+    while True:
+        order = list(range(n_rows))
+        rng.shuffle(order)
+        while order:
+            i = order.pop()
+            if position % processes == rank:
+                yield i
+            position += 1
+
+
 class TrainerRollouts:
-    """The asynchronous loop as :class:`~arpo_trainer.trainer.ARPOTrainer` runs it (one process).
+    """The asynchronous loop as :class:`~arpo_trainer.trainer.ARPOTrainer` runs it in one process
+    (each trainer process has its own, over its own desktops and share of the rows).
 
     Desktops play episodes of groups drawn from ``rows`` (a seeded shuffle, epoch after epoch) on
     their own threads, ``prefetch_groups`` groups ahead of the learner, while the learner trains;
@@ -602,6 +629,8 @@ class TrainerRollouts:
         end_on_format_error: bool,
         prefetch_groups: int,
         seed: int,
+        rank: int = 0,
+        processes: int = 1,
     ):
         if not rows:
             raise ValueError("TrainerRollouts needs at least one training row")
@@ -620,15 +649,11 @@ class TrainerRollouts:
         self.rows, self.task_of = rows, task_of
         self.prefetch = max(1, prefetch_groups)
         self.submitted = 0
-        self._rng = random.Random(seed)
-        self._order: list[int] = []
+        self._stream = row_stream(len(rows), seed, rank, processes)
         self._rows_of: dict[str, dict[str, Any]] = {}  # task id -> its row
 
     def _next_row(self) -> dict[str, Any]:
-        if not self._order:
-            self._order = list(range(len(self.rows)))
-            self._rng.shuffle(self._order)
-        return self.rows[self._order.pop()]
+        return self.rows[next(self._stream)]
 
     def top_up(self) -> None:
         """Queue groups until ``prefetch_groups`` are submitted and not yet taken or dropped."""

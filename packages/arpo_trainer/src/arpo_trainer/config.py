@@ -173,7 +173,8 @@ class ARPOConfig(GRPOConfig):
             "help": "'sync': lock-step rollouts, the paper's loop (the reference). 'async': each "
             "desktop plays on its own against a batching generator, the learner takes complete "
             "groups at most max_staleness policy versions old (arpo_trainer.async_rollout; "
-            "benchmarks/bench_async_rollout.py). 'async' runs in one process, without vLLM, so far."
+            "benchmarks/bench_async_rollout.py). 'async' runs without vLLM so far, in one "
+            "process or several (accelerate launch; not under ZeRO-3)."
         },
     )
     max_staleness: int = field(

@@ -13,11 +13,12 @@ batch (rows = tasks, repeated ``num_generations`` times in contiguous groups):
 4. group-relative advantages (``scale_rewards``), one sequence per trajectory with the
    observation tokens masked out of the loss (``tool_mask``), ``mm_token_type_ids`` for mRoPE.
 
-With ``rollout_mode="async"`` (one process, issue 28) step 1 is replaced: complete groups come from
-desktops playing on their own against a generator with its own copy of the weights
-(:class:`~arpo_trainer.async_rollout.TrainerRollouts`), at most ``max_staleness`` steps old, and
-their sampling log-probs go into the truncated importance-sampling correction; steps 2-4 are the
-same code.
+With ``rollout_mode="async"`` (issue 28) step 1 is replaced: complete groups come from desktops
+playing on their own against a generator with its own copy of the weights
+(:class:`~arpo_trainer.async_rollout.TrainerRollouts`, one per process, over the process's own
+desktops and share of the rows), at most ``max_staleness`` steps old, and their sampling
+log-probs go into the truncated importance-sampling correction; steps 2-4 are the same code, so
+replay stays global across processes.
 
 The replay buffer is saved in every checkpoint (``arpo_replay.zip``) and restored on resume.
 
@@ -61,6 +62,7 @@ from arpo_trainer.demos import record_demonstrations
 from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
 from arpo_trainer.generation import (
+    Policy,
     TransformersPolicy,
     TRLGenerationPolicy,
     special_token_suppression,
@@ -220,12 +222,14 @@ class ARPOTrainer(GRPOTrainer):
         self._generator_model: torch.nn.Module | None = None
         self._synced_at = 0
         self._desktop_busy_seen = 0.0
-        if args.rollout_mode == "async" and self.accelerator.num_processes > 1:
-            raise ValueError(
-                "rollout_mode='async' runs in one process so far (replay across ranks and the "
-                f"desktops of several ranks are not built); got {self.accelerator.num_processes} "
-                "processes: use rollout_mode='sync'"
-            )
+        if args.rollout_mode == "async":
+            plugin = self.accelerator.state.deepspeed_plugin
+            if plugin is not None and plugin.zero_stage == 3:
+                raise ValueError(
+                    "rollout_mode='async' copies the learner's weights into its generator, and "
+                    "ZeRO-3 partitions them across processes: use ZeRO-2 (or none), or "
+                    "rollout_mode='sync'"
+                )
         self.live_stats: dict[str, Any] = {}
         # one quiet progress bar (the metrics dict goes to report_to, not the terminal)
         if any(type(cb) is ProgressCallback for cb in self.callback_handler.callbacks):
@@ -462,11 +466,15 @@ class ARPOTrainer(GRPOTrainer):
         if self.args.rollout_mode == "async" and mode == "train" and self._async is not None:
             astats = self._async.assembler.stats
             m = self._metrics[mode]
-            taken = astats.staleness[-len(groups) :]
+            # over every process's groups: staleness of this step's, totals since the start
+            ranks = self.ranks.gather(
+                [(astats.staleness[-len(groups) :], astats.dropped_stale, astats.taken)]
+            )
+            taken = [s for r in ranks for s in r[0]]
             m["async/staleness_mean"].append(sum(taken) / max(len(taken), 1))
             m["async/staleness_max"].append(float(max(taken, default=0)))
-            m["async/dropped_stale"].append(float(astats.dropped_stale))
-            m["async/groups_taken"].append(float(astats.taken))
+            m["async/dropped_stale"].append(float(sum(r[1] for r in ranks)))
+            m["async/groups_taken"].append(float(sum(r[2] for r in ranks)))
             m["async/generator_version"].append(float(self._async.generator.version))
         self._record_metrics(
             mode,
@@ -589,6 +597,12 @@ class ARPOTrainer(GRPOTrainer):
         finally:
             self.use_vllm = False
 
+    def async_policy(self, model: torch.nn.Module) -> Policy:
+        """What the asynchronous loop's generator samples with: ``generate`` on ``model``, the
+        generator's own copy of the weights (a subclass may wrap it, as the 2-process test does to
+        pace what each rank plays)."""
+        return TransformersPolicy(model, self.encoder, self.turn_generation_config)
+
     def _async_groups(
         self, rows: int, G: int, step: int
     ) -> tuple[list[dict[str, Any]], list[Trajectory], RolloutStats]:
@@ -611,7 +625,7 @@ class ARPOTrainer(GRPOTrainer):
                 pools,
                 self.encoder,
                 self.action_set,
-                TransformersPolicy(generator_model, self.encoder, self.turn_generation_config),
+                self.async_policy(generator_model),
                 rows=[dict(r) for r in self.task_rows.to_list()],
                 task_of=lambda row: self.tasks[row["task_id"]],
                 group_size=G,
@@ -620,6 +634,8 @@ class ARPOTrainer(GRPOTrainer):
                 end_on_format_error=self.args.end_on_format_error,
                 prefetch_groups=2 * (rows // G),
                 seed=self.args.seed,
+                rank=self.ranks.process_index,
+                processes=self.accelerator.num_processes,
             )
             self._async.generator.version = step
             self._synced_at = step
