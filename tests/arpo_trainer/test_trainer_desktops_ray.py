@@ -105,6 +105,43 @@ def test_a_training_step_on_local_desktops_running_as_ray_actors(tmp_path, clust
     assert _wait_dead(actors + desktops) == []
 
 
+def test_async_rollouts_play_on_ray_actor_desktops(tmp_path, cluster):
+    # rollout_mode async: each desktop of the loop is its own one-actor pool, playing on its own
+    args = make_config(
+        tmp_path,
+        desktops={"source": "ray", "ray_address": cluster, "provider": "local", "num_cpus": 0,
+                  "resources": {"osworld_desktop": 1}, "num_desktops": 2},
+        provider="local",
+        rollout_mode="async",
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_steps=2,
+        max_turns=2,
+        step_timeout_s=180,
+    )  # fmt: skip
+    vlm = build_tiny_vlm(seed=0)
+    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    actors: list[int] = []
+
+    class SeeActors(TrainerCallback):  # while the loop's desktops still run
+        def on_step_end(self, *a, **k):
+            for p in trainer._async.collector.pools:  # noqa: SLF001 - the loop's desktops
+                assert p.pool.backend == "ray"
+                actors.extend(x["pid"] for x in p.pool.vec.placement)
+
+    trainer.add_callback(SeeActors())
+    try:
+        trainer.train()
+    finally:
+        trainer.close_desktops()
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert len(history) == 2 and all(h["episode/infra_errors"] == 0 for h in history)
+    assert history[-1]["async/groups_taken"] == 2
+    # two actors, neither in this process, the same two through both steps; gone with the loop
+    assert len(set(actors)) == 2 and os.getpid() not in actors and len(actors) == 4
+    assert _wait_dead(set(actors)) == []
+
+
 def test_a_ray_address_other_than_the_connected_cluster_is_a_clear_error(tmp_path, cluster):
     from arpo_trainer.desktops import DesktopPool
 
