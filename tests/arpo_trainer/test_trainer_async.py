@@ -250,6 +250,8 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
             {"rollout_mode": "async", "max_staleness": 1, "weight_sync_every": 3},
             "needs max_staleness >= 2",
         ),
+        ({"rollout_mode": "async", "async_desktops": -1}, "async_desktops must be >= 0"),
+        ({"async_desktops": 4}, "async_desktops=4 is for rollout_mode='async'"),
     ],
 )
 def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):

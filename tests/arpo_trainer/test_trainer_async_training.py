@@ -25,10 +25,13 @@ class RecordingTrainer(ARPOTrainer):
         super().__init__(*args, **kwargs)
         self.taken: list[list[Trajectory]] = []
         self.outputs: list[dict[str, Any]] = []
+        self.episodes_per_desktop: list[int] = []
 
     def _async_groups(self, rows: int, G: int, step: int):
         out = super()._async_groups(rows, G, step)
         self.taken.append(out[1])
+        assert self._async is not None
+        self.episodes_per_desktop = list(self._async.collector.episodes_per_desktop)
         return out
 
     def _generate_and_score_completions(self, inputs):
@@ -127,3 +130,11 @@ def test_async_mode_trains_on_real_local_desktops(tmp_path):
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert all(h["episode/infra_errors"] == 0 for h in history)
     assert all(h["rollout/env_seconds"] > 0 for h in history)  # desktop-seconds, counted
+
+
+def test_async_desktops_sets_how_many_desktops_play_beside_the_generation_batch(tmp_path):
+    # 3 desktops for a generation batch of 2 rows: every desktop gets episodes to play
+    trainer = run_async(tmp_path, async_desktops=3, weight_sync_every=1)
+    check_async_run(trainer, versions=[0.0, 1.0, 2.0])
+    counts = trainer.episodes_per_desktop
+    assert len(counts) == 3 and all(n > 0 for n in counts), counts

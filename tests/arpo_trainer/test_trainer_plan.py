@@ -128,6 +128,16 @@ def test_the_demo_config_plans_cleanly_on_local_desktops():
     assert "== no problem found" in proc.stdout
 
 
+def test_the_plan_counts_the_async_loops_own_desktops(tmp_path):
+    proc = arpo_train(
+        "--dry_run", "--provider", "fake", "--model_name_or_path", "tiny",
+        "--output_dir", str(tmp_path), "--per_device_train_batch_size", "4",
+        "--num_generations", "4", "--rollout_mode", "async", "--async_desktops", "6",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "provider 'fake': 6 per process, 6 in all" in proc.stdout
+
+
 def test_missing_things_fail_early_with_what_to_do(tmp_path):
     proc = arpo_train(
         "--config", str(RECIPE), "--dry_run", "--tasks", str(tmp_path / "nowhere.json"),

@@ -344,6 +344,7 @@ class AsyncCollector:
         self.results: queue.Queue[Played] = queue.Queue()
         self.episode_of: dict[int, EpisodeJob] = {}  # uid -> job (for scripted policies)
         self._uid = 0
+        self.episodes_per_desktop = [0] * len(pools)  # played to their end, whatever the outcome
         self._lock = threading.Lock()
         self._threads = [
             threading.Thread(target=self._work, args=(i,), name=f"desktop-{i}", daemon=True)
@@ -382,6 +383,7 @@ class AsyncCollector:
                 traj = Trajectory(task_id, instruction, infra_error=repr(e), end="infra_error")
                 played = Played(job, traj, self.generator.version)
             self.timeline.add_episode(len(played.trajectory.turns))
+            self.episodes_per_desktop[slot] += 1
             self.results.put(played)
 
     def play(self, pool: Any, job: EpisodeJob) -> Played:

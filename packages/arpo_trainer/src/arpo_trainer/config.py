@@ -190,6 +190,14 @@ class ARPOConfig(GRPOConfig):
             "help": "async: push the learner's weights to the generator every k learner steps."
         },
     )
+    async_desktops: int = field(
+        default=0,
+        metadata={
+            "help": "async: desktops per process, each playing whole episodes on its own (0: one "
+            "per row of a generation batch, as sync mode). More desktops than rows keep the "
+            "learner fed while episodes of uneven length finish; the generator batches their turns."
+        },
+    )
     # -- end of asynchronous rollouts ---------------------------------------------------------
     max_history_images: int = field(
         default=15,
@@ -373,6 +381,15 @@ class ARPOConfig(GRPOConfig):
                 f"max_staleness must be >= 0 and weight_sync_every >= 1, got "
                 f"{self.max_staleness} and {self.weight_sync_every}"
             )
+        if self.async_desktops < 0:
+            raise ValueError(
+                f"async_desktops must be >= 0 (0: one per row), got {self.async_desktops}"
+            )
+        if self.async_desktops and self.rollout_mode != "async":
+            raise ValueError(
+                f"async_desktops={self.async_desktops} is for rollout_mode='async'; sync mode "
+                "plays one desktop per row of the generation batch"
+            )
         if self.rollout_mode == "async" and self.weight_sync_every > self.max_staleness + 1:
             # between two syncs every episode is sampled with the last synced version: a learner
             # weight_sync_every - 1 steps ahead would drop them all and wait for ever
@@ -424,6 +441,12 @@ class ARPOConfig(GRPOConfig):
         """``steps_per_generation``, which TRL types ``int | None`` and resolves in
         ``__post_init__`` (from ``generation_batch_size`` or ``gradient_accumulation_steps``)."""
         return _resolved(self.steps_per_generation, "steps_per_generation")
+
+    @property
+    def desktops_per_process(self) -> int:
+        """How many desktops each process plays on: one per row of its generation batch, or
+        ``async_desktops`` in async mode when set."""
+        return self.async_desktops or self.per_device_train_batch_size * self.generation_steps
 
     @property
     def run_dir(self) -> Path:

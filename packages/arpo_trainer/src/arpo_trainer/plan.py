@@ -238,17 +238,18 @@ def build_plan(
 
     # desktops
     source = args.desktop_source
+    desktops = args.desktops_per_process  # async_desktops, or one per rollout
     lines += [
         "== desktops",
-        f"  provider {args.provider!r}: {per_process} per process, {per_process * n} in all, "
+        f"  provider {args.provider!r}: {desktops} per process, {desktops * n} in all, "
         f"{args.screen_width}x{args.screen_height}, {args.max_turns} turns per episode",
     ]
     if args.desktops:
-        lines += describe_source(source, per_process, n)
-        problems += check_source_count(source, per_process, n)
+        lines += describe_source(source, desktops, n)
+        problems += check_source_count(source, desktops, n)
     if source.source == "remote" and not source.remotes:
         problems += remote_problems(dict(args.env_kwargs or {}))
-    more, found, caps = desktop_preflight(args, per_process * n)
+    more, found, caps = desktop_preflight(args, desktops * n)
     lines += more
     problems += found
 

@@ -613,8 +613,9 @@ class ARPOTrainer(GRPOTrainer):
         if self._async is None:
             generator_model = copy.deepcopy(learner).eval().requires_grad_(False)
             self._generator_model = generator_model
+            desktops = self.args.desktops_per_process
             pools = DesktopPool.singles(
-                rows,
+                desktops,
                 env_kwargs(self.args, self.encoder),
                 backend=self.args.vector_env,
                 step_timeout=self.args.step_timeout_s,
@@ -632,7 +633,9 @@ class ARPOTrainer(GRPOTrainer):
                 max_staleness=self.args.max_staleness,
                 max_turns=self.args.max_turns,
                 end_on_format_error=self.args.end_on_format_error,
-                prefetch_groups=2 * (rows // G),
+                # two steps' groups ahead of the learner, and at least enough to keep every
+                # desktop playing
+                prefetch_groups=max(2 * (rows // G), -(-desktops // G) + rows // G),
                 seed=self.args.seed,
                 rank=self.ranks.process_index,
                 processes=self.accelerator.num_processes,
