@@ -19,14 +19,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_trainer_multiprocess import TASK
 
 HERE = Path(__file__).resolve()
-TASK = "os-mkdir-001"
 LAUNCH_TIMEOUT_S = 420
 
 
 def _worker(out: Path) -> None:
-    from arpo_trainer.config import ARPOConfig
     from arpo_trainer.demos import oracle_script
     from arpo_trainer.generation import TurnSample
     from arpo_trainer.ranks import end_process_group
@@ -34,6 +33,7 @@ def _worker(out: Path) -> None:
     from arpo_trainer.tiny import build_tiny_vlm
     from arpo_trainer.trainer import ARPOTrainer
     from osworld_gym.support import builtin_task
+    from test_trainer_multiprocess import worker_config
 
     class PacedPolicy:
         """The generator's real policy samples; the rank's script decides what is played (per
@@ -68,31 +68,13 @@ def _worker(out: Path) -> None:
                     f.write(json.dumps({"step": step, "score": t.score, "valid": t.valid}) + "\n")
             return taken
 
-    args = ARPOConfig(
-        output_dir=str(out / "run"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
+    args = worker_config(
+        out,
         save_strategy="no",
-        logging_steps=1,
-        gradient_checkpointing=False,
-        per_device_train_batch_size=2,
-        num_generations=2,
         max_steps=2,
-        learning_rate=1e-2,
-        provider="local",
-        settle=True,
-        settle_max_s=2.0,
-        vector_env="async",
-        screen_width=640,
-        screen_height=360,
-        max_turns=3,
-        max_turn_tokens=8,
-        task_ids=[TASK],
         rollout_mode="async",
         max_staleness=1,
         weight_sync_every=1,
-        seed=0,
     )
     vlm = build_tiny_vlm(seed=0)
     tasks = resolve_tasks("builtin", [TASK])

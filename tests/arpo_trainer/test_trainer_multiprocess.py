@@ -19,6 +19,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,10 +31,25 @@ LAUNCH_TIMEOUT_S = 420  # one launch takes ~40 s on 2 busy cores
 # -- the worker (runs in each accelerate process) ------------------------------------------------
 
 
+def worker_config(out: Path, **overrides: Any):
+    """The 2-process tests' run: the tiny model on 2 local desktops per process, groups of 2,
+    ``os-mkdir-001``, 3 turns (the async test imports it too: the script's folder is on the
+    workers' path)."""
+    from arpo_trainer.config import ARPOConfig
+
+    settings: dict[str, Any] = {
+        "output_dir": str(out / "run"), "use_cpu": True, "bf16": False, "report_to": "none",
+        "logging_steps": 1, "gradient_checkpointing": False, "per_device_train_batch_size": 2,
+        "num_generations": 2, "learning_rate": 1e-2, "provider": "local", "settle": True,
+        "settle_max_s": 2.0, "vector_env": "async", "screen_width": 640, "screen_height": 360,
+        "max_turns": 3, "max_turn_tokens": 8, "task_ids": [TASK], "seed": 0,
+    }  # fmt: skip
+    return ARPOConfig(**{**settings, **overrides})
+
+
 def _worker(out: Path, resume: bool) -> None:
     import torch
     import torch.distributed as dist
-    from arpo_trainer.config import ARPOConfig
     from arpo_trainer.demos import oracle_script
     from arpo_trainer.generation import TurnSample
     from arpo_trainer.ranks import end_process_group
@@ -99,31 +115,13 @@ def _worker(out: Path, resume: bool) -> None:
                 c.run, c._recorded = recorded, True
             return c
 
-    args = ARPOConfig(
-        output_dir=str(out / "run"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
+    args = worker_config(
+        out,
         save_strategy="steps",
         save_steps=1,
-        logging_steps=1,
-        gradient_checkpointing=False,
-        per_device_train_batch_size=2,
-        num_generations=2,
         max_steps=1,
-        learning_rate=1e-2,
-        provider="local",
-        settle=True,
-        settle_max_s=2.0,
-        vector_env="async",
-        screen_width=640,
-        screen_height=360,
-        max_turns=3,
-        max_turn_tokens=8,
-        task_ids=[TASK],
         log_completions=True,
         rollout_log="rollouts.jsonl",
-        seed=0,
     )
     vlm = build_tiny_vlm(seed=0)
     tasks = resolve_tasks("builtin", [TASK])

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from osworld_gym.providers.sources import (
+    DesktopSlot,
     DesktopSource,
     HookedReset,
     RemoteDesktop,
@@ -167,13 +168,7 @@ class DesktopPool:
         self.source = source
         # desktop i of process `rank` is desktop rank * n + i of the source (with a URL list:
         # that guest); the slot's provider and provider_kwargs override env_kwargs'
-        slots = source.slots(
-            n,
-            first=rank * n if first is None else first,
-            provider_kwargs=kwargs.get("provider_kwargs"),
-            who=f"process {rank}",
-            fewer="lower per_device_train_batch_size",
-        )
+        slots = _process_slots(source, n, rank * n if first is None else first, kwargs, rank)
         per_slot = [{**kwargs, **slot} for slot in slots]
         kwargs = per_slot[0]  # what every desktop shares (Ray actors: one set of kwargs for all)
         if source.source == "remote" and source.remotes:
@@ -220,13 +215,7 @@ class DesktopPool:
         guests ``rank * n`` .. ``rank * n + n - 1``, each once."""
         source = source or DesktopSource(env_kwargs.get("provider", "local"))
         # the whole share is checked at once (a URL list too short, one guest for n desktops)
-        source.slots(
-            n,
-            first=rank * n,
-            provider_kwargs=env_kwargs.get("provider_kwargs"),
-            who=f"process {rank}",
-            fewer="lower per_device_train_batch_size",
-        )
+        _process_slots(source, n, rank * n, env_kwargs, rank)
         return [
             cls(1, env_kwargs, backend, step_timeout, source, rank, first=rank * n + i)
             for i in range(n)
@@ -278,6 +267,19 @@ class DesktopPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _process_slots(
+    source: DesktopSource, n: int, first: int, env_kwargs: dict[str, Any], rank: int
+) -> list[DesktopSlot]:
+    """Desktops ``first`` .. ``first + n - 1`` of ``source`` for trainer process ``rank``."""
+    return source.slots(
+        n,
+        first=first,
+        provider_kwargs=env_kwargs.get("provider_kwargs"),
+        who=f"process {rank}",
+        fewer="lower per_device_train_batch_size",
+    )
 
 
 # -- where the desktops come from -----------------------------------------------------------------
