@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ from osworld_gym.evaluators import EvalContext, getter
 from osworld_gym.evaluators.getters import cdp_probe
 from osworld_gym.evaluators.getters.chrome import address_bar_url
 from repo_paths import ROOT
+from tcp_guest import free_port
 
 SHIMS = ROOT / "packages/osworld_gym/src/osworld_gym/guest/shims"
 needs_chromium = pytest.mark.skipif(
@@ -61,12 +61,6 @@ class ThisMachine:
 
 def ctx(client: Any, tmp_path: Path) -> EvalContext:
     return EvalContext(client=client, cache_dir=tmp_path / "cache", task_id="t")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- plumbing -----------------------------------------------------------------------------------
@@ -199,9 +193,15 @@ def test_probe_against_a_real_headless_chromium(tmp_path):
             1, "Target.createTarget", {"url": "data:text/html,<title>Two</title><p>second page</p>"}
         )
         ws.close()
-        time.sleep(1)
-        listed = cdp_probe.run({"action": "list", "ports": [port]})
-        assert [t["title"] for t in listed["tabs"]] == ["One", "Two"]
+        # the new tab's title arrives once its page loaded: a fixed 1 s wait failed under load
+        deadline = time.monotonic() + 30
+        while True:
+            listed = cdp_probe.run({"action": "list", "ports": [port]})
+            titles = [t["title"] for t in listed["tabs"]]
+            if titles == ["One", "Two"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert titles == ["One", "Two"]
         active = cdp_probe.run({"action": "active", "ports": [port], "content": True})["tab"]
         assert active["title"] == "Two" and active["content"] == "second page"
         first = next(t for t in listed["tabs"] if t["title"] == "One")

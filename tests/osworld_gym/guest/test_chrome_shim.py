@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
+from tcp_guest import free_port
 
 SHIMS = ROOT / "packages/osworld_gym/src/osworld_gym/guest/shims"
 needs_chromium = pytest.mark.skipif(
@@ -94,12 +95,6 @@ def test_osworld_chrome_steps_on_the_local_desktop(local_env):
     json.loads(client.get_file(preferences))  # written completely on the clean shutdown
     client.launch(["google-chrome", "--remote-debugging-port=1337"])
     wait_for(lambda: devtools(1337).startswith("Chrome/"), what="DevTools after the relaunch")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.mark.slow

@@ -13,7 +13,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import pytest
 from osworld_gym.support import builtin_tasks
 from osworld_gym.tasks.assets import generate
 from osworld_gym.tasks.builtin.web_media_assets import ARTICLES, STAFF
+from tcp_guest import free_port
 
 GENERAL_DOMAINS = ("os", "terminal", "text_editor", "chrome", "vlc", "multi_apps")
 #: The first slice of built-in tasks; tests/osworld_gym/tasks/test_builtin_oracles.py covers them.
@@ -113,12 +113,6 @@ def test_the_portal_downloads_hold_the_report_and_a_zip_of_three_files():
     archive = generate("builtin-asset://portal_file?name=photos.zip")
     names = zipfile.ZipFile(io.BytesIO(archive)).namelist()
     assert sorted(names) == ["photos/beach.txt", "photos/city.txt", "photos/mountain.txt"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
