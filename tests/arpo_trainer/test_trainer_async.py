@@ -302,3 +302,48 @@ def test_trainer_rollouts_refill_the_queue_when_a_step_takes_its_groups(setup):
     finally:
         tr.close()
 
+
+
+class _ClickAndBumpVersion:
+    """Never ends an episode (a click every turn); after its ``bump_after``-th answer the
+    generator's version jumps by 2, as if the learner had stepped twice meanwhile."""
+
+    def __init__(self, encoder, gen_ref, bump_after: int):
+        self.encoder, self.ref, self.bump_after, self.calls = encoder, gen_ref, bump_after, 0
+
+    def sample(self, contexts, rows):
+        self.calls += 1
+        if self.calls == self.bump_after:
+            self.ref[0].version += 2  # read by the next answer (this one carries the old version)
+        text = "Action: click(start_box='(10,10)')"
+        ids = self.encoder.action_ids(text)
+        return [TurnSample(ids, [0.0] * len(ids), text) for _ in rows]
+
+
+@pytest.mark.parametrize(("max_staleness", "turns"), [(1, 1), (None, 2), (2, 2)])
+def test_an_episode_too_stale_to_train_on_is_abandoned_not_played_on(setup, max_staleness, turns):
+    ref: list[BatchingGenerator] = []
+    gen = BatchingGenerator(_ClickAndBumpVersion(setup["encoder"], ref, bump_after=1))
+    ref.append(gen)
+    pool = DesktopPool(1, setup["env"], backend="sync")
+    col = AsyncCollector(
+        [pool], setup["encoder"], setup["action_set"], gen, max_turns=2,
+        end_on_format_error=True, max_staleness=max_staleness,
+    )  # fmt: skip
+    asm = GroupAssembler(group_size=1, max_staleness=max_staleness or 0)
+    try:
+        col.submit_group(setup["task"], 0, 1)
+        played = col.results.get(timeout=120)
+    finally:
+        col.close()
+        gen.close()
+        pool.close()
+    # answer 1 carries version 0, answer 2 version 2: with a bound of 1 the episode stops there
+    # (its 1 played turn, no score); without a bound or with 2 it plays both turns (the env ends
+    # it, truncated, at max_turns)
+    assert len(played.trajectory.turns) == turns and played.version == 0
+    assert (played.trajectory.end == "stale") == (turns == 1)
+    assert col.abandoned_stale == (1 if turns == 1 else 0)
+    if max_staleness == 1:
+        asm.add(played)
+        assert asm.take(1, gen.version) == [] and asm.stats.dropped_stale == 1

@@ -317,6 +317,11 @@ class AsyncCollector:
             and infra-error handling).
         generator: the shared generation service.
         timeline: where finished episodes are counted.
+        max_staleness: the learner's bound (``None``: none). An episode whose newest answer is
+            more than this many versions ahead of its first is abandoned before its action runs
+            (``end="stale"``, no score): its group can only be dropped by a learner at least at
+            that version (a group's version is its oldest turn's), so playing it on wastes the
+            desktop. Long episodes (15 turns) otherwise finish only to be dropped.
     """
 
     def __init__(
@@ -329,6 +334,7 @@ class AsyncCollector:
         max_turns: int,
         end_on_format_error: bool = True,
         timeline: Timeline | None = None,
+        max_staleness: int | None = None,
     ):
         if any(p.n != 1 for p in pools):
             raise ValueError("each desktop of an AsyncCollector is a pool of one")
@@ -339,6 +345,8 @@ class AsyncCollector:
         self.max_turns = max_turns
         self.end_on_format_error = end_on_format_error
         self.timeline = timeline or Timeline()
+        self.max_staleness = max_staleness
+        self.abandoned_stale = 0  # episodes abandoned as already too stale to train on
         self._done_text = done_text(action_set)
         self.jobs: queue.Queue[EpisodeJob | None] = queue.Queue()
         self.results: queue.Queue[Played] = queue.Queue()
@@ -399,6 +407,11 @@ class AsyncCollector:
             context = self.encoder.encode(instruction, shots, [t.action_ids for t in traj.turns])
             sample, v = self.generator.submit(context, job.uid).result()
             versions.append(v)
+            if self.max_staleness is not None and v - versions[0] > self.max_staleness:
+                traj.end = "stale"  # its group will be dropped: stop using the desktop for it
+                with self._lock:
+                    self.abandoned_stale += 1
+                break
             error = self._parse_error(sample.text)
             traj.turns.append(Turn(shots[-1], sample.ids, sample.logps, sample.text, error))
             if error is not None:
@@ -629,6 +642,7 @@ class TrainerRollouts:
             max_turns=max_turns,
             end_on_format_error=end_on_format_error,
             timeline=self.timeline,
+            max_staleness=max_staleness,
         )
         self.assembler = GroupAssembler(group_size, max_staleness, replay=None)
         self.rows, self.task_of = rows, task_of
