@@ -44,9 +44,11 @@ def _ablation():
 def run_one(mode: str, seed: int, args: argparse.Namespace) -> Path:
     run_dir = args.out / f"{mode}-s{seed}"
     log = run_dir / "rollouts.jsonl"
-    if log.exists() and len(
-        {json.loads(x)["global_step"] for x in log.read_text().splitlines() if x}
-    ) >= args.steps:
+    if (
+        log.exists()
+        and len({json.loads(x)["global_step"] for x in log.read_text().splitlines() if x})
+        >= args.steps
+    ):
         print(f"{run_dir.name}: done before, kept", flush=True)
         return run_dir
     subprocess.run(["rm", "-rf", str(run_dir)], check=True)
@@ -87,7 +89,8 @@ def summarize(results: dict, steps: int) -> str:
     edges = [0, steps // 4, steps // 2, 3 * steps // 4, steps]
     windows = list(zip(edges[:-1], edges[1:], strict=True))
     head = "| mode | seed | " + " | ".join(f"own success, steps {a}-{b - 1}" for a, b in windows)
-    head += " | all-fail groups | injected | staleness mean | staleness max | dropped stale | wall s |"
+    head += " | all-fail groups | injected | staleness mean | staleness max | dropped stale"
+    head += " | wall s |"
     lines = [head, "|---|---:|" + "---:|" * (len(windows) + 6)]
     for (mode, seed), r in sorted(results.items()):
         cells = [f"{ab.window_mean(r['curve'], 'own_success', a, b):.2f}" for a, b in windows]
@@ -95,11 +98,9 @@ def summarize(results: dict, steps: int) -> str:
         inj = ab.window_mean(r["curve"], "injected", 0, steps)
         logs = r["logged"]
         st = [x["async/staleness_mean"] for x in logs if "async/staleness_mean" in x]
-        smax = max((x["async/staleness_max"] for x in logs if "async/staleness_max" in x), default=0)
-        drop = max((x["async/dropped_stale"] for x in logs if "async/dropped_stale" in x), default=0)
-        async_cells = (
-            f"{sum(st) / len(st):.2f} | {smax:.0f} | {drop:.0f}" if st else "- | - | -"
-        )
+        smax = max((x.get("async/staleness_max", 0) for x in logs), default=0)
+        drop = max((x.get("async/dropped_stale", 0) for x in logs), default=0)
+        async_cells = f"{sum(st) / len(st):.2f} | {smax:.0f} | {drop:.0f}" if st else "- | - | -"
         lines.append(
             f"| {mode} | {seed} | " + " | ".join(cells) + f" | {af:.2f} | {inj:.2f} | "
             f"{async_cells} | {r['wall_s']} |"
@@ -135,7 +136,7 @@ def main() -> None:
         results[(mode, seed)] = {
             "curve": ab.step_metrics(d / "rollouts.jsonl"),
             "logged": logged_steps(d),
-            "wall_s": (d / "wall_s.txt").read_text().strip() if (d / "wall_s.txt").exists() else "-",
+            "wall_s": wall.read_text().strip() if (wall := d / "wall_s.txt").exists() else "-",
         }
     table = summarize(results, args.steps)
     (args.out / "learning.json").write_text(

@@ -303,7 +303,6 @@ def test_trainer_rollouts_refill_the_queue_when_a_step_takes_its_groups(setup):
         tr.close()
 
 
-
 class _ClickAndBumpVersion:
     """Never ends an episode (a click every turn); after its ``bump_after``-th answer the
     generator's version jumps by 2, as if the learner had stepped twice meanwhile."""
