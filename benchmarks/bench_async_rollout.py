@@ -21,7 +21,7 @@ Conditions that are *simulated*, and stated in the table's header:
   are kept) but the *action sent* follows a script per (group, member): ``length - 1`` clicks then
   DONE. The default, ``1-15``, is issue 28's GUI episodes: each episode's length is drawn uniformly
   from 1 to 15 turns (mean 8; a group of 2 differs by 5 turns on average, the longest of a lock-step
-  batch of 4 is 12.2 on average), from a generator seeded by ``--length-seed`` and the episode's
+  batch of 4 is 12.5 on average), from a generator seeded by ``--length-seed`` and the episode's
   (group, member), so both modes play exactly the same lengths. A comma list (``1,6,2,4``) is
   cycled instead. Desktop work (resets, clicks, settles, scoring) is real.
 
