@@ -17,24 +17,38 @@ Conditions that are *simulated*, and stated in the table's header:
   model on a GPU needs on the order of 0.5-2 s per turn, nearly independent of batch size);
 * ``--learn-s``: the learner step is a sleep of this length (a stand-in for the optimizer step,
   which is not part of what is measured here: the rollout loop is);
-* episode lengths: the tiny model's text is sampled for real (its ids and log-probs are kept) but
-  the *action sent* follows a script per (task, group member): ``length - 1`` clicks then DONE, with
-  lengths spread from 1 to ``max_turns``, as a real policy's uneven episodes are. Desktop work
-  (resets, clicks, settles, scoring) is real.
+* ``--lengths``: episode lengths. The tiny model's text is sampled for real (its ids and log-probs
+  are kept) but the *action sent* follows a script per (group, member): ``length - 1`` clicks then
+  DONE. The default, ``1-15``, is issue 28's GUI episodes: each episode's length is drawn uniformly
+  from 1 to 15 turns (mean 8; a group of 2 differs by 5 turns on average, the longest of a lock-step
+  batch of 4 is 12.5 on average), from a generator seeded by ``--length-seed`` and the episode's
+  (group, member), so both modes play exactly the same lengths. A comma list (``1,6,2,4``) is
+  cycled instead. Desktop work (resets, clicks, settles, scoring) is real.
+
+Rounds (``--rounds``) interleave the modes, sync, async, sync, async, ..., each round on fresh
+desktops and the full ``--groups`` budget, so that load from other processes on a shared machine
+falls on both modes alike; the tables give each round's ratio and the pooled one (all episodes over
+all wall time, per mode). Async's episodes are the ones *handed to the learner* (groups dropped as
+stale are replaced and not counted, as is nothing played ahead of the budget's end).
 
 Measured from timestamps the rollout code records (:class:`~arpo_trainer.async_rollout.Timeline`):
 desktop utilisation = desktop-seconds inside a reset, an action, its settle or scoring (each
 desktop's own ``info["timings"]``) / (desktops x wall time); generator idle = share of wall time
 with no generate call running; learner idle = share with no learner step running.
 
-    uv run python benchmarks/bench_async_rollout.py [--desktops 4] [--groups 8] \
-        [--gen-latency-s 0.5] [--learn-s 2.0]
+The utilisation bound printed with each mode is what one desktop playing one episode at a time
+can reach: desktop seconds per turn ``a`` (measured: busy desktop-seconds / turns, resets
+included) over ``a + g`` with ``g`` the simulated generation latency per turn.
+
+    uv run python benchmarks/bench_async_rollout.py [--desktops 4] [--groups 16] [--rounds 3] \
+        [--lengths 1-15] [--gen-latency-s 1.0] [--learn-s 3.0]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import tempfile
 import threading
 import time
@@ -44,24 +58,47 @@ from typing import Any
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 TASKS = ["os-mkdir-001", "os-rename-001", "os-copy-001", "os-count-lines-001"]
-LENGTHS = [1, 6, 2, 4, 1, 3, 5, 2]
 CLICK_CANDIDATES = [
     "Thought: look\nAction: click(start_box='(70,42)')",
     "Thought: look\nAction: click(start_box='<|box_start|>(70,42)<|box_end|>')",
 ]
 
 
-def episode_length(task_index: int, member: int, max_turns: int) -> int:
-    return min(max_turns, LENGTHS[(3 * task_index + 5 * member) % len(LENGTHS)])
+class Lengths:
+    """Episode length of (group, member): ``lo-hi`` uniform integers (seeded per episode), or a
+    comma list cycled over the episodes."""
+
+    def __init__(self, spec: str, seed: int, group_size: int):
+        self.spec, self.seed, self.G = spec, seed, group_size
+        if "-" in spec:
+            lo, hi = (int(x) for x in spec.split("-", 1))
+            if not 1 <= lo <= hi:
+                raise SystemExit(f"--lengths {spec!r}: need 1 <= lo <= hi")
+            self.lo, self.hi, self.cycle = lo, hi, None
+        else:
+            self.cycle = [int(x) for x in spec.split(",")]
+            if not self.cycle or min(self.cycle) < 1:
+                raise SystemExit(f"--lengths {spec!r}: lengths must be at least 1")
+            self.lo, self.hi = min(self.cycle), max(self.cycle)
+
+    def __call__(self, group: int, member: int) -> int:
+        if self.cycle is not None:
+            return self.cycle[(group * self.G + member) % len(self.cycle)]
+        return random.Random(f"{self.seed}-{group}-{member}").randint(self.lo, self.hi)
+
+    def describe(self) -> str:
+        if self.cycle is not None:
+            return f"cycled {self.cycle}"
+        return f"uniform {self.lo}-{self.hi} turns per episode (seed {self.seed})"
 
 
 class ScriptedLengths:
     """Samples with the real policy, then sends a scripted action so that episode lengths are
     uneven and the same in both modes (see the module docstring)."""
 
-    def __init__(self, policy: Any, click: str, done: str, max_turns: int):
-        self.policy, self.click, self.done, self.max_turns = policy, click, done, max_turns
-        self.key_of: dict[int, tuple[int, int]] = {}  # row -> (task index, member)
+    def __init__(self, policy: Any, click: str, done: str, lengths: Lengths):
+        self.policy, self.click, self.done, self.lengths = policy, click, done, lengths
+        self.key_of: dict[int, tuple[int, int]] = {}  # row -> (group, member)
         self.lookup: Callable[[int], tuple[int, int]] | None = None  # async: uid -> key
         self.turn: dict[int, int] = {}
         self.lock = threading.Lock()
@@ -76,7 +113,7 @@ class ScriptedLengths:
                 key = self.lookup(r) if self.lookup else self.key_of[r]
                 k = self.turn.get(r, 0)
                 self.turn[r] = k + 1
-                text = self.done if k + 1 >= episode_length(*key, self.max_turns) else self.click
+                text = self.done if k + 1 >= self.lengths(*key) else self.click
                 scripted.append(TurnSample(ids=s.ids, logps=s.logps, text=text))
         return scripted
 
@@ -138,6 +175,14 @@ def build(args: argparse.Namespace, tmp: str) -> dict[str, Any]:
     )
 
 
+def _report(tl: Any, start: float, end: float, n: int, gen_latency_s: float) -> dict[str, float]:
+    rep = tl.report(start, end, n)
+    per_turn = tl.desktop_busy / max(tl.turns, 1)  # desktop-seconds per turn, resets included
+    rep["desktop_s_per_turn"] = per_turn
+    rep["utilisation_bound"] = per_turn / (per_turn + gen_latency_s)
+    return rep
+
+
 def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     from arpo_trainer.async_rollout import InstrumentedPolicy, InstrumentedPool, Timeline
     from arpo_trainer.desktops import DesktopPool
@@ -147,7 +192,7 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     G, n = args.group_size, args.desktops
     per_step = n // G
     pool = InstrumentedPool(DesktopPool(n, b["env"], backend="async"), tl)
-    scripted = ScriptedLengths(b["policy"], b["click"], b["done"], args.max_turns)
+    scripted = ScriptedLengths(b["policy"], b["click"], b["done"], b["lengths"])
     policy = InstrumentedPolicy(scripted, tl, args.gen_latency_s)
     col = Collector(
         pool,  # pyright: ignore[reportArgumentType] - a DesktopPool's interface, instrumented
@@ -160,12 +205,12 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
         pool.pool.reset([b["tasks"][0]] * n)  # start the desktops outside the measured time
         tl.desktop_busy = 0.0
         start = time.monotonic()
-        for step in range(args.groups // per_step):
-            groups = [step * per_step + j for j in range(per_step)]
+        for step in range(-(-args.groups // per_step)):
+            groups = [g for g in range(step * per_step, (step + 1) * per_step) if g < args.groups]
             tasks, keys = [], {}
             for g in groups:
                 for m in range(G):
-                    keys[len(tasks)] = (g % len(b["tasks"]), m)
+                    keys[len(tasks)] = (g, m)
                     tasks.append(b["tasks"][g % len(b["tasks"])])
             scripted.key_of, scripted.turn = keys, {}
             trajs = col.run(tasks, policy, step=step)
@@ -177,7 +222,8 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
         end = time.monotonic()
     finally:
         pool.close()
-    rep = tl.report(start, end, n)
+    rep = _report(tl, start, end, n, args.gen_latency_s)
+    rep["learner_steps"] = float(-(-args.groups // per_step))
     return rep
 
 
@@ -189,7 +235,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     G, n = args.group_size, args.desktops
     per_step = n // G
     pools = [ar.InstrumentedPool(DesktopPool(1, b["env"], backend="async"), tl) for _ in range(n)]
-    scripted = ScriptedLengths(b["policy"], b["click"], b["done"], args.max_turns)
+    scripted = ScriptedLengths(b["policy"], b["click"], b["done"], b["lengths"])
     if args.latency_model == "per-call":
         gen = ar.BatchingGenerator(ar.InstrumentedPolicy(scripted, tl, args.gen_latency_s))
     else:  # a continuous-batching server: every request pays the latency, concurrently
@@ -197,6 +243,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
             ar.InstrumentedPolicy(scripted, tl), request_latency_s=args.gen_latency_s, timeline=tl
         )
     col = None
+    taken = {"episodes": 0, "turns": 0}
     try:
         warm = [threading.Thread(target=p.pool.reset, args=([b["tasks"][0]],)) for p in pools]
         for t in warm:
@@ -212,15 +259,18 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
             max_turns=args.max_turns,
             end_on_format_error=False,
             timeline=tl,
+            max_staleness=None if args.no_abandon else args.max_staleness,
         )
         jobs = col.episode_of
-        scripted.lookup = lambda uid: (TASKS.index(jobs[uid].task.id), jobs[uid].index)
+        scripted.lookup = lambda uid: (jobs[uid].group, jobs[uid].index)
         asm = ar.GroupAssembler(G, args.max_staleness)
 
         def task_of(g: int) -> Any:
             return b["tasks"][g % len(b["tasks"])]
 
         def learn(groups, version):
+            taken["episodes"] += sum(len(g) for g in groups)
+            taken["turns"] += sum(len(t.turns) for g in groups for t in g)
             time.sleep(args.learn_s)
 
         start = time.monotonic()
@@ -242,20 +292,70 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
         gen.close()
         for p in pools:
             p.close()
-    rep = tl.report(start, end, n)
+    rep = _report(tl, start, end, n, args.gen_latency_s)
+    rep["played_episodes"] = rep["episodes"]  # dropped and abandoned ones included
+    rep["episodes"] = float(taken["episodes"])
+    rep["episodes_per_hour"] = taken["episodes"] * 3600.0 / rep["wall_s"]
     rep["learner_steps"] = float(steps)
     rep["dropped_stale"] = float(asm.stats.dropped_stale)
+    rep["abandoned_stale"] = float(col.abandoned_stale if col is not None else 0)
+    st = asm.stats.staleness
+    rep["staleness_mean"] = sum(st) / max(len(st), 1)
     rep["mean_batch"] = sum(gen.batch_sizes) / max(len(gen.batch_sizes), 1)
     return rep
+
+
+ROWS = [
+    ("episodes/hour", "episodes_per_hour", "{:.0f}"),
+    ("episodes (to the learner)", "episodes", "{:.0f}"),
+    ("turns played", "turns", "{:.0f}"),
+    ("wall s", "wall_s", "{:.1f}"),
+    ("desktop utilisation", "desktop_utilisation", "{:.1%}"),
+    ("bound a/(a+g)", "utilisation_bound", "{:.1%}"),
+    ("desktop s per turn (a)", "desktop_s_per_turn", "{:.2f}"),
+    ("generator idle", "generator_idle", "{:.1%}"),
+    ("learner idle", "learner_idle", "{:.1%}"),
+    ("learner steps", "learner_steps", "{:.0f}"),
+]
+
+
+def pooled(runs: list[dict[str, float]]) -> dict[str, float]:
+    """One mode over all rounds: sums of episodes, turns and wall time; time-weighted shares."""
+    wall = sum(r["wall_s"] for r in runs)
+    out = {
+        "wall_s": wall,
+        "episodes": sum(r["episodes"] for r in runs),
+        "turns": sum(r["turns"] for r in runs),
+        "learner_steps": sum(r["learner_steps"] for r in runs),
+    }
+    out["episodes_per_hour"] = out["episodes"] * 3600.0 / wall
+    for k in ("desktop_utilisation", "generator_idle", "learner_idle"):
+        out[k] = sum(r[k] * r["wall_s"] for r in runs) / wall
+    busy = sum(r["desktop_s_per_turn"] * r["turns"] for r in runs)
+    out["desktop_s_per_turn"] = busy / max(out["turns"], 1)
+    g = runs[0]["desktop_s_per_turn"] / runs[0]["utilisation_bound"] - runs[0]["desktop_s_per_turn"]
+    out["utilisation_bound"] = out["desktop_s_per_turn"] / (out["desktop_s_per_turn"] + g)
+    for k in ("dropped_stale", "abandoned_stale", "played_episodes"):
+        if k in runs[0]:
+            out[k] = sum(r[k] for r in runs)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--desktops", type=int, default=4)
     ap.add_argument("--group-size", type=int, default=2)
-    ap.add_argument("--groups", type=int, default=8)
-    ap.add_argument("--max-turns", type=int, default=6)
-    ap.add_argument("--gen-latency-s", type=float, default=0.5)
+    ap.add_argument("--groups", type=int, default=16, help="groups to the learner per round")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (each mode once)")
+    ap.add_argument(
+        "--lengths",
+        default="1-15",
+        help="episode lengths: 'lo-hi' (uniform, seeded per episode; default: issue 28's 1-15 "
+        "turns) or a comma list cycled over the episodes",
+    )
+    ap.add_argument("--length-seed", type=int, default=0)
+    ap.add_argument("--max-turns", type=int, default=None, help="default: the longest length")
+    ap.add_argument("--gen-latency-s", type=float, default=1.0)
     ap.add_argument(
         "--latency-model",
         choices=["per-request", "per-call"],
@@ -263,7 +363,7 @@ def main() -> None:
         help="async generator: 'per-request' (continuous batching, as vLLM serves) or "
         "'per-call' (a batch must finish before the next starts). Sync is the same in both.",
     )
-    ap.add_argument("--learn-s", type=float, default=2.0)
+    ap.add_argument("--learn-s", type=float, default=3.0)
     ap.add_argument("--max-staleness", type=int, default=1)
     ap.add_argument(
         "--prefetch-groups",
@@ -272,40 +372,70 @@ def main() -> None:
         help="async: groups queued ahead of the learner (default 2 x groups per step)",
     )
     ap.add_argument("--weight-sync-every", type=int, default=1)
+    ap.add_argument(
+        "--no-abandon",
+        action="store_true",
+        help="async: play episodes already too stale to train on to their end (the old loop)",
+    )
     ap.add_argument("--modes", default="sync,async")
     args = ap.parse_args()
     if args.desktops % args.group_size:
         raise SystemExit("--desktops must be a multiple of --group-size")
+    lengths = Lengths(args.lengths, args.length_seed, args.group_size)
+    if args.max_turns is None:
+        args.max_turns = lengths.hi
+    if args.max_turns < lengths.hi:
+        raise SystemExit(f"--max-turns {args.max_turns} < the longest episode {lengths.hi}")
+    modes = args.modes.split(",")
+    runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as tmp:
         b = build(args, tmp)
-        results = {}
-        for mode in args.modes.split(","):
-            results[mode] = (run_sync if mode == "sync" else run_async)(b, args)
-            print(f"{mode}: {results[mode]}", flush=True)
+        b["lengths"] = lengths
+        for r in range(args.rounds):
+            for mode in modes:
+                rep = (run_sync if mode == "sync" else run_async)(b, args)
+                runs[mode].append(rep)
+                print(f"round {r + 1} {mode}: {rep}", flush=True)
+    prefetch = args.prefetch_groups or 2 * (args.desktops // args.group_size)
     print(
-        f"\n{args.desktops} local desktops, groups of {args.group_size}, {args.groups} groups, "
-        f"max_turns {args.max_turns}; simulated: generate latency {args.gen_latency_s} s/call, "
-        f"({args.latency_model}), learner step {args.learn_s} s; "
-        f"scripted uneven lengths {LENGTHS}\n"
+        f"\n{args.desktops} local desktops, groups of {args.group_size}, {args.groups} groups per "
+        f"round ({args.groups * args.group_size} episodes), {args.rounds} interleaved rounds "
+        f"({', '.join(modes)}, ...), max_turns {args.max_turns}; episode lengths "
+        f"{lengths.describe()}; simulated: generation latency {args.gen_latency_s} s per turn "
+        f"({args.latency_model}), learner step {args.learn_s} s; async: max_staleness "
+        f"{args.max_staleness}, prefetch {prefetch} "
+        f"groups, weight sync every {args.weight_sync_every} step(s), abandon stale episodes "
+        f"{not args.no_abandon}\n"
     )
-    rows = [
-        ("episodes/hour", "episodes_per_hour", "{:.0f}"),
-        ("episodes", "episodes", "{:.0f}"),
-        ("wall s", "wall_s", "{:.1f}"),
-        ("desktop utilisation", "desktop_utilisation", "{:.1%}"),
-        ("generator idle", "generator_idle", "{:.1%}"),
-        ("learner idle", "learner_idle", "{:.1%}"),
-    ]
-    modes = list(results)
+    print("| round | mode | " + " | ".join(label for label, _, _ in ROWS) + " |")
+    print("|---:|---|" + "---:|" * len(ROWS))
+    for r in range(args.rounds):
+        for m in modes:
+            rep = runs[m][r]
+            print(f"| {r + 1} | {m} | " + " | ".join(f.format(rep[k]) for _, k, f in ROWS) + " |")
+    table = {m: pooled(runs[m]) for m in modes}
+    print("\nPooled over the rounds:\n")
     print("| | " + " | ".join(modes) + " |")
     print("|---|" + "---:|" * len(modes))
-    for label, key, fmt in rows:
-        print(f"| {label} | " + " | ".join(fmt.format(results[m][key]) for m in modes) + " |")
-    if "async" in results:
-        a = results["async"]
+    for label, key, fmt in ROWS:
+        print(f"| {label} | " + " | ".join(fmt.format(table[m][key]) for m in modes) + " |")
+    if "async" in table:
+        a = table["async"]
         print(
-            f"\nasync: {a['learner_steps']:.0f} learner steps, {a['dropped_stale']:.0f} groups "
-            f"dropped as stale, mean generate batch {a['mean_batch']:.2f}"
+            f"\nasync: {a['played_episodes']:.0f} episodes played for {a['episodes']:.0f} taken, "
+            f"{a['dropped_stale']:.0f} groups dropped as stale, {a['abandoned_stale']:.0f} "
+            f"episodes abandoned as stale"
+        )
+    if "sync" in table and "async" in table:
+        ratios = [
+            runs["async"][r]["episodes_per_hour"] / runs["sync"][r]["episodes_per_hour"]
+            for r in range(args.rounds)
+        ]
+        pooled_ratio = table["async"]["episodes_per_hour"] / table["sync"]["episodes_per_hour"]
+        print(
+            "async / sync episodes per hour: per round "
+            + ", ".join(f"{x:.2f}x" for x in ratios)
+            + f"; pooled {pooled_ratio:.2f}x"
         )
 
 

@@ -19,6 +19,7 @@ from arpo_trainer.async_rollout import (
     GroupAssembler,
     Played,
     Timeline,
+    TrainerRollouts,
     row_stream,
     run_async,
 )
@@ -213,10 +214,11 @@ def test_async_run_scores_real_episodes_and_bounds_staleness(setup):
         for p in pools:
             p.close()
     assert steps == len(seen) >= 3
-    assert asm.stats.taken + asm.stats.dropped_stale == 6
+    # the budget is groups handed to the learner: a group dropped as stale was replaced
+    assert asm.stats.taken == 6 and sum(len(s) for _, s in seen) == 12
     # every trained trajectory was sampled at most max_staleness versions before its step
     assert all(version - s <= 1 for version, sampled in seen for s in sampled)
-    assert tl.episodes == 12 and gen.batches >= 1
+    assert tl.episodes == 2 * (6 + asm.stats.dropped_stale) and gen.batches >= 1
     assert asm.replay is not None and asm.replay.size(TASK) >= 1
 
 
@@ -257,3 +259,110 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
 def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):
     with pytest.raises(ValueError, match=match):
         ARPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
+
+
+def test_the_driver_refills_the_desktops_queue_before_each_learner_step(setup):
+    """While the learner steps, the desktops have ``prefetch_groups`` groups to play (or what is
+    left of the budget), not ``prefetch_groups - groups_per_step``: the refill happens right after
+    groups are taken."""
+    tl = Timeline()
+    col, gen, pools = _collector(setup, 2, tl)
+    asm = GroupAssembler(group_size=2, max_staleness=3)
+    budget, prefetch, outstanding = 8, 4, []
+
+    def learn(groups, version):
+        submitted = col._uid // 2  # noqa: SLF001 - episodes submitted so far / group size
+        outstanding.append(submitted - asm.stats.taken - asm.stats.dropped_stale)
+
+    try:
+        run_async(
+            col,
+            asm,
+            lambda g: setup["task"],
+            groups=budget,
+            groups_per_step=2,
+            learn=learn,
+            prefetch_groups=prefetch,
+        )
+    finally:
+        col.close()
+        gen.close()
+        for p in pools:
+            p.close()
+    assert asm.stats.dropped_stale == 0  # 4 steps, staleness 3 allowed: nothing dropped
+    assert outstanding == [4, 4, 2, 0]  # min(prefetch, budget - taken) at each step
+
+
+def test_trainer_rollouts_refill_the_queue_when_a_step_takes_its_groups(setup):
+    rows = [{"task_id": TASK, "prompt": "x"}]
+    pools = [DesktopPool(1, setup["env"], backend="sync") for _ in range(2)]
+    ref: list[AsyncCollector] = []
+    tr = TrainerRollouts(
+        pools,
+        setup["encoder"],
+        setup["action_set"],
+        _ByEpisode(setup["encoder"], ref),
+        rows=rows,
+        task_of=lambda row: setup["task"],
+        group_size=2,
+        max_staleness=1,
+        max_turns=2,
+        end_on_format_error=True,
+        prefetch_groups=3,
+        seed=0,
+    )
+    ref.append(tr.collector)
+    try:
+        for step in range(2):
+            taken = tr.take(1, step)
+            assert len(taken) == 1 and [t.score for t in taken[0][1]] == [1.0, 0.0]
+            stats = tr.assembler.stats
+            # what the desktops play during the learner step: the full prefetch depth
+            assert tr.submitted - stats.taken - stats.dropped_stale == 3
+    finally:
+        tr.close()
+
+
+class _ClickAndBumpVersion:
+    """Never ends an episode (a click every turn); after its ``bump_after``-th answer the
+    generator's version jumps by 2, as if the learner had stepped twice meanwhile."""
+
+    def __init__(self, encoder, gen_ref, bump_after: int):
+        self.encoder, self.ref, self.bump_after, self.calls = encoder, gen_ref, bump_after, 0
+
+    def sample(self, contexts, rows):
+        self.calls += 1
+        if self.calls == self.bump_after:
+            self.ref[0].version += 2  # read by the next answer (this one carries the old version)
+        text = "Action: click(start_box='(10,10)')"
+        ids = self.encoder.action_ids(text)
+        return [TurnSample(ids, [0.0] * len(ids), text) for _ in rows]
+
+
+@pytest.mark.parametrize(("max_staleness", "turns"), [(1, 1), (None, 2), (2, 2)])
+def test_an_episode_too_stale_to_train_on_is_abandoned_not_played_on(setup, max_staleness, turns):
+    ref: list[BatchingGenerator] = []
+    gen = BatchingGenerator(_ClickAndBumpVersion(setup["encoder"], ref, bump_after=1))
+    ref.append(gen)
+    pool = DesktopPool(1, setup["env"], backend="sync")
+    col = AsyncCollector(
+        [pool], setup["encoder"], setup["action_set"], gen, max_turns=2,
+        end_on_format_error=True, max_staleness=max_staleness,
+    )  # fmt: skip
+    asm = GroupAssembler(group_size=1, max_staleness=max_staleness or 0)
+    try:
+        col.submit_group(setup["task"], 0, 1)
+        played = col.results.get(timeout=120)
+    finally:
+        col.close()
+        gen.close()
+        pool.close()
+    # answer 1 carries version 0, answer 2 version 2: with a bound of 1 the episode stops there
+    # (its 1 played turn, no score); without a bound or with 2 it plays both turns (the env ends
+    # it, truncated, at max_turns)
+    assert len(played.trajectory.turns) == turns and played.version == 0
+    assert (played.trajectory.end == "stale") == (turns == 1)
+    assert col.abandoned_stale == (1 if turns == 1 else 0)
+    if max_staleness == 1:
+        asm.add(played)
+        assert asm.take(1, gen.version) == [] and asm.stats.dropped_stale == 1

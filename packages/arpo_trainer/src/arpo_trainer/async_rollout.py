@@ -317,6 +317,11 @@ class AsyncCollector:
             and infra-error handling).
         generator: the shared generation service.
         timeline: where finished episodes are counted.
+        max_staleness: the learner's bound (``None``: none). An episode whose newest answer is
+            more than this many versions ahead of its first is abandoned before its action runs
+            (``end="stale"``, no score): its group can only be dropped by a learner at least at
+            that version (a group's version is its oldest turn's), so playing it on wastes the
+            desktop. Long episodes (15 turns) otherwise finish only to be dropped.
     """
 
     def __init__(
@@ -329,6 +334,7 @@ class AsyncCollector:
         max_turns: int,
         end_on_format_error: bool = True,
         timeline: Timeline | None = None,
+        max_staleness: int | None = None,
     ):
         if any(p.n != 1 for p in pools):
             raise ValueError("each desktop of an AsyncCollector is a pool of one")
@@ -339,6 +345,8 @@ class AsyncCollector:
         self.max_turns = max_turns
         self.end_on_format_error = end_on_format_error
         self.timeline = timeline or Timeline()
+        self.max_staleness = max_staleness
+        self.abandoned_stale = 0  # episodes abandoned as already too stale to train on
         self._done_text = done_text(action_set)
         self.jobs: queue.Queue[EpisodeJob | None] = queue.Queue()
         self.results: queue.Queue[Played] = queue.Queue()
@@ -401,6 +409,11 @@ class AsyncCollector:
             context = self.encoder.encode(instruction, shots, [t.action_ids for t in traj.turns])
             sample, v = self.generator.submit(context, job.uid).result()
             versions.append(v)
+            if self.max_staleness is not None and v - versions[0] > self.max_staleness:
+                traj.end = "stale"  # its group will be dropped: stop using the desktop for it
+                with self._lock:
+                    self.abandoned_stale += 1
+                break
             error = self._parse_error(sample.text)
             traj.turns.append(Turn(shots[-1], sample.ids, sample.logps, sample.text, error))
             if error is not None:
@@ -536,26 +549,39 @@ def run_async(
     ``learn(groups, version)`` ``groups_per_step`` at a time, push weights to the generator every
     ``weight_sync_every`` learner steps. Returns the learner steps taken.
 
-    ``tasks(g)`` is the task of group ``g``; ``groups`` bounds the groups submitted. At most
-    ``prefetch_groups`` (default ``2 * groups_per_step``) are submitted and not yet taken: the
-    queue depth bounds how stale an episode can get before it is played.
+    ``tasks(g)`` is the task of group ``g``; ``groups`` is the budget of groups *handed to the
+    learner*: a group dropped as stale is replaced by a new one, so the learner trains on as many
+    groups as a synchronous run of the same budget (episodes played ahead and not taken when the
+    budget is reached are not waited for). At most ``prefetch_groups`` (default
+    ``2 * groups_per_step``) groups are submitted and not yet taken or dropped: the queue depth
+    bounds how stale an episode can get before it is played. The queue is topped up right after
+    groups are taken, *before* the learner step, so the desktops keep playing while it runs.
     """
     prefetch = prefetch_groups or 2 * groups_per_step
+    stats = assembler.stats
     submitted = 0
     version = 0
     steps = 0
     G = assembler.group_size
-    while True:
-        outstanding = submitted - assembler.stats.taken - assembler.stats.dropped_stale
-        while submitted < groups and outstanding < prefetch:
+
+    def top_up() -> None:
+        nonlocal submitted
+        # live = submitted and not dropped; never more live groups than the budget needs
+        while (
+            submitted - stats.dropped_stale < groups
+            and submitted - stats.taken - stats.dropped_stale < prefetch
+        ):
             collector.submit_group(tasks(submitted), submitted, G)
             submitted += 1
-            outstanding += 1
-        last = assembler.stats.complete >= groups
-        if assembler.ready >= groups_per_step or (last and assembler.ready):
-            batch = assembler.take(groups_per_step, version)
-            if not batch:
+
+    while stats.taken < groups:
+        top_up()
+        need = min(groups_per_step, groups - stats.taken)
+        if assembler.ready >= need:
+            batch = assembler.take(need, version)
+            if not batch:  # every ready group was too stale: replacements were just counted
                 continue
+            top_up()  # the desktops get new episodes before the learner step, not after it
             t0 = time.monotonic()
             learn(batch, version)
             if timeline is not None:
@@ -565,14 +591,15 @@ def run_async(
             if steps % weight_sync_every == 0:
                 collector.generator.sync(sync_policy(version) if sync_policy else None, version)
             continue
-        if last:
-            return steps
         try:
             assembler.add(collector.results.get(timeout=1.0))
         except queue.Empty:
+            if not any(t.is_alive() for t in collector._threads):  # noqa: SLF001
+                raise RuntimeError("every desktop thread of the async loop ended") from None
             continue
         while not collector.results.empty():
             assembler.add(collector.results.get_nowait())
+    return steps
 
 
 def row_stream(n_rows: int, seed: int, rank: int = 0, processes: int = 1) -> Iterator[int]:
@@ -646,6 +673,7 @@ class TrainerRollouts:
             max_turns=max_turns,
             end_on_format_error=end_on_format_error,
             timeline=self.timeline,
+            max_staleness=max_staleness,
         )
         self.assembler = GroupAssembler(group_size, max_staleness, replay=None)
         self.rows, self.task_of = rows, task_of
@@ -679,6 +707,10 @@ class TrainerRollouts:
             if self.assembler.ready:
                 for group in self.assembler.take(n - len(out), version):
                     out.append((self._rows_of[group[0].task_id], group))
+                if len(out) >= n:
+                    # refill the desktops' queue now: the learner step that follows would
+                    # otherwise leave them only ``prefetch - n`` groups to play while it runs
+                    self.top_up()
                 continue
             try:
                 self.assembler.add(self.collector.results.get(timeout=poll_s))

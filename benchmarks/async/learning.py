@@ -1,0 +1,150 @@
+"""Learning curve, sync vs async rollouts at equal episodes (issue 28's "no worse").
+
+Each run is ``arpo-train --config benchmarks/async/learning.yaml --rollout_mode MODE --seed S``:
+the earlier study's demo config (docs/learning.md, "The earlier study: four infeasible built-in
+tasks": tiny model behaviour-cloned on random valid actions, 4 infeasible built-in tasks, 1 group
+of 4 per step, ARPO replay, local desktops) and nothing else changed. A step takes one group in
+both modes, so equal steps are equal episodes *taken* (async episodes played ahead and not taken
+by the end are not counted; groups dropped as stale are counted separately).
+
+From each run's ``rollouts.jsonl`` (the taken groups, after replay) the per-step own success
+(replayed trajectories excluded) is computed as in ``scripts/ablation.py``; from the trainer's
+per-step log lines the async figures ``async/staleness_mean``, ``async/staleness_max``,
+``async/dropped_stale`` and ``async/groups_taken``. Writes ``<out>/learning.json`` and
+``<out>/learning.md`` and prints the table.
+
+    uv run --frozen python benchmarks/async/learning.py --seeds 0 1 --steps 80 --parallel 2 \\
+        --base runs/base-policy --out runs/async-learning
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = Path(__file__).resolve().parent / "learning.yaml"
+ENV = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
+
+
+def _ablation():
+    spec = importlib.util.spec_from_file_location("ablation", ROOT / "scripts/ablation.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_one(mode: str, seed: int, args: argparse.Namespace) -> Path:
+    run_dir = args.out / f"{mode}-s{seed}"
+    log = run_dir / "rollouts.jsonl"
+    if (
+        log.exists()
+        and len({json.loads(x)["global_step"] for x in log.read_text().splitlines() if x})
+        >= args.steps
+    ):
+        print(f"{run_dir.name}: done before, kept", flush=True)
+        return run_dir
+    subprocess.run(["rm", "-rf", str(run_dir)], check=True)
+    cmd = [
+        "nice", "-n", "10", "uv", "run", "--frozen", "arpo-train",
+        "--config", str(args.config),
+        "--model_name_or_path", args.base,
+        "--output_dir", str(run_dir),
+        "--rollout_mode", mode,
+        "--max_staleness", str(args.max_staleness),
+        "--seed", str(seed),
+        "--max_steps", str(args.steps),
+        # one checkpoint at the end: its trainer_state.json holds every step's logged metrics
+        "--save_strategy", "steps", "--save_steps", str(args.steps), "--save_total_limit", "1",
+        "--report_to", "none",
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    print(f"{run_dir.name}: {' '.join(cmd)}", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / f"{mode}-s{seed}.log", "w") as fh:
+        subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, check=True, env=ENV)
+    (run_dir / "wall_s.txt").write_text(f"{time.monotonic() - t0:.0f}\n")
+    print(f"{run_dir.name}: {time.monotonic() - t0:.0f} s", flush=True)
+    return run_dir
+
+
+def logged_steps(run_dir: Path) -> list[dict[str, float]]:
+    """The trainer's per-step metrics (``log_history`` of the final checkpoint's state)."""
+    states = sorted(run_dir.glob("checkpoint-*/trainer_state.json"))
+    if not states:
+        return []
+    history = json.loads(states[-1].read_text())["log_history"]
+    return [{k: float(v) for k, v in h.items() if isinstance(v, int | float)} for h in history]
+
+
+def summarize(results: dict, steps: int) -> str:
+    ab = _ablation()
+    edges = [0, steps // 4, steps // 2, 3 * steps // 4, steps]
+    windows = list(zip(edges[:-1], edges[1:], strict=True))
+    head = "| mode | seed | " + " | ".join(f"own success, steps {a}-{b - 1}" for a, b in windows)
+    head += " | all-fail groups | injected | staleness mean | staleness max | dropped stale"
+    head += " | wall s |"
+    lines = [head, "|---|---:|" + "---:|" * (len(windows) + 6)]
+    for (mode, seed), r in sorted(results.items()):
+        cells = [f"{ab.window_mean(r['curve'], 'own_success', a, b):.2f}" for a, b in windows]
+        af = ab.window_mean(r["curve"], "all_fail_groups", 0, steps)
+        inj = ab.window_mean(r["curve"], "injected", 0, steps)
+        logs = r["logged"]
+        st = [x["async/staleness_mean"] for x in logs if "async/staleness_mean" in x]
+        smax = max((x.get("async/staleness_max", 0) for x in logs), default=0)
+        drop = max((x.get("async/dropped_stale", 0) for x in logs), default=0)
+        async_cells = f"{sum(st) / len(st):.2f} | {smax:.0f} | {drop:.0f}" if st else "- | - | -"
+        lines.append(
+            f"| {mode} | {seed} | " + " | ".join(cells) + f" | {af:.2f} | {inj:.2f} | "
+            f"{async_cells} | {r['wall_s']} |"
+        )
+    for mode in sorted({m for m, _ in results}):
+        runs = [r for (m, _), r in results.items() if m == mode]
+        cells = []
+        for a, b in windows:
+            vals = [ab.window_mean(r["curve"], "own_success", a, b) for r in runs]
+            cells.append(f"{sum(vals) / len(vals):.2f}")
+        lines.append(f"| {mode}, mean | {len(runs)} seeds | " + " | ".join(cells) + " |" + " |" * 6)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    p.add_argument("--config", type=Path, default=CONFIG)
+    p.add_argument("--base", default="runs/base-policy", help="base policy checkpoint")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    p.add_argument("--modes", nargs="+", default=["sync", "async"], choices=["sync", "async"])
+    p.add_argument("--steps", type=int, default=80)
+    p.add_argument("--max-staleness", type=int, default=1)
+    p.add_argument("--parallel", type=int, default=2)
+    p.add_argument("--out", type=Path, default=ROOT / "runs/async-learning")
+    args = p.parse_args()
+    args.out = args.out.resolve()
+    jobs = [(m, s) for s in args.seeds for m in args.modes]  # sync and async side by side
+    with ThreadPoolExecutor(args.parallel) as ex:
+        dirs = dict(zip(jobs, ex.map(lambda j: run_one(*j, args), jobs), strict=True))
+    ab = _ablation()
+    results = {}
+    for (mode, seed), d in dirs.items():
+        results[(mode, seed)] = {
+            "curve": ab.step_metrics(d / "rollouts.jsonl"),
+            "logged": logged_steps(d),
+            "wall_s": wall.read_text().strip() if (wall := d / "wall_s.txt").exists() else "-",
+        }
+    table = summarize(results, args.steps)
+    (args.out / "learning.json").write_text(
+        json.dumps({f"{m}-s{s}": r for (m, s), r in results.items()}, indent=1) + "\n"
+    )
+    (args.out / "learning.md").write_text(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
