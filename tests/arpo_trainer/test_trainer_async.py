@@ -225,7 +225,18 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
     ("overrides", "match"),
     [
         ({"rollout_mode": "lockstep"}, "rollout_mode must be"),
-        ({"rollout_mode": "async", "use_vllm": True}, "vLLM server path is not built"),
+        # a colocated engine shares the learner's device and sleeps while the learner steps
+        ({"rollout_mode": "async", "use_vllm": True}, "needs vllm_mode='server'"),
+        (
+            {"rollout_mode": "async", "use_vllm": True, "vllm_mode": "colocate"},
+            "colocated engine shares the learner's device",
+        ),
+        (
+            {"use_vllm": True, "vllm_mode": "server", "vllm_weight_transfer": "s3"},
+            "'nccl' or 'disk'",
+        ),
+        ({"use_vllm": True, "vllm_weight_transfer": "disk"}, "needs use_vllm=True and vllm_mode"),
+        ({"vllm_weight_transfer": "disk"}, "needs use_vllm=True and vllm_mode"),
         ({"max_staleness": -1}, "max_staleness must be >= 0"),
         ({"weight_sync_every": 0}, "weight_sync_every >= 1"),
         (
@@ -237,3 +248,20 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
 def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):
     with pytest.raises(ValueError, match=match):
         ARPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
+
+
+def test_config_takes_async_rollouts_from_a_vllm_server(tmp_path):
+    cfg = ARPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to="none",
+        rollout_mode="async",
+        use_vllm=True,
+        vllm_mode="server",
+        vllm_weight_transfer="disk",
+    )
+    assert (cfg.rollout_mode, cfg.vllm_mode, cfg.vllm_weight_transfer) == (
+        "async",
+        "server",
+        "disk",
+    )
