@@ -14,10 +14,10 @@ batch (rows = tasks, repeated ``num_generations`` times in contiguous groups):
    observation tokens masked out of the loss (``tool_mask``), ``mm_token_type_ids`` for mRoPE.
 
 With ``rollout_mode="async"`` (one process, issue 28) step 1 is replaced: complete groups come from
-desktops playing on their own against a generator with its own copy of the weights
-(:class:`~arpo_trainer.async_rollout.TrainerRollouts`), at most ``max_staleness`` steps old, and
-their sampling log-probs go into the truncated importance-sampling correction; steps 2-4 are the
-same code.
+desktops playing on their own against a batching generator (its own copy of the weights, or the
+vLLM server of ``vllm_mode="server"``; :class:`~arpo_trainer.async_rollout.TrainerRollouts`),
+at most ``max_staleness`` steps old, and their sampling log-probs go into the truncated
+importance-sampling correction; steps 2-4 are the same code.
 
 The replay buffer is saved in every checkpoint (``arpo_replay.zip``) and restored on resume.
 
