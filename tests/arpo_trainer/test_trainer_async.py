@@ -245,7 +245,18 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
     ("overrides", "match"),
     [
         ({"rollout_mode": "lockstep"}, "rollout_mode must be"),
-        ({"rollout_mode": "async", "use_vllm": True}, "vLLM server path is not built"),
+        # a colocated engine shares the learner's device and sleeps while the learner steps
+        ({"rollout_mode": "async", "use_vllm": True}, "needs vllm_mode='server'"),
+        (
+            {"rollout_mode": "async", "use_vllm": True, "vllm_mode": "colocate"},
+            "colocated engine shares the learner's device",
+        ),
+        (
+            {"use_vllm": True, "vllm_mode": "server", "vllm_weight_transfer": "s3"},
+            "'nccl' or 'disk'",
+        ),
+        ({"use_vllm": True, "vllm_weight_transfer": "disk"}, "needs use_vllm=True and vllm_mode"),
+        ({"vllm_weight_transfer": "disk"}, "needs use_vllm=True and vllm_mode"),
         ({"max_staleness": -1}, "max_staleness must be >= 0"),
         ({"weight_sync_every": 0}, "weight_sync_every >= 1"),
         (
@@ -366,3 +377,20 @@ def test_an_episode_too_stale_to_train_on_is_abandoned_not_played_on(setup, max_
     if max_staleness == 1:
         asm.add(played)
         assert asm.take(1, gen.version) == [] and asm.stats.dropped_stale == 1
+
+
+def test_config_takes_async_rollouts_from_a_vllm_server(tmp_path):
+    cfg = ARPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        report_to="none",
+        rollout_mode="async",
+        use_vllm=True,
+        vllm_mode="server",
+        vllm_weight_transfer="disk",
+    )
+    assert (cfg.rollout_mode, cfg.vllm_mode, cfg.vllm_weight_transfer) == (
+        "async",
+        "server",
+        "disk",
+    )

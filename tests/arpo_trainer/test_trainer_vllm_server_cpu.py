@@ -12,7 +12,9 @@ built on a CPU machine against a server started as ``trl vllm-serve`` starts one
    ``/server_info`` reports it;
 2. TRL's ``VLLMClient.init_communicator`` (called while the trainer is built, on the main process)
    raises ``NotImplementedError``: the NCCL weight-transfer engine needs a CUDA device, and the
-   trainer's device is ``cpu``. So no training step can run in server mode on CPU.
+   trainer's device is ``cpu``. So no training step can run in server mode on CPU with TRL's
+   push (``vllm_weight_transfer="disk"`` is the CPU route:
+   ``test_trainer_async_vllm_server_cpu.py``).
 
 What is tested instead on CPU: server-mode *generation* through TRL's ``VLLMGeneration`` against
 a real server, without the handshake (``tests/arpo_trainer/test_trainer_vllm.py``), and colocate

@@ -28,6 +28,7 @@ ends, and the generator idles while desktops act. This module holds the pieces o
 
 from __future__ import annotations
 
+import io
 import logging
 import queue
 import random
@@ -41,12 +42,14 @@ from typing import Any
 from osworld_gym.actions import ActionSet
 from osworld_gym.episodes import done_text
 from osworld_gym.errors import ActionError
+from PIL import Image
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder
 from arpo_trainer.desktops import DesktopPool, StepResult
 from arpo_trainer.generation import Policy, TurnSample
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rollout import Trajectory, Turn
+from arpo_trainer.vllm_rollout import VLLMRolloutEngine
 
 log = logging.getLogger(__name__)
 
@@ -274,6 +277,34 @@ class BatchingGenerator:
                 continue
             for (_, _, fut), sample in zip(batch, samples, strict=True):
                 fut.set_result((sample, version))
+
+
+class ServerPolicy:
+    """The asynchronous generator's policy over a vLLM server (``rollout_mode="async"``): one
+    batched request per call, with the weights the server holds; the sampled tokens' processed
+    log-probs come back with them (the importance-sampling correction needs them). Weight
+    pushes are the generator's business (``VLLMRolloutEngine.push_weights`` between two of its
+    batches), never this object's."""
+
+    def __init__(self, engine: VLLMRolloutEngine, encoder: TurnEncoder):
+        if engine.mode != "server":
+            raise ValueError("ServerPolicy samples from a vLLM server (vllm_mode='server')")
+        self.engine, self.encoder = engine, encoder
+
+    def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
+        if not contexts:
+            return []
+        images = [[Image.open(io.BytesIO(png)).convert("RGB") for png in c.pngs] for c in contexts]
+        ids, logps = self.engine.serve(
+            [c.input_ids for c in contexts], [im or None for im in images]
+        )
+        out = []
+        for k, sampled in enumerate(ids):
+            sampled = list(sampled)
+            lp = logps[k] if logps is not None else [None] * len(sampled)
+            lp = [float("nan") if x is None else float(x) for x in lp]
+            out.append(TurnSample(ids=sampled, logps=lp, text=self.encoder.decode_action(sampled)))
+        return out
 
 
 # -- desktops playing on their own ------------------------------------------------------------

@@ -173,8 +173,9 @@ class ARPOConfig(GRPOConfig):
             "help": "'sync': lock-step rollouts, the paper's loop (the reference). 'async': each "
             "desktop plays on its own against a batching generator, the learner takes complete "
             "groups at most max_staleness policy versions old (arpo_trainer.async_rollout; "
-            "benchmarks/bench_async_rollout.py). 'async' runs without vLLM so far, in one "
-            "process or several (accelerate launch; not under ZeRO-3)."
+            "benchmarks/bench_async_rollout.py). Its generator is transformers on a copy of the "
+            "model, or the vLLM server (vllm_mode='server'); in one process or several "
+            "(accelerate launch; not under ZeRO-3)."
         },
     )
     max_staleness: int = field(
@@ -196,6 +197,17 @@ class ARPOConfig(GRPOConfig):
             "help": "async: desktops per process, each playing whole episodes on its own (0: one "
             "per row of a generation batch, as sync mode). More desktops than rows keep the "
             "learner fed while episodes of uneven length finish; the generator batches their turns."
+        },
+    )
+    vllm_weight_transfer: str = field(
+        default="nccl",
+        metadata={
+            "help": "vllm_mode='server': how the learner's weights reach the server. 'nccl': TRL's "
+            "push (NCCL weight-transfer engine; needs CUDA and a server started with "
+            "--weight-transfer-config). 'disk': a safetensors file under output_dir that the "
+            "server loads through arpo_trainer.vllm_server.DiskWeightLoader (start the server "
+            "with --worker-extension-cls arpo_trainer.vllm_server.DiskWeightLoader; a shared "
+            "filesystem; works on vLLM's CPU build, which has no NCCL)."
         },
     )
     # -- end of asynchronous rollouts ---------------------------------------------------------
@@ -371,10 +383,22 @@ class ARPOConfig(GRPOConfig):
             )
         if self.rollout_mode not in ("sync", "async"):  # issue 28
             raise ValueError(f"rollout_mode must be 'sync' or 'async', got {self.rollout_mode!r}")
-        if self.rollout_mode == "async" and self.use_vllm:
+        if self.rollout_mode == "async" and self.use_vllm and self.vllm_mode != "server":
             raise ValueError(
-                "rollout_mode='async' samples with an in-process transformers generator; the "
-                "vLLM server path is not built yet: use_vllm=False, or rollout_mode='sync'"
+                "rollout_mode='async' with vLLM needs vllm_mode='server': a colocated engine "
+                "shares the learner's device and sleeps while the learner steps, so it cannot "
+                "sample while the learner trains; use vllm_mode='server' or use_vllm=False"
+            )
+        if self.vllm_weight_transfer not in ("nccl", "disk"):
+            raise ValueError(
+                f"vllm_weight_transfer must be 'nccl' or 'disk', got {self.vllm_weight_transfer!r}"
+            )
+        if self.vllm_weight_transfer == "disk" and not (
+            self.use_vllm and self.vllm_mode == "server"
+        ):
+            raise ValueError(
+                "vllm_weight_transfer='disk' pushes weights to a vLLM server: it needs "
+                "use_vllm=True and vllm_mode='server'"
             )
         if self.max_staleness < 0 or self.weight_sync_every < 1:
             raise ValueError(

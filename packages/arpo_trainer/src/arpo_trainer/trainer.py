@@ -14,11 +14,11 @@ batch (rows = tasks, repeated ``num_generations`` times in contiguous groups):
    observation tokens masked out of the loss (``tool_mask``), ``mm_token_type_ids`` for mRoPE.
 
 With ``rollout_mode="async"`` (issue 28) step 1 is replaced: complete groups come from desktops
-playing on their own against a generator with its own copy of the weights
-(:class:`~arpo_trainer.async_rollout.TrainerRollouts`, one per process, over the process's own
-desktops and share of the rows), at most ``max_staleness`` steps old, and their sampling
-log-probs go into the truncated importance-sampling correction; steps 2-4 are the same code, so
-replay stays global across processes.
+playing on their own against a batching generator (its own copy of the weights, or the vLLM
+server of ``vllm_mode="server"``; :class:`~arpo_trainer.async_rollout.TrainerRollouts`, one per
+process, over the process's own desktops and share of the rows), at most ``max_staleness`` steps
+old, and their sampling log-probs go into the truncated importance-sampling correction; steps 2-4
+are the same code, so replay stays global across processes.
 
 The replay buffer is saved in every checkpoint (``arpo_replay.zip``) and restored on resume.
 
@@ -50,7 +50,7 @@ from trl.models.utils import disable_gradient_checkpointing, unwrap_model_for_ge
 from trl.trainer.grpo_trainer import GRPOTrainer
 from trl.trainer.utils import use_adapter
 
-from arpo_trainer.async_rollout import TrainerRollouts
+from arpo_trainer.async_rollout import ServerPolicy, TrainerRollouts
 from arpo_trainer.batch import (
     collate,
     importance_sampling_ratio,
@@ -82,7 +82,12 @@ from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rewards import evaluator_score, format_error, group_advantages
 from arpo_trainer.rollout import Collector, RolloutStats, Trajectory
 from arpo_trainer.tasks import resolve_tasks, task_dataset
-from arpo_trainer.vllm_rollout import VLLMRolloutEngine, configure_vllm_generation, vllm_on_cpu
+from arpo_trainer.vllm_rollout import (
+    VLLMRolloutEngine,
+    configure_vllm_generation,
+    trl_weight_handshake,
+    vllm_on_cpu,
+)
 
 log = logging.getLogger(__name__)
 
@@ -157,16 +162,17 @@ class ARPOTrainer(GRPOTrainer):
                 "rollouts it still sleeps (caches dropped, no memory released)"
             )
             args.vllm_enable_sleep_mode = False
-        super().__init__(
-            model=model,
-            reward_funcs=reward_funcs,
-            args=args,
-            train_dataset=train_dataset,
-            processing_class=processing_class,
-            peft_config=peft_config,
-            callbacks=callbacks,
-            optimizers=optimizers,
-        )
+        with trl_weight_handshake(args.vllm_weight_transfer):  # "disk": no NCCL handshake
+            super().__init__(
+                model=model,
+                reward_funcs=reward_funcs,
+                args=args,
+                train_dataset=train_dataset,
+                processing_class=processing_class,
+                peft_config=peft_config,
+                callbacks=callbacks,
+                optimizers=optimizers,
+            )
         groups_per_batch = (
             args.per_device_train_batch_size
             * args.generation_steps
@@ -204,7 +210,11 @@ class ARPOTrainer(GRPOTrainer):
                 self.vllm_generation, self.encoder, max_turn_tokens=args.max_turn_tokens
             )
             self.vllm_engine = VLLMRolloutEngine(
-                self.vllm_generation, self.accelerator, sleeps=vllm_sleeps
+                self.vllm_generation,
+                self.accelerator,
+                sleeps=vllm_sleeps,
+                weight_transfer=args.vllm_weight_transfer,
+                weights_dir=Path(args.output_dir or ".") / "vllm-weights",
             )
         else:
             self.turn_generation_config = turn_generation_config(
@@ -320,8 +330,13 @@ class ARPOTrainer(GRPOTrainer):
         """The current policy, ready to sample (TRL's vLLM path, or ``generate`` on the unwrapped
         model)."""
         if self.vllm_engine is not None:
+            step = self.state.global_step
+            if self._async is not None and self.vllm_engine.synced_step != step:
+                # the async generator shares the server: push between two of its batches, so
+                # the version it tags turns with follows the weights
+                self._sync_async_generator(step)
             # awake, with the current weights, for every turn of the rollout; asleep after it
-            with self.vllm_engine.rollout(self.state.global_step):
+            with self.vllm_engine.rollout(step):
                 yield TRLGenerationPolicy(self, self.encoder)
             return
         with unwrap_model_for_generation(
@@ -609,10 +624,15 @@ class ARPOTrainer(GRPOTrainer):
         """``rows // G`` complete groups from the asynchronous loop (started on first use), their
         training rows, and the rollout stats of the wait. Weights go to the generator every
         ``weight_sync_every`` steps, tagged with the learner's step as the policy version."""
-        learner = self.accelerator.unwrap_model(self.trained_model)
         if self._async is None:
-            generator_model = copy.deepcopy(learner).eval().requires_grad_(False)
-            self._generator_model = generator_model
+            if self.vllm_engine is not None:
+                # the vLLM server samples: no copy of the model on the learner's device
+                policy: Any = ServerPolicy(self.vllm_engine, self.encoder)
+            else:
+                learner = self.accelerator.unwrap_model(self.trained_model)
+                generator_model = copy.deepcopy(learner).eval().requires_grad_(False)
+                self._generator_model = generator_model
+                policy = self.async_policy(generator_model)
             desktops = self.args.desktops_per_process
             pools = DesktopPool.singles(
                 desktops,
@@ -626,7 +646,7 @@ class ARPOTrainer(GRPOTrainer):
                 pools,
                 self.encoder,
                 self.action_set,
-                self.async_policy(generator_model),
+                policy,
                 rows=[dict(r) for r in self.task_rows.to_list()],
                 task_of=lambda row: self.tasks[row["task_id"]],
                 group_size=G,
@@ -640,18 +660,12 @@ class ARPOTrainer(GRPOTrainer):
                 rank=self.ranks.process_index,
                 processes=self.accelerator.num_processes,
             )
+            if self.vllm_engine is not None and self.vllm_engine.synced_step != step:
+                self.vllm_engine.push_weights(step)  # before the first request
             self._async.generator.version = step
             self._synced_at = step
         elif step - self._synced_at >= self.args.weight_sync_every:
-            target = self._generator_model
-            assert target is not None, "made with the async loop"
-
-            def copy_weights() -> None:
-                with torch.no_grad():
-                    target.load_state_dict(learner.state_dict())
-
-            self._async.sync(step, copy_weights)
-            self._synced_at = step
+            self._sync_async_generator(step)
         t0 = time.monotonic()
         taken = self._async.take(rows // G, step)
         trajs = [t for _, g in taken for t in g]
@@ -665,6 +679,25 @@ class ARPOTrainer(GRPOTrainer):
         )
         self._desktop_busy_seen = self._async.timeline.desktop_busy
         return [row for row, g in taken for _ in g], trajs, rstats
+
+    def _sync_async_generator(self, step: int) -> None:
+        """The learner's weights into the async generator, between two of its batches, tagged
+        ``step``: the vLLM server's push, or a copy into the generator's own model."""
+        assert self._async is not None, "made with the async loop"
+        engine = self.vllm_engine
+        if engine is not None:
+            self._async.sync(step, lambda: engine.push_weights(step))
+        else:
+            learner = self.accelerator.unwrap_model(self.trained_model)
+            target = self._generator_model
+            assert target is not None, "made with the async loop"
+
+            def copy_weights() -> None:
+                with torch.no_grad():
+                    target.load_state_dict(learner.state_dict())
+
+            self._async.sync(step, copy_weights)
+        self._synced_at = step
 
     # -- the device sees one micro-batch at a time -----------------------------------------------
 

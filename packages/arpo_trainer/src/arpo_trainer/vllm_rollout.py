@@ -51,9 +51,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import requests
 
 log = logging.getLogger(__name__)
 
@@ -189,12 +193,30 @@ class VLLMRolloutEngine:
             sleeping is switched off on ``generation`` (``enable_sleep_mode = False``): this
             object does it instead, so a direct call of ``generation.generate`` must be inside
             :meth:`rollout` (a sleeping engine takes requests and never answers them).
+        weight_transfer: server mode: ``"nccl"`` (TRL's push) or ``"disk"`` (a safetensors file
+            in ``weights_dir`` that the server's :class:`~arpo_trainer.vllm_server.
+            DiskWeightLoader` loads; see :meth:`push_weights`).
+        weights_dir: where ``"disk"`` writes the weights (the server must read the same path).
     """
 
-    def __init__(self, generation: Any, accelerator: Any, *, sleeps: bool):
+    def __init__(
+        self,
+        generation: Any,
+        accelerator: Any,
+        *,
+        sleeps: bool,
+        weight_transfer: str = "nccl",
+        weights_dir: str | Path | None = None,
+    ):
+        if weight_transfer not in ("nccl", "disk"):
+            raise ValueError(f"weight_transfer must be 'nccl' or 'disk', got {weight_transfer!r}")
+        if weight_transfer == "disk" and (generation.mode != "server" or weights_dir is None):
+            raise ValueError("weight_transfer='disk' is for server mode and needs a weights_dir")
         self.generation = generation
         self.accelerator = accelerator
         self.mode: str = generation.mode
+        self.weight_transfer = weight_transfer
+        self.weights_dir = None if weights_dir is None else Path(weights_dir).absolute()
         self.sleeps = bool(sleeps) and self.mode == "colocate"
         generation.enable_sleep_mode = False  # TRL would sleep after every call
         self.synced_step: int | None = None
@@ -213,17 +235,12 @@ class VLLMRolloutEngine:
         if self._open:
             yield self
             return
-        gen = self.generation
         if self.sleeps:
             self.llm.wake_up(tags=["weights"])
             self.counts.wakes += 1
         # level-2 sleep discarded the weights: push them whenever the engine slept
         if self.sleeps or self.synced_step != step:
-            gen.sync_weights()
-            self.counts.syncs += 1
-            self.synced_step = step
-            if self.mode == "server":
-                self.accelerator.wait_for_everyone()  # the server holds the new weights first
+            self.push_weights(step)
         if self.sleeps:
             self.llm.wake_up(tags=["kv_cache"])
         self._open = True
@@ -235,6 +252,69 @@ class VLLMRolloutEngine:
             if self.sleeps:
                 self.llm.sleep(level=2)
                 self.counts.sleeps += 1
+
+    def push_weights(self, step: int) -> None:
+        """Send the learner's current weights to the engine (every rank calls it: the parameter
+        gathers are collective); later turns sample with them. Server mode: TRL's push
+        (``"nccl"``) or a file the server loads (``"disk"``), then a barrier so no rank samples
+        before the server holds them."""
+        if self.weight_transfer == "disk":
+            self._push_through_disk()
+        else:
+            self.generation.sync_weights()
+        self.counts.syncs += 1
+        self.synced_step = step
+        if self.mode == "server":
+            self.accelerator.wait_for_everyone()  # the server holds the new weights first
+
+    def _push_through_disk(self) -> None:
+        """The weights TRL would push (PEFT adapters merged, vLLM's names), written by the main
+        process to ``weights_dir/weights.safetensors`` and loaded by the server's
+        :class:`~arpo_trainer.vllm_server.DiskWeightLoader`; then the server's prefix and
+        encoder caches are dropped (they hold keys and features of the old weights)."""
+        from safetensors.torch import save_file
+
+        gen = self.generation
+        if not self.accelerator.is_main_process:
+            for _ in gen._iter_named_params():  # take part in the gathers
+                pass
+            return
+        assert self.weights_dir is not None, "checked in __init__"
+        tensors = {
+            name: p.detach().to("cpu", copy=True).contiguous()
+            for name, p in gen._iter_named_params()
+        }
+        self.weights_dir.mkdir(parents=True, exist_ok=True)
+        path = self.weights_dir / "weights.safetensors"
+        tmp = path.with_suffix(".tmp")
+        save_file(tensors, str(tmp))
+        os.replace(tmp, path)
+        base = self.client().base_url
+        timeout = max(float(gen.server_timeout), 60.0)
+        res = requests.post(
+            f"{base}/collective_rpc",
+            json={"method": "load_weights_file", "args": [str(path)]},
+            timeout=timeout,
+        )
+        if res.status_code != 200:
+            raise RuntimeError(
+                f"the vLLM server at {base} did not load {path} ({res.status_code}: "
+                f"{res.text[:300]}); start it with --worker-extension-cls "
+                "arpo_trainer.vllm_server.DiskWeightLoader and VLLM_SERVER_DEV_MODE=1"
+            )
+        for route in ("reset_prefix_cache", "reset_encoder_cache"):
+            requests.post(f"{base}/{route}", timeout=timeout).raise_for_status()
+
+    def serve(
+        self, prompts: list[list[int]], images: list[list[Any] | None]
+    ) -> tuple[list[list[int]], list[list[float | None]] | None]:
+        """One turn from the server with whatever weights it holds now (no rollout, no sync):
+        the asynchronous generator's call, which pushes weights itself (:meth:`push_weights`)
+        between two of its batches."""
+        if self.mode != "server":
+            raise RuntimeError("only a vLLM server samples outside a rollout")
+        self.counts.turns += 1
+        return self._server_generate(prompts, images)
 
     def generate(
         self, prompts: list[list[int]], images: list[list[Any] | None], *, step: int
@@ -299,3 +379,21 @@ class VLLMRolloutEngine:
         return out["completion_ids"], None if logps is None else [
             [lp[0] for lp in row] for row in logps
         ]
+
+
+@contextlib.contextmanager
+def trl_weight_handshake(weight_transfer: str) -> Iterator[None]:
+    """While TRL builds its server-mode client: with ``"disk"`` weight transfer, skip TRL's NCCL
+    handshake (``VLLMClient.init_communicator``: it needs CUDA and a server started with a
+    weight-transfer engine; the disk path uses neither). Nothing changes for ``"nccl"``."""
+    if weight_transfer != "disk":
+        yield
+        return
+    from trl.generation.vllm_client import VLLMClient
+
+    original = VLLMClient.init_communicator
+    VLLMClient.init_communicator = lambda self, device=0: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        VLLMClient.init_communicator = original  # type: ignore[method-assign]

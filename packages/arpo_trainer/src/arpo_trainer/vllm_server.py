@@ -10,8 +10,11 @@ absent, with the same flags as ``trl vllm-serve`` (processed log-probs, the scal
 
 The NCCL weight-transfer engine TRL asks for is left out: it needs CUDA, and so does TRL's side
 of it (``VLLMClient.init_communicator`` raises ``NotImplementedError`` on a CPU device). A
-server started here therefore generates but cannot receive new weights on CPU; pass
-``weight_transfer=True`` on GPU machines.
+server started here therefore cannot receive weights through TRL's push on CPU; pass
+``weight_transfer=True`` on GPU machines. What does work on CPU (and anywhere the trainer and the
+server share a filesystem) is ``disk_weights=True``: the server loads the worker extension
+:class:`DiskWeightLoader`, and the trainer (``vllm_weight_transfer="disk"``) writes its weights to
+a safetensors file and asks the server to load it (vLLM's dev-mode ``/collective_rpc`` route).
 """
 
 from __future__ import annotations
@@ -30,6 +33,42 @@ from pathlib import Path
 import requests
 
 log = logging.getLogger(__name__)
+
+
+#: The worker extension a server needs for ``vllm_weight_transfer="disk"``.
+DISK_WEIGHT_LOADER = "arpo_trainer.vllm_server.DiskWeightLoader"
+
+
+class DiskWeightLoader:
+    """vLLM worker extension (``--worker-extension-cls``): load the trainer's weights from a file.
+
+    Methods run inside the server's worker process, called through ``/collective_rpc`` (vLLM's
+    dev-mode route; string arguments only). ``load_weights_file`` re-creates, loads and repacks
+    every layer with vLLM's layerwise ``reload_weights`` (what colocate mode does on CPU, see
+    :class:`~arpo_trainer.vllm_rollout.CPUColocateSync`); the caller resets the prefix and
+    encoder caches afterwards (``/reset_prefix_cache``, ``/reset_encoder_cache``).
+    """
+
+    model_runner: object  # set by vLLM's worker, which this class is mixed into
+
+    def load_weights_file(self, path: str) -> int:
+        """Load every tensor of the safetensors file ``path``; returns how many."""
+        from safetensors.torch import load_file
+
+        from arpo_trainer.vllm_rollout import refresh_kept_cpu_kernels, vllm_on_cpu
+
+        weights = load_file(path)
+        runner: object = self.model_runner
+        runner.reload_weights(weights_iterator=iter(weights.items()))  # type: ignore[attr-defined]
+        if vllm_on_cpu():
+            refresh_kept_cpu_kernels(runner.get_model())  # type: ignore[attr-defined]
+        self.arpo_weight_loads = getattr(self, "arpo_weight_loads", 0) + 1
+        log.info("loaded %d tensors from %s (load %d)", len(weights), path, self.arpo_weight_loads)
+        return len(weights)
+
+    def weight_loads(self) -> int:
+        """How many weight files this worker loaded since it started."""
+        return int(getattr(self, "arpo_weight_loads", 0))
 
 
 class VLLMServerError(RuntimeError):
@@ -60,6 +99,7 @@ def server_command(
     max_model_len: int | None = None,
     enforce_eager: bool = False,
     weight_transfer: bool = False,
+    disk_weights: bool = False,
     extra_args: list[str] | None = None,
 ) -> list[str]:
     """The command line of a vLLM server as TRL's server mode expects it (see module docstring)."""
@@ -75,6 +115,8 @@ def server_command(
     cmd += ["--enable-scale-out", "--logprobs-mode", "processed_logprobs", "--max-logprobs", "-1"]
     if weight_transfer:
         cmd += ["--weight-transfer-config", json.dumps({"backend": "nccl"})]
+    if disk_weights:
+        cmd += ["--worker-extension-cls", DISK_WEIGHT_LOADER]
     return cmd + list(extra_args or [])
 
 
@@ -94,6 +136,7 @@ class VLLMServer:
     max_model_len: int | None = None
     enforce_eager: bool = False
     weight_transfer: bool = False
+    disk_weights: bool = False
     startup_timeout_s: float = 300.0
     log_path: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -119,6 +162,7 @@ class VLLMServer:
             max_model_len=self.max_model_len,
             enforce_eager=self.enforce_eager,
             weight_transfer=self.weight_transfer,
+            disk_weights=self.disk_weights,
         )
         # the dev-mode routes (prefix-cache reset, weight transfer) that TRL's client calls
         env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", **self.env}
