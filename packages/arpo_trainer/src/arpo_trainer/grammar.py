@@ -445,7 +445,7 @@ class GrammarLogitsProcessor:
         self._prompt_len: int | None = None
         self._states: list[int] = []
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         c = self.constraint
         if self._prompt_len is None:
             self._prompt_len = input_ids.shape[1]
