@@ -289,6 +289,8 @@ def run_eval(name: str, model: str, seed: int, args: argparse.Namespace, cfg: di
         # last action becomes FAIL, which would score every truncated infeasible episode 1)
         "--protocol", "hard", "--fresh", "--no-progress",
     ]  # fmt: skip
+    if cfg.get("action_grammar"):  # sampled under the grammar it was trained with
+        cmd.append("--action-grammar")
     for key, value in ((cfg.get("env_kwargs") or {}).get("provider_kwargs") or {}).items():
         cmd += ["--provider-arg", f"{key}={value}"]
     print(f"eval {name}: {' '.join(cmd)}", flush=True)

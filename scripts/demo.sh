@@ -5,7 +5,8 @@
 # docs/learning.md). Installs what it needs first, then
 #   1. builds the task-agnostic base policy (behaviour cloning on random valid UI-TARS actions,
 #      half of them clicks at random points), runs/base-pointer, unless it exists;
-#   2. trains it with ARPO on the family's training instances (configs/demo.yaml);
+#   2. trains it with ARPO on the family's training instances (configs/demo.yaml), every turn
+#      sampled under the UI-TARS action grammar (action_grammar: true);
 #   3. plays held-out instances it never trained on and prints its success there.
 # Extra arguments go to arpo-train (e.g. --max_steps 60 --seed 1 --output_dir runs/x). Output:
 # runs/arpo-demo/ (success_curve.png, rollouts.jsonl, the model, heldout/summary.json).
@@ -17,14 +18,24 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 config=packages/arpo_trainer/configs/demo.yaml
 heldout="${DEMO_HELDOUT:-pixels:heldout:click,click2:32}"
 out=runs/arpo-demo
+# the held-out episodes are sampled the way training sampled them: under the action grammar when
+# the config (or --action_grammar) turns it on
+grammar=false
+grep -Eq '^action_grammar:[[:space:]]*true' "$config" && grammar=true
 prev=""
 for arg in "$@"; do
   case "$arg" in
     --output_dir=*) out="${arg#--output_dir=}" ;;
-    *) [ "$prev" = "--output_dir" ] && out="$arg" ;;
+    --action_grammar=*) grammar="${arg#--action_grammar=}" ;;
+    *)
+      [ "$prev" = "--output_dir" ] && out="$arg"
+      [ "$prev" = "--action_grammar" ] && grammar="$arg"
+      ;;
   esac
   prev="$arg"
 done
+grammar_flag=()
+case "$grammar" in true|True|1|yes) grammar_flag=(--action-grammar) ;; esac
 t0=$(date +%s)
 if [ ! -f runs/base-pointer/config.json ]; then
   uv run --frozen python -m arpo_trainer.testing.base_policy --mix pointer --output runs/base-pointer
@@ -34,7 +45,7 @@ uv run --frozen arpo-train --config "$config" "$@"
 uv run --frozen arpo-eval run --agent hf --model "$out" --name arpo-demo --tasks "$heldout" \
   --num-envs 4 --max-steps 3 --trials 1 --screen 640x360 --history-images 3 --max-tokens 24 \
   --temperature 1.0 --protocol hard --provider-arg profile=openbox --seed 1000 \
-  --out "$out/heldout" --fresh --no-progress > "$out/heldout.log" 2>&1 \
+  --out "$out/heldout" --fresh --no-progress "${grammar_flag[@]}" > "$out/heldout.log" 2>&1 \
   || { tail -n 20 "$out/heldout.log"; exit 1; }
 uv run --frozen python - "$out/heldout/summary.json" "$heldout" "$(( $(date +%s) - t0 ))" <<'EOF'
 import json, sys

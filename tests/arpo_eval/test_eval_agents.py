@@ -222,3 +222,23 @@ def test_tiny_transformers_agent_runs_end_to_end(tmp_path):
         assert (out / "pyautogui").exists() is False
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overall"]["scored_tasks"] == 2
+
+
+def test_the_hf_agent_under_the_action_grammar_writes_only_parsable_actions(tmp_path):
+    """``--action-grammar``: the random tiny model, which writes almost no parsable action on its
+    own, answers every turn with a well-formed UI-TARS call inside the image frame."""
+    from arpo_trainer.tiny import build_tiny_vlm
+
+    model_dir = build_tiny_vlm(seed=0).save(tmp_path / "tiny-ckpt")
+    ids = tmp_path / "ids.txt"
+    ids.write_text("os-copy-001\nos-mkdir-001\n")
+    out = tmp_path / "run"
+    args = ["run", "--agent", "hf", "--model", str(model_dir), "--tasks", str(ids)]
+    args += ["--provider", "fake", "--settle-max-s", "0", "--max-steps", "3", "--trials", "2"]
+    args += ["--max-tokens", "24", "--temperature", "1.0", "--screen", "640x360"]
+    assert main([*args, "--out", str(out), "--no-progress", "--action-grammar"]) == 0
+    _, records = read_run(out)
+    steps = [s for r in records for s in read_steps(r.episode_dir)]
+    assert len(records) == 4 and len(steps) >= 4
+    assert [s["info"]["action_error"] for s in steps if s["info"].get("action_error")] == []
+    assert all(s["response"].startswith("Action: ") for s in steps)

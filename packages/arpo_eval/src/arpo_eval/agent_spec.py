@@ -44,6 +44,9 @@ class AgentSpec:
         request_timeout: ``openai``: seconds per HTTP request.
         retries: ``openai``: attempts per turn on connection errors, 429 and 5xx.
         name: the ``<model>`` level of the result layout (default: derived from ``model``).
+        action_grammar: ``hf`` with the ``uitars`` action set: sample every turn under the
+            UI-TARS grammar (``arpo_trainer.grammar``), as a policy trained with the trainer's
+            ``action_grammar`` was.
     """
 
     kind: str
@@ -62,6 +65,7 @@ class AgentSpec:
     retries: int = 3
     seed: int = 0
     name: str | None = None
+    action_grammar: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -183,7 +183,14 @@ def _hf_bundle(spec: AgentSpec) -> AgentBundle:
         top_p=spec.top_p,
         do_sample=spec.temperature > 0,
     )
-    policy = LockedPolicy(TransformersPolicy(model, encoder, gen))
+    constraint = None
+    if spec.action_grammar:
+        if aset_name != "uitars":
+            raise ValueError(f"--action-grammar needs the uitars action set, got {aset_name!r}")
+        aset = make_action_set(aset_name, screen_size=spec.screen_size, **aset_kwargs)
+        frame = getattr(aset, "frame")  # noqa: B009 (UITarsActionSet only)
+        constraint = generation.action_constraint(encoder, tuple(frame), spec.max_tokens)
+    policy = LockedPolicy(TransformersPolicy(model, encoder, gen, constraint))
 
     def make() -> Any:
         return PolicyAgent(policy, encoder)
@@ -201,6 +208,7 @@ def _hf_bundle(spec: AgentSpec) -> AgentBundle:
             "top_p": spec.top_p,
             "max_tokens": spec.max_tokens,
             "history_images": spec.history_images,
+            "action_grammar": spec.action_grammar,
         },
     )
 

@@ -164,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--top-p", type=float, default=0.9)
     r.add_argument("--max-tokens", type=int, default=1024, help="new tokens per turn")
     r.add_argument("--history-images", type=int, default=15, help="screenshots kept in the context")
+    r.add_argument(
+        "--action-grammar",
+        action="store_true",
+        help="hf, uitars: grammar-constrained decoding (every turn one well-formed action), as "
+        "the trainer's action_grammar",
+    )
     r.add_argument("--device", default="cpu", help="hf: torch device")
     r.add_argument("--dtype", default="auto", help="hf: weights dtype")
     r.add_argument("--seed", type=int, default=0)
@@ -244,6 +250,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         request_timeout=a.request_timeout,
         seed=a.seed,
         name=a.name,
+        action_grammar=a.action_grammar,
     )
     cfg = RunConfig(
         agent=spec,

@@ -282,6 +282,19 @@ class ARPOConfig(GRPOConfig):
         },
     )
 
+    action_grammar: bool = field(
+        default=False,
+        metadata={
+            "help": "Grammar-constrained decoding (arpo_trainer.grammar): every sampled turn is "
+            "one well-formed UI-TARS call ('Action: click(...)' etc., no 'Thought:') with its "
+            "points inside the model's image frame, and the learner scores every action token "
+            "under the same constraint. For a policy that cannot know the syntax otherwise (the "
+            "randomly initialised tiny model); off by default for real models, whose thoughts "
+            "the grammar does not allow. Needs action_set 'uitars' and the transformers "
+            "generation path (not use_vllm)."
+        },
+    )
+
     advantage_clip: float | None = field(
         default=None,
         metadata={
@@ -383,6 +396,12 @@ class ARPOConfig(GRPOConfig):
             )
         if self.rollout_mode not in ("sync", "async"):  # issue 28
             raise ValueError(f"rollout_mode must be 'sync' or 'async', got {self.rollout_mode!r}")
+        if self.action_grammar and (self.use_vllm or self.action_set != "uitars"):
+            raise ValueError(
+                "action_grammar constrains the transformers generation path to the UI-TARS "
+                f"grammar; got use_vllm={self.use_vllm}, action_set={self.action_set!r}: use "
+                "use_vllm=False and action_set='uitars', or action_grammar=False"
+            )
         if self.rollout_mode == "async" and self.use_vllm and self.vllm_mode != "server":
             raise ValueError(
                 "rollout_mode='async' with vLLM needs vllm_mode='server': a colocated engine "

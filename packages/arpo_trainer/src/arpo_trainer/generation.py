@@ -24,9 +24,10 @@ from typing import Protocol
 
 import torch
 from PIL import Image
-from transformers import GenerationConfig
+from transformers import GenerationConfig, LogitsProcessorList
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder, batch_image_inputs
+from arpo_trainer.grammar import ActionGrammar, GrammarLogitsProcessor, TokenConstraint
 from arpo_trainer.vllm_rollout import VISION_TOKENS, collapse_image_runs
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,22 @@ def turn_generation_config(
     return cfg
 
 
+def action_constraint(
+    encoder: TurnEncoder, frame: tuple[int, int], max_new_tokens: int
+) -> TokenConstraint:
+    """The UI-TARS grammar (points inside the model's image ``frame``, the width and height of
+    the uitars action set's ``frame``) over ``encoder``'s tokenizer, with a budget of
+    ``max_new_tokens`` per turn (:mod:`arpo_trainer.grammar`)."""
+    return TokenConstraint(
+        ActionGrammar(frame), encoder.tokenizer, encoder.eos_token_id, max_new_tokens
+    )
+
+
+def assistant_header(encoder: TurnEncoder) -> list[int]:
+    """The ids every assistant turn follows (``<|im_start|>assistant\\n``)."""
+    return list(encoder.tokenizer.encode("<|im_start|>assistant\n", add_special_tokens=False))
+
+
 def pad_left(rows: list[list[int]], value: int) -> torch.Tensor:
     width = max(len(r) for r in rows)
     return torch.tensor([[value] * (width - len(r)) + r for r in rows], dtype=torch.long)
@@ -152,11 +169,26 @@ class TransformersPolicy:
         model: a Qwen-VL ``*ForConditionalGeneration`` (or a PEFT model around one).
         encoder: the :class:`TurnEncoder` the contexts were built with.
         generation_config: see :func:`turn_generation_config`.
+        constraint: sample every turn under this grammar (:func:`action_constraint`); the
+            log-probs are then those of the constrained distribution. Its budget must be the
+            config's ``max_new_tokens``.
     """
 
-    def __init__(self, model, encoder: TurnEncoder, generation_config: GenerationConfig):
+    def __init__(
+        self,
+        model,
+        encoder: TurnEncoder,
+        generation_config: GenerationConfig,
+        constraint: TokenConstraint | None = None,
+    ):
         self.model = model
         self.encoder = encoder
+        if constraint is not None and constraint.max_new_tokens != generation_config.max_new_tokens:
+            raise ValueError(
+                f"the grammar's turn budget ({constraint.max_new_tokens} tokens) must be the "
+                f"generation config's max_new_tokens ({generation_config.max_new_tokens})"
+            )
+        self.constraint = constraint
         # per-step scores give the sampled tokens' log-probs
         self.generation_config = GenerationConfig(**generation_config.to_dict())
         self.generation_config.update(output_scores=True, return_dict_in_generate=True)
@@ -185,7 +217,12 @@ class TransformersPolicy:
         was_training = self.model.training
         self.model.eval()
         try:
-            out = self.model.generate(**inputs, generation_config=self.generation_config)
+            extra = {}
+            if self.constraint is not None:  # a fresh processor: it tracks this call's turns
+                extra["logits_processor"] = LogitsProcessorList(
+                    [GrammarLogitsProcessor(self.constraint)]
+                )
+            out = self.model.generate(**inputs, generation_config=self.generation_config, **extra)
         finally:
             self.model.train(was_training)
         new = out.sequences[:, input_ids.shape[1] :].cpu()

@@ -62,13 +62,17 @@ from arpo_trainer.demos import record_demonstrations
 from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
 from arpo_trainer.generation import (
+    SUPPRESSED_LOGIT,
     Policy,
     TransformersPolicy,
     TRLGenerationPolicy,
+    action_constraint,
+    assistant_header,
     special_token_suppression,
     suppressed_tokens_in_loss,
     turn_generation_config,
 )
+from arpo_trainer.grammar import TokenConstraint, constrained_token_logps, sequence_masks
 from arpo_trainer.metrics import (
     LiveSuccessCallback,
     QuietProgressCallback,
@@ -225,6 +229,17 @@ class ARPOTrainer(GRPOTrainer):
                 top_k=args.top_k,
                 base=self.generation_config,
             )
+        # grammar-constrained decoding: sampled and scored under the same constraint
+        self.action_constraint: TokenConstraint | None = None
+        self._assistant_header: list[int] = []
+        if args.action_grammar:
+            frame = getattr(self.action_set, "frame", None)
+            if frame is None:
+                raise ValueError("action_grammar needs the uitars action set (its image frame)")
+            self.action_constraint = action_constraint(
+                self.encoder, tuple(frame), args.max_turn_tokens
+            )
+            self._assistant_header = assistant_header(self.encoder)
         self._started: float | None = None
         self._pool: DesktopPool | None = None
         self._collector: Collector | None = None
@@ -345,7 +360,9 @@ class ARPOTrainer(GRPOTrainer):
             gather_deepspeed3_params=self.args.ds3_gather_for_generation,
             gradient_checkpointing_kwargs=self.args.checkpointing_kwargs,
         ) as unwrapped:
-            yield TransformersPolicy(unwrapped, self.encoder, self.turn_generation_config)
+            yield TransformersPolicy(
+                unwrapped, self.encoder, self.turn_generation_config, self.action_constraint
+            )
 
     # -- the seam ----------------------------------------------------------------------------------
 
@@ -616,7 +633,9 @@ class ARPOTrainer(GRPOTrainer):
         """What the asynchronous loop's generator samples with: ``generate`` on ``model``, the
         generator's own copy of the weights (a subclass may wrap it, as the 2-process test does to
         pace what each rank plays)."""
-        return TransformersPolicy(model, self.encoder, self.turn_generation_config)
+        return TransformersPolicy(
+            model, self.encoder, self.turn_generation_config, self.action_constraint
+        )
 
     def _async_groups(
         self, rows: int, G: int, step: int
@@ -788,6 +807,18 @@ class ARPOTrainer(GRPOTrainer):
                 kw["num_images"] = num_images[start:end]
             if mm_token_type_ids is not None:
                 kw["mm_token_type_ids"] = mm_token_type_ids[start:end].to(device)
+            if self.action_constraint is not None:
+                lp, ent = self._constrained_logps(
+                    model,
+                    input_ids[start:end].to(device),
+                    attention_mask[start:end].to(device),
+                    logits_to_keep,
+                    compute_entropy,
+                    kw,
+                )
+                logps.append(lp)
+                entropies.append(ent)
+                continue
             with suppressed_tokens_in_loss(patched, self.suppressed_ids):
                 lp, ent, ax = super()._get_per_token_logps_and_entropies(
                     model,
@@ -805,8 +836,55 @@ class ARPOTrainer(GRPOTrainer):
         return (
             torch.cat(logps),
             torch.cat(entropies) if compute_entropy else None,
-            torch.stack(aux).mean() if compute_aux_loss else None,
+            torch.stack(aux).mean() if compute_aux_loss and aux else None,
         )
+
+    def _constrained_logps(
+        self,
+        model,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        compute_entropy: bool,
+        kw: dict[str, Any],
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Per-token log-probs under ``action_grammar``: the full logits of the completion (the
+        fused head takes one bias for every position, the grammar's mask differs per token),
+        divided by the temperature, the vision tokens and every token the grammar forbade at
+        that position suppressed, as the sampling path did (:mod:`arpo_trainer.grammar`)."""
+        constraint = self.action_constraint
+        assert constraint is not None, "called only with action_grammar"
+        kw = {k: v for k, v in kw.items() if k != "num_images"}
+        with self.accelerator.autocast():
+            out = model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                logits_to_keep=logits_to_keep + 1,
+                use_cache=False,
+                **kw,
+            )
+        logits = out.logits[:, :-1, :]
+        completion = input_ids[:, -logits_to_keep:]
+        masks = []
+        for row in input_ids.tolist():
+            per_pos = sequence_masks(constraint, row, self._assistant_header)
+            masks.append(per_pos[-logits_to_keep:])
+        bias = torch.zeros(logits.size(-1), dtype=torch.float32, device=logits.device)
+        bias[self.suppressed_ids] = SUPPRESSED_LOGIT
+        lp, ent = constrained_token_logps(
+            logits,
+            completion,
+            masks,
+            temperature=self.temperature,
+            bias=bias,
+            compute_entropy=compute_entropy,
+            masked_logit=SUPPRESSED_LOGIT,
+        )
+        # padding positions score 0, as TRL's fused head leaves them
+        keep = attention_mask[:, -logits_to_keep:].bool()
+        lp = lp.masked_fill(~keep, 0.0)
+        ent = ent.masked_fill(~keep, 0.0) if ent is not None else None
+        return lp, ent
 
     # -- logging -----------------------------------------------------------------------------------
 
