@@ -46,7 +46,7 @@ from PIL import Image
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder
 from arpo_trainer.desktops import DesktopPool, StepResult
-from arpo_trainer.generation import Policy, TurnSample
+from arpo_trainer.generation import Policy, TurnSample, served_turns
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rollout import Trajectory, Turn
 from arpo_trainer.vllm_rollout import VLLMRolloutEngine
@@ -298,13 +298,7 @@ class ServerPolicy:
         ids, logps = self.engine.serve(
             [c.input_ids for c in contexts], [im or None for im in images]
         )
-        out = []
-        for k, sampled in enumerate(ids):
-            sampled = list(sampled)
-            lp = logps[k] if logps is not None else [None] * len(sampled)
-            lp = [float("nan") if x is None else float(x) for x in lp]
-            out.append(TurnSample(ids=sampled, logps=lp, text=self.encoder.decode_action(sampled)))
-        return out
+        return served_turns(ids, logps, self.encoder)
 
 
 # -- desktops playing on their own ------------------------------------------------------------

@@ -43,6 +43,20 @@ class TurnSample:
     text: str
 
 
+def served_turns(
+    ids: list[list[int]], logps: list[list[float | None]] | None, encoder: TurnEncoder
+) -> list[TurnSample]:
+    """A vLLM engine's answer as turns: a missing log-prob (none returned, or ``None`` for a
+    token) becomes NaN, which the trainer treats as unknown (importance ratio 1)."""
+    out = []
+    for k, sampled in enumerate(ids):
+        sampled = list(sampled)
+        lp = logps[k] if logps is not None else [None] * len(sampled)
+        lp = [float("nan") if x is None else float(x) for x in lp]
+        out.append(TurnSample(ids=sampled, logps=lp, text=encoder.decode_action(sampled)))
+    return out
+
+
 class Policy(Protocol):
     """Anything that can answer a batch of contexts with one turn each."""
 
@@ -296,10 +310,4 @@ class TRLGenerationPolicy:
         ids, logps = engine.generate(
             prompts, [im or None for im in images], step=self.trainer.state.global_step
         )
-        out = []
-        for k, sampled in enumerate(ids):
-            sampled = list(sampled)
-            lp = logps[k] if logps is not None else [None] * len(sampled)
-            lp = [float("nan") if x is None else float(x) for x in lp]
-            out.append(TurnSample(ids=sampled, logps=lp, text=self.encoder.decode_action(sampled)))
-        return out
+        return served_turns(ids, logps, self.encoder)
