@@ -15,10 +15,10 @@ import random
 
 import pytest
 import torch
-from arpo_trainer.batch import collate, training_sequence
 from arpo_trainer.grammar import ActionGrammar, TokenConstraint, sequence_masks
 from arpo_trainer.tiny import build_tokenizer
 from osworld_gym.actions import make_action_set
+from test_trainer_loss import sampled_and_scored
 from test_trainer_training import INFEASIBLE, make_config, make_trainer
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -129,38 +129,13 @@ def test_the_random_model_samples_only_parsable_actions(grammar_trainer):
 
 def test_the_learner_scores_the_constrained_distribution(grammar_trainer):
     trainer = grammar_trainer
-    enc = trainer.encoder
-    task = trainer.tasks[INFEASIBLE]
-    with trainer.policy() as policy:
-        trajs = trainer.collector(4).run([task] * 4, policy)
-    trainer.close_desktops()
-    batch, sampling = collate(
-        [training_sequence(t, enc) for t in trajs],
-        pad_id=enc.tokenizer.pad_token_id,
-        image_token_id=enc.image_token_id,
-    )
-    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-    kwargs = dict(
-        pixel_values=batch["pixel_values"],
-        image_grid_thw=batch["image_grid_thw"],
-        num_images=batch["num_images"],
-        mm_token_type_ids=batch["mm_token_type_ids"],
-    )
-    n = batch["completion_ids"].size(1)
-    sampled = batch["tool_mask"].bool()
+    sampling, logps, (ent, _), sampled, score = sampled_and_scored(trainer, compute_entropy=True)
     assert sampled.sum() > 20
-    with torch.no_grad():
-        logps, ent, _ = trainer._get_per_token_logps_and_entropies(
-            trainer.model, ids, mask, n, compute_entropy=True, **kwargs
-        )
-        constraint, trainer.action_constraint = trainer.action_constraint, None
-        try:  # the same tokens scored over the whole vocabulary (the bug this guards against)
-            full, _, _ = trainer._get_per_token_logps_and_entropies(
-                trainer.model, ids, mask, n, **kwargs
-            )
-        finally:
-            trainer.action_constraint = constraint
+    constraint, trainer.action_constraint = trainer.action_constraint, None
+    try:  # the same tokens scored over the whole vocabulary (the bug this guards against)
+        full, _, _ = score()
+    finally:
+        trainer.action_constraint = constraint
     torch.testing.assert_close(logps[sampled], sampling[sampled], atol=1e-4, rtol=0)
     assert ent is not None and torch.isfinite(ent).all()
     # unconstrained scoring is far off: the allowed tokens hold little of a random model's mass

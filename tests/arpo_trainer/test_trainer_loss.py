@@ -121,8 +121,11 @@ def vision_biased_trainer(tmp_path):
     return trainer
 
 
-def test_the_trainer_scores_the_distribution_the_policy_sampled_from(vision_biased_trainer):
-    trainer = vision_biased_trainer
+def sampled_and_scored(trainer, **score_kwargs):
+    """Four episodes of the infeasible task played by the trainer's policy, as the learner sees
+    them: ``(sampling log-probs, learner log-probs, the learner's other outputs, the sampled-token
+    mask, score(**kw))`` where ``score`` scores the same tokens again (e.g. under another
+    setting)."""
     enc = trainer.encoder
     task = trainer.tasks[INFEASIBLE]
     with trainer.policy() as policy:
@@ -135,18 +138,25 @@ def test_the_trainer_scores_the_distribution_the_policy_sampled_from(vision_bias
     )
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
     mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-    with torch.no_grad():
-        logps, _, _ = trainer._get_per_token_logps_and_entropies(
-            trainer.model,
-            ids,
-            mask,
-            batch["completion_ids"].size(1),
-            pixel_values=batch["pixel_values"],
-            image_grid_thw=batch["image_grid_thw"],
-            num_images=batch["num_images"],
-            mm_token_type_ids=batch["mm_token_type_ids"],
-        )
-    sampled = batch["tool_mask"].bool()
+    inputs = dict(
+        pixel_values=batch["pixel_values"],
+        image_grid_thw=batch["image_grid_thw"],
+        num_images=batch["num_images"],
+        mm_token_type_ids=batch["mm_token_type_ids"],
+    )
+
+    def score(**kw):
+        with torch.no_grad():
+            return trainer._get_per_token_logps_and_entropies(
+                trainer.model, ids, mask, batch["completion_ids"].size(1), **inputs, **kw
+            )
+
+    logps, *rest = score(**score_kwargs)
+    return sampling, logps, rest, batch["tool_mask"].bool(), score
+
+
+def test_the_trainer_scores_the_distribution_the_policy_sampled_from(vision_biased_trainer):
+    sampling, logps, _, sampled, _ = sampled_and_scored(vision_biased_trainer)
     assert sampled.sum() > 10
     # the suppressed tokens carry real probability here: a trainer scoring over the full
     # vocabulary would sit log(1 - p(vision)) below the sampler on every token
