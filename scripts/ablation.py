@@ -94,14 +94,17 @@ def train_args(args: argparse.Namespace) -> list[str]:
     return []
 
 
+def finished_before(run_dir: Path, steps: int) -> bool:
+    """Whether ``run_dir``'s rollout log already reaches ``steps`` steps (then it is kept)."""
+    log = run_dir / "rollouts.jsonl"
+    if not log.exists():
+        return False
+    return len({json.loads(x)["global_step"] for x in log.read_text().splitlines() if x}) >= steps
+
+
 def run_one(mode: str, seed: int, args: argparse.Namespace, out: Path) -> Path:
     run_dir = out / f"{mode}-s{seed}"
-    log = run_dir / "rollouts.jsonl"
-    if (
-        log.exists()
-        and len({json.loads(x)["global_step"] for x in log.read_text().splitlines() if x})
-        >= args.steps
-    ):
+    if finished_before(run_dir, args.steps):
         print(f"{run_dir.name}: done before, kept", flush=True)
         return run_dir
     if run_dir.exists():

@@ -43,12 +43,7 @@ def _ablation():
 
 def run_one(mode: str, seed: int, args: argparse.Namespace) -> Path:
     run_dir = args.out / f"{mode}-s{seed}"
-    log = run_dir / "rollouts.jsonl"
-    if (
-        log.exists()
-        and len({json.loads(x)["global_step"] for x in log.read_text().splitlines() if x})
-        >= args.steps
-    ):
+    if _ablation().finished_before(run_dir, args.steps):
         print(f"{run_dir.name}: done before, kept", flush=True)
         return run_dir
     subprocess.run(["rm", "-rf", str(run_dir)], check=True)

@@ -40,6 +40,26 @@ class RecordingTrainer(ARPOTrainer):
         return output
 
 
+def train_from_a_stored_success(trainer: ARPOTrainer) -> dict[str, torch.Tensor]:
+    """Train after storing the oracle's success, and check the weights moved; the trainable
+    weights before training.
+
+    A random policy fails every task: a stored success (the oracle's, played on a desktop) is what
+    replay injects into the all-fail groups, as in sync mode, so every step has an advantage."""
+    try:
+        assert trainer.warm_start_replay() == 1
+        trainer.close_desktops()  # the demonstrations' lock-step desktops are not the loop's
+        before = {
+            n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad
+        }
+        trainer.train()
+    finally:
+        trainer.close_desktops()
+    after = dict(trainer.model.named_parameters())
+    assert any(not torch.equal(after[n], p) for n, p in before.items()), "nothing was learned"
+    return before
+
+
 def run_async(tmp_path, **overrides) -> RecordingTrainer:
     args = make_config(
         tmp_path,
@@ -54,19 +74,7 @@ def run_async(tmp_path, **overrides) -> RecordingTrainer:
     trainer = RecordingTrainer(
         vlm.model, args, vlm.processor, peft_config=lora_config(vlm.model, r=4)
     )
-    try:
-        # a random policy fails every task: a stored success (the oracle's, played on a desktop)
-        # is what replay injects into the all-fail groups, as in sync mode
-        assert trainer.warm_start_replay() == 1
-        trainer.close_desktops()  # the demonstrations' lock-step desktops are not the loop's
-        before = {
-            n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad
-        }
-        trainer.train()
-    finally:
-        trainer.close_desktops()
-    after = dict(trainer.model.named_parameters())
-    assert any(not torch.equal(after[n], p) for n, p in before.items()), "nothing was learned"
+    before = train_from_a_stored_success(trainer)
     # the generator samples with its own copy, which got the learner's weights at the syncs
     generator = trainer._generator_model  # noqa: SLF001 - the copy the async loop samples with
     assert generator is not None and generator is not trainer.model

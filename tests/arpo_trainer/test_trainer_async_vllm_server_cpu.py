@@ -41,6 +41,7 @@ from arpo_trainer.rollout import Trajectory  # noqa: E402
 from arpo_trainer.testing.tiny_vllm import save_tiny_vllm_vlm  # noqa: E402
 from arpo_trainer.trainer import ARPOTrainer  # noqa: E402
 from arpo_trainer.vllm_server import VLLMServer  # noqa: E402
+from test_trainer_async_training import train_from_a_stored_success  # noqa: E402
 from test_trainer_training import make_config  # noqa: E402
 from transformers import AutoProcessor, Qwen2_5_VLForConditionalGeneration  # noqa: E402
 
@@ -122,20 +123,9 @@ def test_async_mode_samples_from_the_vllm_server_and_pushes_weights_to_it(server
     trainer = RecordingTrainer(
         model, args, AutoProcessor.from_pretrained(path), peft_config=lora_config(model, r=4)
     )
-    try:
-        # a random policy fails every task: a stored success (the oracle's, played on a desktop)
-        # is what replay injects into the all-fail groups, so every step has an advantage and the
-        # learner moves away from what the server holds until the next push
-        assert trainer.warm_start_replay() == 1
-        trainer.close_desktops()  # the demonstrations' lock-step desktops are not the loop's
-        before = {
-            n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad
-        }
-        trainer.train()
-    finally:
-        trainer.close_desktops()
-    after = dict(trainer.model.named_parameters())
-    assert any(not torch.equal(after[n], p) for n, p in before.items()), "nothing was learned"
+    # replay of the oracle's success gives every step an advantage, so the learner moves away
+    # from what the server holds until the next push
+    train_from_a_stored_success(trainer)
     assert trainer._generator_model is None  # noqa: SLF001 - no copy of the model on the learner
     engine = trainer.vllm_engine
     assert engine is not None
