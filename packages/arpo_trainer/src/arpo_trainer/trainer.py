@@ -403,6 +403,11 @@ class ARPOTrainer(GRPOTrainer):
             [{"role": "assistant", "content": "\n".join(u.action_text for u in t.turns)}]
             for t in trajs
         ]
+        astats = (
+            self._async.assembler.stats
+            if self.args.rollout_mode == "async" and mode == "train" and self._async is not None
+            else None
+        )
         # one exchange per step: new successes whole, everything else without screenshots
         shared = self.ranks.gather(
             [
@@ -418,6 +423,10 @@ class ARPOTrainer(GRPOTrainer):
                     "rstats": rstats,
                     "prompts": prompts,
                     "completions": completions,
+                    # the async loop's staleness of this step's groups, totals since the start
+                    "async": None
+                    if astats is None
+                    else (astats.staleness[-len(groups) :], astats.dropped_stale, astats.taken),
                 }
             ]
         )
@@ -495,13 +504,9 @@ class ARPOTrainer(GRPOTrainer):
         )
 
         # 5. metrics
-        if self.args.rollout_mode == "async" and mode == "train" and self._async is not None:
-            astats = self._async.assembler.stats
+        if astats is not None and self._async is not None:
             m = self._metrics[mode]
-            # over every process's groups: staleness of this step's, totals since the start
-            ranks = self.ranks.gather(
-                [(astats.staleness[-len(groups) :], astats.dropped_stale, astats.taken)]
-            )
+            ranks = [r["async"] for r in shared]  # every process's groups
             taken = [s for r in ranks for s in r[0]]
             m["async/staleness_mean"].append(sum(taken) / max(len(taken), 1))
             m["async/staleness_max"].append(float(max(taken, default=0)))
