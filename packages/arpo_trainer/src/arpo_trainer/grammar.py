@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Protocol
 
 import torch
 
@@ -178,7 +179,18 @@ class Keys:
         return "a"
 
 
-Segment = Lit | Int | Text | Keys
+class Segment(Protocol):
+    """What the automaton asks of a segment. Each segment keeps a sub-state of its own type
+    (``Lit`` a string, ``Text`` a count and an escape flag, ...); a position carries it as
+    ``object`` and only the segment that made it reads it back, hence ``Any`` here."""
+
+    def start(self) -> Any: ...
+    def step(self, sub: Any, c: str) -> Any | None: ...
+    def done(self, sub: Any) -> bool: ...
+    def complete(self, sub: Any) -> str: ...
+    def example(self) -> str: ...
+
+
 #: A position of the automaton: (alternative, segment index, segment sub-state).
 Position = tuple[int, int, object]
 
@@ -239,7 +251,7 @@ class ActionGrammar:
         while todo:
             a, i, sub = todo.pop()
             alt = self.alternatives[a]
-            if i < len(alt) and alt[i].done(sub):  # type: ignore[arg-type]
+            if i < len(alt) and alt[i].done(sub):
                 nxt = (a, i + 1, alt[i + 1].start() if i + 1 < len(alt) else None)
                 if nxt not in out:
                     out.add(nxt)
@@ -252,7 +264,7 @@ class ActionGrammar:
         for a, i, sub in state:
             alt = self.alternatives[a]
             if i < len(alt):
-                nxt = alt[i].step(sub, c)  # type: ignore[arg-type]
+                nxt = alt[i].step(sub, c)
                 if nxt is not None:
                     moved.add((a, i, nxt))
         return self._closure(moved) if moved else frozenset()
@@ -267,7 +279,7 @@ class ActionGrammar:
             alt = self.alternatives[a]
             if i == len(alt):
                 return ""
-            text = alt[i].complete(sub) + "".join(s.example() for s in alt[i + 1 :])  # type: ignore[arg-type]
+            text = alt[i].complete(sub) + "".join(s.example() for s in alt[i + 1 :])
             if best is None or len(text) < len(best):
                 best = text
         if best is None:

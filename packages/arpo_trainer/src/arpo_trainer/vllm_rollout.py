@@ -389,11 +389,9 @@ def trl_weight_handshake(weight_transfer: str) -> Iterator[None]:
     if weight_transfer != "disk":
         yield
         return
+    from unittest import mock
+
     from trl.generation.vllm_client import VLLMClient
 
-    original = VLLMClient.init_communicator
-    VLLMClient.init_communicator = lambda self, device=0: None  # type: ignore[method-assign]
-    try:
+    with mock.patch.object(VLLMClient, "init_communicator", lambda self, device=0: None):
         yield
-    finally:
-        VLLMClient.init_communicator = original  # type: ignore[method-assign]

@@ -27,8 +27,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import requests
 
@@ -37,6 +39,13 @@ log = logging.getLogger(__name__)
 
 #: The worker extension a server needs for ``vllm_weight_transfer="disk"``.
 DISK_WEIGHT_LOADER = "arpo_trainer.vllm_server.DiskWeightLoader"
+
+
+class _ModelRunner(Protocol):
+    """The two calls :class:`DiskWeightLoader` makes on vLLM's model runner."""
+
+    def reload_weights(self, *, weights_iterator: Iterator[tuple[str, Any]]) -> Any: ...
+    def get_model(self) -> Any: ...
 
 
 class DiskWeightLoader:
@@ -49,7 +58,7 @@ class DiskWeightLoader:
     encoder caches afterwards (``/reset_prefix_cache``, ``/reset_encoder_cache``).
     """
 
-    model_runner: object  # set by vLLM's worker, which this class is mixed into
+    model_runner: _ModelRunner  # set by vLLM's worker, which this class is mixed into
 
     def load_weights_file(self, path: str) -> int:
         """Load every tensor of the safetensors file ``path``; returns how many."""
@@ -58,10 +67,9 @@ class DiskWeightLoader:
         from arpo_trainer.vllm_rollout import refresh_kept_cpu_kernels, vllm_on_cpu
 
         weights = load_file(path)
-        runner: object = self.model_runner
-        runner.reload_weights(weights_iterator=iter(weights.items()))  # type: ignore[attr-defined]
+        self.model_runner.reload_weights(weights_iterator=iter(weights.items()))
         if vllm_on_cpu():
-            refresh_kept_cpu_kernels(runner.get_model())  # type: ignore[attr-defined]
+            refresh_kept_cpu_kernels(self.model_runner.get_model())
         self.arpo_weight_loads = getattr(self, "arpo_weight_loads", 0) + 1
         log.info("loaded %d tensors from %s (load %d)", len(weights), path, self.arpo_weight_loads)
         return len(weights)
