@@ -25,7 +25,8 @@ INFEASIBLE = "os-infeasible-001"
 def make_config(tmp_path, **overrides) -> ARPOConfig:
     kwargs = dict(
         output_dir=str(tmp_path / "out"),
-        use_cpu=True,
+        # ARPO_TEST_DEVICE=cuda runs these trainings on a GPU (the device check does); CI has none
+        use_cpu=os.environ.get("ARPO_TEST_DEVICE", "cpu") == "cpu",
         bf16=False,
         report_to="none",
         save_strategy="no",
