@@ -136,20 +136,20 @@ def sampled_and_scored(trainer, **score_kwargs):
         pad_id=enc.tokenizer.pad_token_id,
         image_token_id=enc.image_token_id,
     )
-    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-    inputs = dict(
-        pixel_values=batch["pixel_values"],
-        image_grid_thw=batch["image_grid_thw"],
-        num_images=batch["num_images"],
-        mm_token_type_ids=batch["mm_token_type_ids"],
-    )
+    device = trainer.accelerator.device  # the learner's (a GPU under ARPO_TEST_DEVICE=cuda)
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1).to(device)
+    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1).to(device)
+    inputs = {
+        k: batch[k].to(device) if isinstance(batch[k], torch.Tensor) else batch[k]
+        for k in ("pixel_values", "image_grid_thw", "num_images", "mm_token_type_ids")
+    }
 
     def score(**kw):
         with torch.no_grad():
-            return trainer._get_per_token_logps_and_entropies(
+            out = trainer._get_per_token_logps_and_entropies(
                 trainer.model, ids, mask, batch["completion_ids"].size(1), **inputs, **kw
             )
+        return tuple(None if t is None else t.cpu() for t in out)  # beside the host's batch
 
     logps, *rest = score(**score_kwargs)
     return sampling, logps, rest, batch["tool_mask"].bool(), score

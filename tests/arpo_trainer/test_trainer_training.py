@@ -101,9 +101,12 @@ def test_gradient_is_zero_on_observation_tokens(tmp_path):
     assert observation.any() and action.any()
     assert batch["advantages"].abs().sum() > 0
     trainer.current_gradient_accumulation_steps = 1  # set by the training loop in a real run
-    loss = trainer.compute_loss(trainer.model, batch)
+    # the batch stays on the host; the training loop moves each micro-batch to the learner
+    device = trainer.accelerator.device
+    on_device = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+    loss = trainer.compute_loss(trainer.model, on_device)
     loss.backward()
-    grad = trainer.probe.grad
+    grad = trainer.probe.grad.cpu()
     assert grad[observation].abs().max().item() == 0.0
     assert grad[action].abs().sum().item() > 0.0
 
