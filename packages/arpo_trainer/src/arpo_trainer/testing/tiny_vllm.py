@@ -98,6 +98,6 @@ def _bias_towards(model, token_id: int, bias: float) -> None:
     embedding does not matter here: ``<|image_pad|>`` inputs are replaced by image features.
     """
     emb = model.model.language_model.embed_tokens.weight
-    v = torch.ones(emb.shape[1]) / emb.shape[1] ** 0.5
+    v = torch.ones(emb.shape[1], device=emb.device, dtype=emb.dtype) / emb.shape[1] ** 0.5
     emb += 0.1 * v
     emb[token_id] = bias * v
