@@ -233,6 +233,7 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
         pool.close()
     rep = _report(tl, start, end, n, args.gen_latency_s)
     rep["learner_steps"] = float(-(-args.groups // per_step))
+    rep["taken_turns_per_episode"] = tl.turns / max(tl.episodes, 1)
     return rep
 
 
@@ -307,6 +308,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     rep["episodes"] = float(taken["episodes"])
     rep["episodes_per_hour"] = taken["episodes"] * 3600.0 / rep["wall_s"]
     rep["learner_steps"] = float(steps)
+    rep["taken_turns_per_episode"] = taken["turns"] / max(taken["episodes"], 1)
     rep["dropped_stale"] = float(asm.stats.dropped_stale)
     rep["abandoned_stale"] = float(col.abandoned_stale if col is not None else 0)
     st = asm.stats.staleness
@@ -326,6 +328,7 @@ ROWS = [
     ("generator idle", "generator_idle", "{:.1%}"),
     ("learner idle", "learner_idle", "{:.1%}"),
     ("learner steps", "learner_steps", "{:.0f}"),
+    ("turns per episode trained on", "taken_turns_per_episode", "{:.2f}"),
 ]
 
 
@@ -339,6 +342,9 @@ def pooled(runs: list[dict[str, float]]) -> dict[str, float]:
         "learner_steps": sum(r["learner_steps"] for r in runs),
     }
     out["episodes_per_hour"] = out["episodes"] * 3600.0 / wall
+    out["taken_turns_per_episode"] = (
+        sum(r["taken_turns_per_episode"] * r["episodes"] for r in runs) / out["episodes"]
+    )
     for k in ("desktop_utilisation", "generator_idle", "learner_idle"):
         out[k] = sum(r[k] * r["wall_s"] for r in runs) / wall
     busy = sum(r["desktop_s_per_turn"] * r["turns"] for r in runs)

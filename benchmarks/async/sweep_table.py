@@ -1,6 +1,6 @@
 """The sweep table of docs/async.md from ``bench_async_rollout.py --json`` files, one row per run.
 
-    uv run --frozen python benchmarks/async/sweep_table.py benchmarks/async/sweep/*.json
+uv run --frozen python benchmarks/async/sweep_table.py benchmarks/async/sweep/*.json
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 HEAD = (
     "| desktops | group | learner s | gen s/turn | staleness | prefetch | rounds "
     "| sync eps/h | async eps/h | async/sync per round | pooled "
-    "| utilisation sync / async | learner idle sync / async | groups dropped (async) |"
+    "| utilisation sync / async | learner idle sync / async | groups dropped (async) "
+    "| turns per episode trained on sync / async |"
 )
 
 
@@ -25,6 +26,7 @@ def row(path: Path) -> str:
     if s.get("learn_s_per_turn"):
         learner += f" + {s['learn_s_per_turn']:g}/turn"
     sy, asy = pooled["sync"], pooled["async"]
+    groups = asy["dropped_stale"] + asy["episodes"] / s["group_size"]  # dropped + taken
     ratios = ", ".join(
         f"{a['episodes_per_hour'] / b['episodes_per_hour']:.2f}x"
         for a, b in zip(rounds["async"], rounds["sync"], strict=True)
@@ -36,8 +38,14 @@ def row(path: Path) -> str:
         f"| **{asy['episodes_per_hour'] / sy['episodes_per_hour']:.2f}x** "
         f"| {sy['desktop_utilisation']:.1%} / {asy['desktop_utilisation']:.1%} "
         f"| {sy['learner_idle']:.0%} / {asy['learner_idle']:.0%} "
-        f"| {asy['dropped_stale']:.0f} of {asy['dropped_stale'] + asy['episodes'] / s['group_size']:.0f} |"
+        f"| {asy['dropped_stale']:.0f} of {groups:.0f} "
+        f"| {_turns(sy)} / {_turns(asy)} |"
     )
+
+
+def _turns(pooled: dict) -> str:
+    t = pooled.get("taken_turns_per_episode")
+    return "-" if t is None else f"{t:.1f}"
 
 
 def main() -> None:
@@ -45,7 +53,7 @@ def main() -> None:
     if not paths:
         raise SystemExit("usage: sweep_table.py RUN.json [RUN.json ...]")
     print(HEAD)
-    print("|" + "---:|" * 14)
+    print("|" + "---:|" * 15)
     for p in paths:
         print(row(p))
 
