@@ -475,8 +475,8 @@ class AsyncCollector:
             versions.append(v)
             if len(versions) == 1:
                 with self._lock:
-                    first = self._group_first.get(job.group, v)
-                    self._group_first[job.group] = min(first, v)
+                    first = self._group_first.get(job.group)
+                    self._group_first[job.group] = v if first is None else min(first, v)
             if self._group_too_stale(job.group, v):
                 self._abandon(traj)
                 break
