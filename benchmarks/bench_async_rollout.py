@@ -16,7 +16,10 @@ Conditions that are *simulated*, and stated in the table's header:
 * ``--gen-latency-s``: added to every generate call (the tiny model answers in milliseconds; a 7B
   model on a GPU needs on the order of 0.5-2 s per turn, nearly independent of batch size);
 * ``--learn-s``: the learner step is a sleep of this length (a stand-in for the optimizer step,
-  which is not part of what is measured here: the rollout loop is);
+  which is not part of what is measured here: the rollout loop is), plus ``--learn-s-per-turn``
+  times the turns of the step's episodes: an update's cost grows with the tokens it trains on
+  (docs/async.md derives 0.71 s per turn for one GPU from the H200 check's update tokens/s at
+  Qwen2.5-VL-7B widths and its 3,070 tokens per 1920x1080 turn);
 * ``--lengths``: episode lengths. The tiny model's text is sampled for real (its ids and log-probs
   are kept) but the *action sent* follows a script per (group, member): ``length - 1`` clicks then
   DONE. The default, ``1-15``, is issue 28's GUI episodes: each episode's length is drawn uniformly
@@ -47,6 +50,7 @@ included) over ``a + g`` with ``g`` the simulated generation latency per turn.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import tempfile
@@ -183,6 +187,11 @@ def _report(tl: Any, start: float, end: float, n: int, gen_latency_s: float) -> 
     return rep
 
 
+def learner_s(args: argparse.Namespace, turns: int) -> float:
+    """The simulated learner step over episodes of ``turns`` turns in all."""
+    return args.learn_s + args.learn_s_per_turn * turns
+
+
 def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     from arpo_trainer.async_rollout import InstrumentedPolicy, InstrumentedPool, Timeline
     from arpo_trainer.desktops import DesktopPool
@@ -217,13 +226,14 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
             for t in trajs:
                 tl.add_episode(len(t.turns))
             t0 = time.monotonic()
-            time.sleep(args.learn_s)
+            time.sleep(learner_s(args, sum(len(t.turns) for t in trajs)))
             tl.add_span("learn", t0, time.monotonic())
         end = time.monotonic()
     finally:
         pool.close()
     rep = _report(tl, start, end, n, args.gen_latency_s)
     rep["learner_steps"] = float(-(-args.groups // per_step))
+    rep["taken_turns_per_episode"] = tl.turns / max(tl.episodes, 1)
     return rep
 
 
@@ -269,9 +279,10 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
             return b["tasks"][g % len(b["tasks"])]
 
         def learn(groups, version):
+            turns = sum(len(t.turns) for g in groups for t in g)
             taken["episodes"] += sum(len(g) for g in groups)
-            taken["turns"] += sum(len(t.turns) for g in groups for t in g)
-            time.sleep(args.learn_s)
+            taken["turns"] += turns
+            time.sleep(learner_s(args, turns))
 
         start = time.monotonic()
         steps = ar.run_async(
@@ -297,6 +308,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     rep["episodes"] = float(taken["episodes"])
     rep["episodes_per_hour"] = taken["episodes"] * 3600.0 / rep["wall_s"]
     rep["learner_steps"] = float(steps)
+    rep["taken_turns_per_episode"] = taken["turns"] / max(taken["episodes"], 1)
     rep["dropped_stale"] = float(asm.stats.dropped_stale)
     rep["abandoned_stale"] = float(col.abandoned_stale if col is not None else 0)
     st = asm.stats.staleness
@@ -316,6 +328,7 @@ ROWS = [
     ("generator idle", "generator_idle", "{:.1%}"),
     ("learner idle", "learner_idle", "{:.1%}"),
     ("learner steps", "learner_steps", "{:.0f}"),
+    ("turns per episode trained on", "taken_turns_per_episode", "{:.2f}"),
 ]
 
 
@@ -329,6 +342,9 @@ def pooled(runs: list[dict[str, float]]) -> dict[str, float]:
         "learner_steps": sum(r["learner_steps"] for r in runs),
     }
     out["episodes_per_hour"] = out["episodes"] * 3600.0 / wall
+    out["taken_turns_per_episode"] = (
+        sum(r["taken_turns_per_episode"] * r["episodes"] for r in runs) / out["episodes"]
+    )
     for k in ("desktop_utilisation", "generator_idle", "learner_idle"):
         out[k] = sum(r[k] * r["wall_s"] for r in runs) / wall
     busy = sum(r["desktop_s_per_turn"] * r["turns"] for r in runs)
@@ -363,7 +379,14 @@ def main() -> None:
         help="async generator: 'per-request' (continuous batching, as vLLM serves) or "
         "'per-call' (a batch must finish before the next starts). Sync is the same in both.",
     )
-    ap.add_argument("--learn-s", type=float, default=3.0)
+    ap.add_argument("--learn-s", type=float, default=3.0, help="learner step: fixed seconds")
+    ap.add_argument(
+        "--learn-s-per-turn",
+        type=float,
+        default=0.0,
+        help="learner step: plus these seconds per turn trained on (0.71 = Qwen2.5-VL-7B's "
+        "update on one H200, see docs/async.md)",
+    )
     ap.add_argument("--max-staleness", type=int, default=1)
     ap.add_argument(
         "--prefetch-groups",
@@ -378,6 +401,7 @@ def main() -> None:
         help="async: play episodes already too stale to train on to their end (the old loop)",
     )
     ap.add_argument("--modes", default="sync,async")
+    ap.add_argument("--json", help="also write every round's figures and the settings here")
     args = ap.parse_args()
     if args.desktops % args.group_size:
         raise SystemExit("--desktops must be a multiple of --group-size")
@@ -402,7 +426,8 @@ def main() -> None:
         f"round ({args.groups * args.group_size} episodes), {args.rounds} interleaved rounds "
         f"({', '.join(modes)}, ...), max_turns {args.max_turns}; episode lengths "
         f"{lengths.describe()}; simulated: generation latency {args.gen_latency_s} s per turn "
-        f"({args.latency_model}), learner step {args.learn_s} s; async: max_staleness "
+        f"({args.latency_model}), learner step {args.learn_s} s + {args.learn_s_per_turn} s per "
+        f"turn trained on; async: max_staleness "
         f"{args.max_staleness}, prefetch {prefetch} "
         f"groups, weight sync every {args.weight_sync_every} step(s), abandon stale episodes "
         f"{not args.no_abandon}\n"
@@ -426,6 +451,9 @@ def main() -> None:
             f"{a['dropped_stale']:.0f} groups dropped as stale, {a['abandoned_stale']:.0f} "
             f"episodes abandoned as stale"
         )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"settings": vars(args), "rounds": runs, "pooled": table}, fh, indent=1)
     if "sync" in table and "async" in table:
         ratios = [
             runs["async"][r]["episodes_per_hour"] / runs["sync"][r]["episodes_per_hour"]

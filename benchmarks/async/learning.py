@@ -11,10 +11,17 @@ From each run's ``rollouts.jsonl`` (the taken groups, after replay) the per-step
 (replayed trajectories excluded) is computed as in ``scripts/ablation.py``; from the trainer's
 per-step log lines the async figures ``async/staleness_mean``, ``async/staleness_max``,
 ``async/dropped_stale`` and ``async/groups_taken``. Writes ``<out>/learning.json`` and
-``<out>/learning.md`` and prints the table.
+``<out>/learning.md`` and prints the table: per run, then per mode the mean over seeds with its
+95 % t-interval.
+
+``--recorded`` adds the runs of an earlier ``learning.json`` (their curves and logged figures,
+not their run directories) for the (mode, seed) pairs not run or kept here, so new seeds extend a
+recorded table without re-running the old ones.
 
     uv run --frozen python benchmarks/async/learning.py --seeds 0 1 --steps 80 --parallel 2 \\
         --base runs/base-policy --out runs/async-learning
+    uv run --frozen python benchmarks/async/learning.py --seeds 3 4 --parallel 2 \\
+        --recorded benchmarks/async/learning/learning.json --out runs/async-learning
 """
 
 from __future__ import annotations
@@ -105,8 +112,14 @@ def summarize(results: dict, steps: int) -> str:
         cells = []
         for a, b in windows:
             vals = [ab.window_mean(r["curve"], "own_success", a, b) for r in runs]
-            cells.append(f"{sum(vals) / len(vals):.2f}")
-        lines.append(f"| {mode}, mean | {len(runs)} seeds | " + " | ".join(cells) + " |" + " |" * 6)
+            mean, lo, hi = ab.mean_ci(vals)
+            cells.append(f"{mean:.2f} [{lo:.2f}, {hi:.2f}]")
+        lines.append(
+            f"| {mode}, mean [95 % t-interval] | {len(runs)} seeds | "
+            + " | ".join(cells)
+            + " |"
+            + " |" * 6
+        )
     return "\n".join(lines)
 
 
@@ -120,6 +133,11 @@ def main() -> None:
     p.add_argument("--max-staleness", type=int, default=1)
     p.add_argument("--parallel", type=int, default=2)
     p.add_argument("--out", type=Path, default=ROOT / "runs/async-learning")
+    p.add_argument(
+        "--recorded",
+        type=Path,
+        help="an earlier learning.json: its runs join the table where not run or kept here",
+    )
     args = p.parse_args()
     args.out = args.out.resolve()
     jobs = [(m, s) for s in args.seeds for m in args.modes]  # sync and async side by side
@@ -127,6 +145,14 @@ def main() -> None:
         dirs = dict(zip(jobs, ex.map(lambda j: run_one(*j, args), jobs), strict=True))
     ab = _ablation()
     results = {}
+    if args.recorded:
+        for name, r in json.loads(args.recorded.read_text()).items():
+            mode, seed = name.rsplit("-s", 1)
+            if len(r["curve"]) < args.steps:
+                raise SystemExit(
+                    f"{args.recorded}: {name} has {len(r['curve'])} steps, not {args.steps}"
+                )
+            results[(mode, int(seed))] = r
     for (mode, seed), d in dirs.items():
         results[(mode, seed)] = {
             "curve": ab.step_metrics(d / "rollouts.jsonl"),

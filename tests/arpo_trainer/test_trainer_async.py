@@ -379,6 +379,64 @@ def test_an_episode_too_stale_to_train_on_is_abandoned_not_played_on(setup, max_
         assert asm.take(1, gen.version) == [] and asm.stats.dropped_stale == 1
 
 
+class _FailThenClickAndBump:
+    """Member 0 of a group answers FAIL (its episode ends after 1 turn), every later answer is a
+    click; after answer ``k`` the generator's version grows by ``bumps[k]`` (as if the learner
+    had stepped meanwhile)."""
+
+    def __init__(self, encoder, gen_ref, bumps: dict[int, int]):
+        self.encoder, self.ref, self.bumps, self.calls = encoder, gen_ref, bumps, 0
+
+    def sample(self, contexts, rows):
+        self.calls += 1
+        self.ref[0].version += self.bumps.get(self.calls, 0)  # read by the next answer
+        text = FAIL if self.calls == 1 else "Action: click(start_box='(10,10)')"
+        ids = self.encoder.action_ids(text)
+        return [TurnSample(ids, [0.0] * len(ids), text) for _ in rows]
+
+
+@pytest.mark.parametrize(
+    ("bumps", "member1_turns", "answers"),
+    [
+        # member 1 starts at version 1, its 2nd answer carries 2: 2 past member 0's first (0)
+        ({1: 1, 2: 1}, 1, 3),
+        # the generator is at 2 before member 1 starts: it is not started at all
+        ({1: 2}, 0, 1),
+    ],
+)
+def test_a_member_whose_group_is_already_too_stale_is_abandoned_or_never_started(
+    setup, bumps, member1_turns, answers
+):
+    """The bound is on the group's oldest answer: member 1's own answers are within 1 version of
+    each other, yet its group (member 0 answered at version 0) can only be dropped at version 2,
+    so the desktop stops playing it (or never resets for it)."""
+    ref: list[BatchingGenerator] = []
+    policy = _FailThenClickAndBump(setup["encoder"], ref, bumps)
+    gen = BatchingGenerator(policy)
+    ref.append(gen)
+    pool = DesktopPool(1, setup["env"], backend="sync")  # one desktop: member 0 plays first
+    col = AsyncCollector(
+        [pool], setup["encoder"], setup["action_set"], gen, max_turns=2,
+        end_on_format_error=True, max_staleness=1,
+    )  # fmt: skip
+    asm = GroupAssembler(group_size=2, max_staleness=1)
+    try:
+        col.submit_group(setup["task"], 0, 2)
+        played = sorted((col.results.get(timeout=120) for _ in range(2)), key=lambda p: p.job.index)
+    finally:
+        col.close()
+        gen.close()
+        pool.close()
+    first, second = (p.trajectory for p in played)
+    assert len(first.turns) == 1 and first.score == 1.0 and played[0].version == 0
+    assert len(second.turns) == member1_turns and second.end == "stale"
+    assert col.abandoned_stale == 1 and policy.calls == answers
+    assert col._group_first == {} and col._group_left == {}  # noqa: SLF001 - no entry kept
+    for p in played:
+        asm.add(p)
+    assert asm.take(1, gen.version) == [] and asm.stats.dropped_stale == 1
+
+
 def test_config_takes_async_rollouts_from_a_vllm_server(tmp_path):
     cfg = ARPOConfig(
         output_dir=str(tmp_path),

@@ -343,10 +343,15 @@ class AsyncCollector:
         generator: the shared generation service.
         timeline: where finished episodes are counted.
         max_staleness: the learner's bound (``None``: none). An episode whose newest answer is
-            more than this many versions ahead of its first is abandoned before its action runs
-            (``end="stale"``, no score): its group can only be dropped by a learner at least at
-            that version (a group's version is its oldest turn's), so playing it on wastes the
-            desktop. Long episodes (15 turns) otherwise finish only to be dropped.
+            more than this many versions ahead of the first answer of *any* member of its group
+            is abandoned before its action runs (``end="stale"``, no score): its group can only
+            be dropped by a learner at least at that version (a group's version is its oldest
+            turn's), so playing it on wastes the desktop. Long episodes (15 turns) otherwise
+            finish only to be dropped. For the same reason a member that would start when the
+            generator is already more than this many versions past its group's first answer is
+            not started at all (no reset, no turn). Members of one group start at different
+            times (a desktop takes the next job when it is free), so the group's first answer,
+            not the episode's own, is what dooms it.
     """
 
     def __init__(
@@ -376,6 +381,10 @@ class AsyncCollector:
         self.jobs: queue.Queue[EpisodeJob | None] = queue.Queue()
         self.results: queue.Queue[Played] = queue.Queue()
         self.episode_of: dict[int, EpisodeJob] = {}  # uid -> job (for scripted policies)
+        # group -> the oldest version any of its members' first answers carried, and how many of
+        # its members are still to return (the entry goes when the last one returns)
+        self._group_first: dict[int, int] = {}
+        self._group_left: dict[int, int] = {}
         self._uid = 0
         self.episodes_per_desktop = [0] * len(pools)  # played to their end, whatever the outcome
         self._lock = threading.Lock()
@@ -388,6 +397,8 @@ class AsyncCollector:
 
     def submit_group(self, task: Any, group: int, size: int) -> None:
         """Queue ``size`` episodes of ``task`` as GRPO group ``group``."""
+        with self._lock:
+            self._group_left[group] = self._group_left.get(group, 0) + size
         for k in range(size):
             with self._lock:
                 self._uid += 1
@@ -417,10 +428,38 @@ class AsyncCollector:
                 played = Played(job, traj, self.generator.version)
             self.timeline.add_episode(len(played.trajectory.turns))
             self.episodes_per_desktop[slot] += 1
+            with self._lock:
+                self._group_left[job.group] -= 1
+                if self._group_left[job.group] <= 0:
+                    del self._group_left[job.group]
+                    self._group_first.pop(job.group, None)
             self.results.put(played)
+
+    def _group_too_stale(self, group: int, version: int) -> bool:
+        """Whether an answer of ``version`` is more than ``max_staleness`` versions past the
+        first answer of ``group``'s oldest member (then the group can only be dropped)."""
+        if self.max_staleness is None:
+            return False
+        with self._lock:
+            first = self._group_first.get(group)
+        return first is not None and version - first > self.max_staleness
+
+    def _abandon(self, traj: Trajectory) -> None:
+        traj.end = "stale"  # its group will be dropped: stop using the desktop for it
+        with self._lock:
+            self.abandoned_stale += 1
 
     def play(self, pool: Any, job: EpisodeJob) -> Played:
         """One episode of ``job`` on ``pool`` (the same turn semantics as ``Collector.run``)."""
+        if self._group_too_stale(job.group, self.generator.version):
+            # a sibling's first answer is already too old: the group can only be dropped
+            task_id, instruction = _task_fields(job.task, {})
+            traj = Trajectory(task_id=task_id, instruction=instruction)
+            self._abandon(traj)
+            with self._lock:
+                oldest = self._group_first[job.group]
+            traj.step = oldest
+            return Played(job, traj, oldest)
         frames, infos = pool.reset([job.task])
         task_id, instruction = _task_fields(job.task, infos[0])
         traj = Trajectory(task_id=task_id, instruction=instruction)
@@ -434,10 +473,12 @@ class AsyncCollector:
             context = self.encoder.encode(instruction, shots, [t.action_ids for t in traj.turns])
             sample, v = self.generator.submit(context, job.uid).result()
             versions.append(v)
-            if self.max_staleness is not None and v - versions[0] > self.max_staleness:
-                traj.end = "stale"  # its group will be dropped: stop using the desktop for it
+            if len(versions) == 1:
                 with self._lock:
-                    self.abandoned_stale += 1
+                    first = self._group_first.get(job.group)
+                    self._group_first[job.group] = v if first is None else min(first, v)
+            if self._group_too_stale(job.group, v):
+                self._abandon(traj)
                 break
             error = self._parse_error(sample.text)
             traj.turns.append(Turn(shots[-1], sample.ids, sample.logps, sample.text, error))
