@@ -10,14 +10,21 @@ in the model's image frame (140x84 for the tiny model at 640x360) and are mapped
 - the click points per cell (rows top to bottom), and the share of the busiest column;
 - for the first click of each ``click`` episode: the share that lands in the target's cell and
   in any button's cell, against the same shares with the clicks shuffled among the episodes
-  (mean over 200 shuffles). A policy blind to the screen clicks where it would anyway, so its
-  hit rates equal the shuffled ones; a policy that reads the screen beats them.
+  (mean over 200 shuffles);
+- for the ``click`` episodes: their success, the success their left clicks replay to on their
+  own layout (the app's rule: the buttons pressed, each once, must be exactly the target; this
+  checks the replay against the real score), and the success the same click sequences reach on
+  the other episodes' layouts (shuffled, mean over 200 shuffles).
+
+A policy blind to the screen clicks where it would anyway, so its hit rates and its success
+equal the shuffled ones; a policy that reads the screen beats them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import re
 from collections import Counter
@@ -27,17 +34,38 @@ from osworld_gym.tasks.pixels.layout import CANVAS, CELL, GRID, make_layout
 
 FRAME = (140, 84)  # the tiny model's image frame at 640x360 (14-pixel patches, 2x2 merge)
 POINT = re.compile(r"^Action: (?:click|left_double|right_single)\(start_box='\((\d+),(\d+)\)'\)")
+LEFT = re.compile(r"^Action: (?:click|left_double)\(start_box='\((\d+),(\d+)\)'\)")
 SPLIT = {"t": "train", "h": "heldout"}
 
 
+def to_screen(x: int, y: int) -> tuple[int, int]:
+    """The screen pixel of a model-frame point (the uitars action set's rounding)."""
+    return (
+        min(CANVAS[0] - 1, math.floor(x * CANVAS[0] / FRAME[0] + 0.5)),
+        min(CANVAS[1] - 1, math.floor(y * CANVAS[1] / FRAME[1] + 0.5)),
+    )
+
+
 def cell_of(x: int, y: int) -> tuple[int, int]:
-    """The grid cell under a model-frame point (points off the canvas clamp to its edge)."""
-    sx, sy = x * CANVAS[0] / FRAME[0], y * CANVAS[1] / FRAME[1]
-    return min(int(sx // CELL[0]), GRID[0] - 1), min(int(sy // CELL[1]), GRID[1] - 1)
+    """The grid cell under a model-frame point."""
+    sx, sy = to_screen(x, y)
+    return min(sx // CELL[0], GRID[0] - 1), min(sy // CELL[1], GRID[1] - 1)
 
 
-def episodes(path: Path, last: int) -> list[tuple[str, list[str]]]:
-    """(task id, actions) per episode."""
+def replay_score(lefts: list[tuple[int, int]], lay) -> bool:
+    """Whether these left clicks (model frame) solve a ``click`` layout: the buttons they press,
+    each counted once (a pressed button greys out), are exactly the target."""
+    pressed: list[str] = []
+    for x, y in lefts:
+        sx, sy = to_screen(x, y)
+        for b in lay.buttons:
+            if b.x <= sx < b.x + b.w and b.y <= sy < b.y + b.h and b.name not in pressed:
+                pressed.append(b.name)
+    return pressed == list(lay.targets)
+
+
+def episodes(path: Path, last: int) -> list[tuple[str, list[str], float]]:
+    """(task id, actions, score) per episode."""
     log = path / "rollouts.jsonl"
     if log.exists():
         rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
@@ -45,7 +73,7 @@ def episodes(path: Path, last: int) -> list[tuple[str, list[str]]]:
         steps = sorted({r["global_step"] for r in rows})[-last:]
         keep = set(steps)
         return [
-            (r["task_id"], [t["action"] for t in r["turns"]])
+            (r["task_id"], [t["action"] for t in r["turns"]], float(r["score"]))
             for r in rows
             if r["global_step"] in keep
         ]
@@ -55,7 +83,9 @@ def episodes(path: Path, last: int) -> list[tuple[str, list[str]]]:
         if task is None:
             continue
         steps = [json.loads(x) for x in traj.read_text().splitlines() if x.strip()]
-        out.append((task, [str(s.get("action", "")) for s in steps]))
+        result = traj.parent / "result.txt"
+        score = float(result.read_text().strip() or 0) if result.exists() else 0.0
+        out.append((task, [str(s.get("action", "")) for s in steps], score))
     if not out:
         raise SystemExit(f"{path}: neither rollouts.jsonl nor traj.jsonl files with pixels tasks")
     return out
@@ -70,11 +100,16 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
     eps = episodes(path, last)
     cells: Counter[tuple[int, int]] = Counter()
     first: list[tuple[tuple[int, int], object]] = []  # (first click's cell, layout) on `click`
-    for task, actions in eps:
+    plays: list[tuple[list[tuple[int, int]], object, float]] = []  # (left clicks, layout, score)
+    for task, actions, score in eps:
         pts = [cell_of(int(m[1]), int(m[2])) for a in actions if (m := POINT.match(a))]
         cells.update(pts)
-        if pts and task.startswith("pixels-click-"):
-            first.append((pts[0], layout_of(task)))
+        if task.startswith("pixels-click-"):
+            lay = layout_of(task)
+            lefts = [(int(m[1]), int(m[2])) for a in actions if (m := LEFT.match(a))]
+            plays.append((lefts, lay, score))
+            if pts:
+                first.append((pts[0], lay))
 
     def hits(pairs: list[tuple[tuple[int, int], object]]) -> tuple[float, float]:
         target = button = 0
@@ -91,6 +126,14 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
     for _ in range(shuffles):
         rng.shuffle(clicked)
         shuffled.append(hits(list(zip(clicked, layouts, strict=True))))
+    sequences = [p[0] for p in plays]
+    replayed = [replay_score(seq, lay) for seq, lay, _ in plays]
+    shuffled_success = 0.0
+    for _ in range(shuffles):
+        rng.shuffle(sequences)
+        shuffled_success += sum(
+            replay_score(seq, lay) for seq, (_, lay, _) in zip(sequences, plays, strict=True)
+        ) / max(1, len(plays))
     total = sum(cells.values())
     columns = [sum(cells[(c, r)] for r in range(GRID[1])) for c in range(GRID[0])]
     return {
@@ -105,6 +148,13 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
         "target_cell_shuffled": sum(s[0] for s in shuffled) / shuffles,
         "button_cell": hits(first)[1],
         "button_cell_shuffled": sum(s[1] for s in shuffled) / shuffles,
+        "click_episodes": len(plays),
+        "successes": sum(sc > 0.5 for _, _, sc in plays),
+        "replayed_successes": sum(replayed),
+        "replay_agrees": sum(
+            r == (sc > 0.5) for r, (_, _, sc) in zip(replayed, plays, strict=True)
+        ),
+        "shuffled_success": shuffled_success / shuffles,
     }
 
 
@@ -117,15 +167,18 @@ def main(argv: list[str] | None = None) -> int:
     results = [spread(d, args.last) for d in args.dirs]
     print(
         "| dir | episodes | click points | busiest column (share) | first clicks on `click` "
-        "| in the target's cell (shuffled) | in a button's cell (shuffled) |"
+        "| in the target's cell (shuffled) | in a button's cell (shuffled) "
+        "| `click` success (replayed; shuffled) |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for s in results:
         print(
             f"| {s['dir']} | {s['episodes']} | {s['points']} | {s['busiest_column'] + 1} of 5 "
             f"({s['busiest_column_share']:.0%}) | {s['first_clicks']} | {s['target_cell']:.1%} "
             f"({s['target_cell_shuffled']:.1%}) | {s['button_cell']:.1%} "
-            f"({s['button_cell_shuffled']:.1%}) |"
+            f"({s['button_cell_shuffled']:.1%}) | {s['successes']}/{s['click_episodes']} "
+            f"({s['replayed_successes']}, agreeing on {s['replay_agrees']}; "
+            f"{s['shuffled_success'] * s['click_episodes']:.1f}) |"
         )
     for s in results:
         print(f"\n{s['dir']}: click points per cell (5 columns x 3 rows)")
