@@ -14,7 +14,8 @@ in the model's image frame (140x84 for the tiny model at 640x360) and are mapped
 - for the ``click`` episodes: their success, the success their left clicks replay to on their
   own layout (the app's rule: the buttons pressed, each once, must be exactly the target; this
   checks the replay against the real score), and the success the same click sequences reach on
-  the other episodes' layouts (shuffled, mean over 200 shuffles).
+  the other episodes' layouts (shuffled, mean over 200 shuffles), and the share of shuffles that
+  score at least as many as the replay on their own layouts (a one-sided permutation p-value).
 
 A policy blind to the screen clicks where it would anyway, so its hit rates and its success
 equal the shuffled ones; a policy that reads the screen beats them.
@@ -129,11 +130,12 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
     sequences = [p[0] for p in plays]
     replayed = [replay_score(seq, lay) for seq, lay, _ in plays]
     shuffled_success = 0.0
+    as_good = 0  # shuffles that score at least the episodes' own replayed successes
     for _ in range(shuffles):
         rng.shuffle(sequences)
-        shuffled_success += sum(
-            replay_score(seq, lay) for seq, (_, lay, _) in zip(sequences, plays, strict=True)
-        ) / max(1, len(plays))
+        won = sum(replay_score(seq, lay) for seq, (_, lay, _) in zip(sequences, plays, strict=True))
+        shuffled_success += won / max(1, len(plays))
+        as_good += won >= sum(replayed)
     total = sum(cells.values())
     columns = [sum(cells[(c, r)] for r in range(GRID[1])) for c in range(GRID[0])]
     return {
@@ -155,6 +157,7 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
             r == (sc > 0.5) for r, (_, _, sc) in zip(replayed, plays, strict=True)
         ),
         "shuffled_success": shuffled_success / shuffles,
+        "shuffled_as_good": as_good / shuffles,
     }
 
 
@@ -168,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "| dir | episodes | click points | busiest column (share) | first clicks on `click` "
         "| in the target's cell (shuffled) | in a button's cell (shuffled) "
-        "| `click` success (replayed; shuffled) |"
+        "| `click` success (replayed; shuffled; shuffles as good) |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for s in results:
@@ -178,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             f"({s['target_cell_shuffled']:.1%}) | {s['button_cell']:.1%} "
             f"({s['button_cell_shuffled']:.1%}) | {s['successes']}/{s['click_episodes']} "
             f"({s['replayed_successes']}, agreeing on {s['replay_agrees']}; "
-            f"{s['shuffled_success'] * s['click_episodes']:.1f}) |"
+            f"{s['shuffled_success'] * s['click_episodes']:.1f}; {s['shuffled_as_good']:.0%}) |"
         )
     for s in results:
         print(f"\n{s['dir']}: click points per cell (5 columns x 3 rows)")
