@@ -1,0 +1,196 @@
+"""Where a policy clicks on the pixel family, and whether that depends on the screen.
+
+    uv run --frozen python benchmarks/ablation/click_spread.py RUN_OR_EVAL_DIR [...] [--last 20]
+
+A run directory (with ``rollouts.jsonl``) is read over its last ``--last`` training steps, the
+policy's own trajectories only; an ``arpo-eval run`` directory over all its episodes. Points are
+in the model's image frame (140x84 for the tiny model at 640x360) and are mapped to the family's
+5x3 grid of 128x120 screen cells. For each directory it prints:
+
+- the click points per cell (rows top to bottom), and the share of the busiest column;
+- for the first click of each ``click`` episode: the share that lands in the target's cell and
+  in any button's cell, against the same shares with the clicks shuffled among the episodes
+  (mean over 200 shuffles);
+- for the ``click`` episodes: their success, the success their left clicks replay to on their
+  own layout (the app's rule: the buttons pressed, each once, must be exactly the target; this
+  checks the replay against the real score), and the success the same click sequences reach on
+  the other episodes' layouts (shuffled, mean over 200 shuffles), and the share of shuffles that
+  score at least as many as the replay on their own layouts (a one-sided permutation p-value).
+
+A policy blind to the screen clicks where it would anyway, so its hit rates and its success
+equal the shuffled ones; a policy that reads the screen beats them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+from osworld_gym.tasks.pixels.layout import CANVAS, CELL, GRID, make_layout
+
+FRAME = (140, 84)  # the tiny model's image frame at 640x360 (14-pixel patches, 2x2 merge)
+POINT = re.compile(r"^Action: (?:click|left_double|right_single)\(start_box='\((\d+),(\d+)\)'\)")
+LEFT = re.compile(r"^Action: (?:click|left_double)\(start_box='\((\d+),(\d+)\)'\)")
+SPLIT = {"t": "train", "h": "heldout"}
+
+
+def to_screen(x: int, y: int) -> tuple[int, int]:
+    """The screen pixel of a model-frame point (the uitars action set's rounding)."""
+    return (
+        min(CANVAS[0] - 1, math.floor(x * CANVAS[0] / FRAME[0] + 0.5)),
+        min(CANVAS[1] - 1, math.floor(y * CANVAS[1] / FRAME[1] + 0.5)),
+    )
+
+
+def cell_of(x: int, y: int) -> tuple[int, int]:
+    """The grid cell under a model-frame point."""
+    sx, sy = to_screen(x, y)
+    return min(sx // CELL[0], GRID[0] - 1), min(sy // CELL[1], GRID[1] - 1)
+
+
+def replay_score(lefts: list[tuple[int, int]], lay) -> bool:
+    """Whether these left clicks (model frame) solve a ``click`` layout: the buttons they press,
+    each counted once (a pressed button greys out), are exactly the target."""
+    pressed: list[str] = []
+    for x, y in lefts:
+        sx, sy = to_screen(x, y)
+        for b in lay.buttons:
+            if b.x <= sx < b.x + b.w and b.y <= sy < b.y + b.h and b.name not in pressed:
+                pressed.append(b.name)
+    return pressed == list(lay.targets)
+
+
+def episodes(path: Path, last: int) -> list[tuple[str, list[str], float]]:
+    """(task id, actions, score) per episode."""
+    log = path / "rollouts.jsonl"
+    if log.exists():
+        rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+        rows = [r for r in rows if r.get("source") == "policy" and not r.get("infra_error")]
+        steps = sorted({r["global_step"] for r in rows})[-last:]
+        keep = set(steps)
+        return [
+            (r["task_id"], [t["action"] for t in r["turns"]], float(r["score"]))
+            for r in rows
+            if r["global_step"] in keep
+        ]
+    out = []
+    for traj in sorted(path.rglob("traj.jsonl")):
+        task = next((p for p in reversed(traj.parts) if p.startswith("pixels-")), None)
+        if task is None:
+            continue
+        steps = [json.loads(x) for x in traj.read_text().splitlines() if x.strip()]
+        result = traj.parent / "result.txt"
+        score = float(result.read_text().strip() or 0) if result.exists() else 0.0
+        out.append((task, [str(s.get("action", "")) for s in steps], score))
+    if not out:
+        raise SystemExit(f"{path}: neither rollouts.jsonl nor traj.jsonl files with pixels tasks")
+    return out
+
+
+def layout_of(task_id: str):
+    _, kind, rest = task_id.split("-")
+    return make_layout(kind, SPLIT[rest[0]], int(rest[1:]))
+
+
+def spread(path: Path, last: int, shuffles: int = 200) -> dict:
+    eps = episodes(path, last)
+    cells: Counter[tuple[int, int]] = Counter()
+    first: list[tuple[tuple[int, int], object]] = []  # (first click's cell, layout) on `click`
+    plays: list[tuple[list[tuple[int, int]], object, float]] = []  # (left clicks, layout, score)
+    for task, actions, score in eps:
+        pts = [cell_of(int(m[1]), int(m[2])) for a in actions if (m := POINT.match(a))]
+        cells.update(pts)
+        if task.startswith("pixels-click-"):
+            lay = layout_of(task)
+            lefts = [(int(m[1]), int(m[2])) for a in actions if (m := LEFT.match(a))]
+            plays.append((lefts, lay, score))
+            if pts:
+                first.append((pts[0], lay))
+
+    def hits(pairs: list[tuple[tuple[int, int], object]]) -> tuple[float, float]:
+        target = button = 0
+        for c, lay in pairs:
+            by_name = {b.name: b.cell for b in lay.buttons}
+            target += c == by_name[lay.targets[0]]
+            button += c in by_name.values()
+        return target / max(1, len(pairs)), button / max(1, len(pairs))
+
+    rng = random.Random(0)
+    clicked = [c for c, _ in first]
+    layouts = [lay for _, lay in first]
+    shuffled = []
+    for _ in range(shuffles):
+        rng.shuffle(clicked)
+        shuffled.append(hits(list(zip(clicked, layouts, strict=True))))
+    sequences = [p[0] for p in plays]
+    replayed = [replay_score(seq, lay) for seq, lay, _ in plays]
+    shuffled_success = 0.0
+    as_good = 0  # shuffles that score at least the episodes' own replayed successes
+    for _ in range(shuffles):
+        rng.shuffle(sequences)
+        won = sum(replay_score(seq, lay) for seq, (_, lay, _) in zip(sequences, plays, strict=True))
+        shuffled_success += won / max(1, len(plays))
+        as_good += won >= sum(replayed)
+    total = sum(cells.values())
+    columns = [sum(cells[(c, r)] for r in range(GRID[1])) for c in range(GRID[0])]
+    return {
+        "dir": str(path),
+        "episodes": len(eps),
+        "points": total,
+        "grid": [[cells[(c, r)] for c in range(GRID[0])] for r in range(GRID[1])],
+        "busiest_column": columns.index(max(columns)),
+        "busiest_column_share": max(columns) / max(1, total),
+        "first_clicks": len(first),
+        "target_cell": hits(first)[0],
+        "target_cell_shuffled": sum(s[0] for s in shuffled) / shuffles,
+        "button_cell": hits(first)[1],
+        "button_cell_shuffled": sum(s[1] for s in shuffled) / shuffles,
+        "click_episodes": len(plays),
+        "successes": sum(sc > 0.5 for _, _, sc in plays),
+        "replayed_successes": sum(replayed),
+        "replay_agrees": sum(
+            r == (sc > 0.5) for r, (_, _, sc) in zip(replayed, plays, strict=True)
+        ),
+        "shuffled_success": shuffled_success / shuffles,
+        "shuffled_as_good": as_good / shuffles,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("dirs", nargs="+", type=Path)
+    p.add_argument("--last", type=int, default=20, help="training steps read from a run's log")
+    p.add_argument("--json", type=Path, help="also write the figures here")
+    args = p.parse_args(argv)
+    results = [spread(d, args.last) for d in args.dirs]
+    print(
+        "| dir | episodes | click points | busiest column (share) | first clicks on `click` "
+        "| in the target's cell (shuffled) | in a button's cell (shuffled) "
+        "| `click` success (replayed; shuffled; shuffles as good) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for s in results:
+        print(
+            f"| {s['dir']} | {s['episodes']} | {s['points']} | {s['busiest_column'] + 1} of 5 "
+            f"({s['busiest_column_share']:.0%}) | {s['first_clicks']} | {s['target_cell']:.1%} "
+            f"({s['target_cell_shuffled']:.1%}) | {s['button_cell']:.1%} "
+            f"({s['button_cell_shuffled']:.1%}) | {s['successes']}/{s['click_episodes']} "
+            f"({s['replayed_successes']}, agreeing on {s['replay_agrees']}; "
+            f"{s['shuffled_success'] * s['click_episodes']:.1f}; {s['shuffled_as_good']:.0%}) |"
+        )
+    for s in results:
+        print(f"\n{s['dir']}: click points per cell (5 columns x 3 rows)")
+        for row in s["grid"]:
+            print("  " + " ".join(f"{n:4d}" for n in row))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""benchmarks/ablation/click_spread.py, the measure docs/learning.md uses to tell a policy that
+reads the screen from one that clicks the same place whatever it shows: a policy that clicks each
+target's centre hits its cell every time and beats the shuffled baseline; one that always clicks
+the same point hits no more often than the shuffled baseline."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from osworld_gym.tasks.pixels import family_layouts, task_id
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location(
+    "click_spread", ROOT / "benchmarks" / "ablation" / "click_spread.py"
+)
+assert spec and spec.loader
+click_spread = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(click_spread)
+
+
+def _log(tmp_path: Path, point_of, score=lambda lay: 0.0) -> Path:
+    """A run directory whose rollout log holds one episode per training instance of `click`."""
+    rows = []
+    for step, lay in enumerate(family_layouts("train", "click", 64)):
+        x, y = point_of(lay)
+        rows.append(
+            {
+                "task_id": task_id(lay),
+                "turns": [{"action": f"Action: click(start_box='({x},{y})')"}],
+                "score": score(lay),
+                "source": "policy",
+                "infra_error": None,
+                "global_step": step,
+            }
+        )
+    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def _target_centre(lay) -> tuple[int, int]:
+    b = next(b for b in lay.buttons if b.name == lay.targets[0])
+    fx, fy = click_spread.FRAME
+    return (b.x + b.w // 2) * fx // 640, (b.y + b.h // 2) * fy // 360
+
+
+def test_a_policy_that_reads_the_screen_beats_the_shuffled_baseline(tmp_path: Path) -> None:
+    s = click_spread.spread(_log(tmp_path, _target_centre, lambda lay: 1.0), last=64)
+    assert s["first_clicks"] == 64 and s["points"] == 64
+    assert s["target_cell"] == 1.0 and s["button_cell"] == 1.0
+    assert s["target_cell_shuffled"] < 0.3
+    # the app's rule replayed: every centre click solves its own layout, few solve another's
+    assert s["successes"] == s["replayed_successes"] == s["replay_agrees"] == 64
+    assert s["shuffled_success"] < 0.3
+
+
+def test_a_click_beside_the_button_or_a_second_button_fails_the_replay() -> None:
+    lay = family_layouts("train", "click", 1)[0]
+    target = next(b for b in lay.buttons if b.name == lay.targets[0])
+    other = next(b for b in lay.buttons if b.name != lay.targets[0])
+    fx, fy = click_spread.FRAME
+
+    def frame(b, dx: int = 0) -> tuple[int, int]:
+        return (b.x + b.w // 2 + dx) * fx // 640, (b.y + b.h // 2) * fy // 360
+
+    assert click_spread.replay_score([frame(target)], lay)
+    assert click_spread.replay_score([frame(target), frame(target)], lay)  # pressed once
+    assert not click_spread.replay_score([frame(target), frame(other)], lay)
+    assert not click_spread.replay_score([frame(target, dx=target.w)], lay)
+
+
+def test_a_screen_blind_policy_does_not(tmp_path: Path) -> None:
+    s = click_spread.spread(_log(tmp_path, lambda lay: (10, 40)), last=64)
+    assert s["grid"][1][0] == 64 and s["busiest_column"] == 0 and s["busiest_column_share"] == 1.0
+    assert s["target_cell"] == s["target_cell_shuffled"] < 0.3
+    assert s["shuffled_success"] == s["replayed_successes"] / 64  # any layout scores it the same
+
+
+def test_only_the_last_steps_are_read(tmp_path: Path) -> None:
+    assert click_spread.spread(_log(tmp_path, _target_centre), last=20)["episodes"] == 20
