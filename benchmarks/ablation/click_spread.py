@@ -25,26 +25,38 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import re
 from collections import Counter
 from pathlib import Path
 
+from arpo_trainer.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+from osworld_gym.actions.uitars import UITarsActionSet
+from osworld_gym.errors import ActionError
+from osworld_gym.outcome import read_score
 from osworld_gym.tasks.pixels.layout import CANVAS, CELL, GRID, make_layout
 
-FRAME = (140, 84)  # the tiny model's image frame at 640x360 (14-pixel patches, 2x2 merge)
+#: The action set the tiny model's clicks went through: its image frame at 640x360 (140x84)
+#: and the model-to-screen rounding are the environment's own.
+ACTIONS = UITarsActionSet(CANVAS, max_pixels=TINY_MAX_PIXELS, min_pixels=TINY_MIN_PIXELS)
+FRAME = ACTIONS.frame
 POINT = re.compile(r"^Action: (?:click|left_double|right_single)\(start_box='\((\d+),(\d+)\)'\)")
 LEFT = re.compile(r"^Action: (?:click|left_double)\(start_box='\((\d+),(\d+)\)'\)")
 SPLIT = {"t": "train", "h": "heldout"}
 
 
 def to_screen(x: int, y: int) -> tuple[int, int]:
-    """The screen pixel of a model-frame point (the uitars action set's rounding)."""
-    return (
-        min(CANVAS[0] - 1, math.floor(x * CANVAS[0] / FRAME[0] + 0.5)),
-        min(CANVAS[1] - 1, math.floor(y * CANVAS[1] / FRAME[1] + 0.5)),
-    )
+    """The screen pixel of a model-frame point (the uitars action set's own mapping)."""
+    return ACTIONS.point(f"({x},{y})")
+
+
+def in_frame(x: int, y: int) -> bool:
+    """Whether the point is a click at all (outside the frame the action set refuses it)."""
+    try:
+        to_screen(x, y)
+    except ActionError:
+        return False
+    return True
 
 
 def cell_of(x: int, y: int) -> tuple[int, int]:
@@ -54,8 +66,8 @@ def cell_of(x: int, y: int) -> tuple[int, int]:
 
 
 def replay_score(lefts: list[tuple[int, int]], lay) -> bool:
-    """Whether these left clicks (model frame) solve a ``click`` layout: the buttons they press,
-    each counted once (a pressed button greys out), are exactly the target."""
+    """Whether these left clicks (model frame, inside it) solve a ``click`` layout: the buttons
+    they press, each counted once (a pressed button greys out), are exactly the target."""
     pressed: list[str] = []
     for x, y in lefts:
         sx, sy = to_screen(x, y)
@@ -84,8 +96,7 @@ def episodes(path: Path, last: int) -> list[tuple[str, list[str], float]]:
         if task is None:
             continue
         steps = [json.loads(x) for x in traj.read_text().splitlines() if x.strip()]
-        result = traj.parent / "result.txt"
-        score = float(result.read_text().strip() or 0) if result.exists() else 0.0
+        score = read_score(traj.parent) or 0.0  # unscored counts as a failure here
         out.append((task, [str(s.get("action", "")) for s in steps], score))
     if not out:
         raise SystemExit(f"{path}: neither rollouts.jsonl nor traj.jsonl files with pixels tasks")
@@ -103,11 +114,13 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
     first: list[tuple[tuple[int, int], object]] = []  # (first click's cell, layout) on `click`
     plays: list[tuple[list[tuple[int, int]], object, float]] = []  # (left clicks, layout, score)
     for task, actions, score in eps:
-        pts = [cell_of(int(m[1]), int(m[2])) for a in actions if (m := POINT.match(a))]
+        points = [(int(m[1]), int(m[2])) for a in actions if (m := POINT.match(a))]
+        pts = [cell_of(x, y) for x, y in points if in_frame(x, y)]
         cells.update(pts)
         if task.startswith("pixels-click-"):
             lay = layout_of(task)
             lefts = [(int(m[1]), int(m[2])) for a in actions if (m := LEFT.match(a))]
+            lefts = [p for p in lefts if in_frame(*p)]
             plays.append((lefts, lay, score))
             if pts:
                 first.append((pts[0], lay))

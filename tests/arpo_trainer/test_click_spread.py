@@ -79,3 +79,29 @@ def test_a_screen_blind_policy_does_not(tmp_path: Path) -> None:
 
 def test_only_the_last_steps_are_read(tmp_path: Path) -> None:
     assert click_spread.spread(_log(tmp_path, _target_centre), last=20)["episodes"] == 20
+
+
+def test_an_evaluation_folder_is_read_with_its_scores(tmp_path: Path) -> None:
+    # arpo-eval's layout: one folder per episode holding traj.jsonl and the outcome files; an
+    # episode left unscored (infra error) counts as a failure, a point outside the model's frame
+    # is no click (the action set refuses it)
+    from osworld_gym.outcome import write_outcome
+
+    lays = family_layouts("heldout", "click", 3)
+    for k, lay in enumerate(lays):
+        d = tmp_path / "uitars" / task_id(lay) / "0"
+        d.mkdir(parents=True)
+        x, y = _target_centre(lay) if k < 2 else (500, 10)
+        (d / "traj.jsonl").write_text(
+            json.dumps({"action": f"Action: click(start_box='({x},{y})')"}) + "\n"
+        )
+        if k == 0:
+            write_outcome(d, score=1.0)
+        elif k == 1:
+            write_outcome(d, infra_error="the desktop died")
+        else:
+            write_outcome(d, score=0.0)
+    s = click_spread.spread(tmp_path, last=20)
+    assert s["episodes"] == s["click_episodes"] == 3
+    assert s["successes"] == 1 and s["replayed_successes"] == 2 and s["replay_agrees"] == 2
+    assert s["points"] == s["first_clicks"] == 2  # the out-of-frame point is no click
