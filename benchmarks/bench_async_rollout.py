@@ -18,8 +18,9 @@ Conditions that are *simulated*, and stated in the table's header:
 * ``--learn-s``: the learner step is a sleep of this length (a stand-in for the optimizer step,
   which is not part of what is measured here: the rollout loop is), plus ``--learn-s-per-turn``
   times the turns of the step's episodes: an update's cost grows with the tokens it trains on
-  (docs/async.md derives 0.71 s per turn for one GPU from the H200 check's update tokens/s at
-  Qwen2.5-VL-7B widths and its 3,070 tokens per 1920x1080 turn);
+  (docs/async.md derives 0.71 s per turn for one GPU from the H200 check's first 28-layer
+  update tokens/s, a figure from a noisy slope that the check no longer prints, and 3,070
+  tokens per 1920x1080 turn; the plan's update speed gives 0.89 s);
 * ``--lengths``: episode lengths. The tiny model's text is sampled for real (its ids and log-probs
   are kept) but the *action sent* follows a script per (group, member): ``length - 1`` clicks then
   DONE. The default, ``1-15``, is issue 28's GUI episodes: each episode's length is drawn uniformly
@@ -384,8 +385,8 @@ def main() -> None:
         "--learn-s-per-turn",
         type=float,
         default=0.0,
-        help="learner step: plus these seconds per turn trained on (0.71 = Qwen2.5-VL-7B's "
-        "update on one H200, see docs/async.md)",
+        help="learner step: plus these seconds per turn trained on (docs/async.md derives "
+        "0.71-0.89 for Qwen2.5-VL-7B's update on one H200)",
     )
     ap.add_argument("--max-staleness", type=int, default=1)
     ap.add_argument(
