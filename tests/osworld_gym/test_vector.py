@@ -187,6 +187,27 @@ def test_a_worker_killed_by_the_os_is_an_infra_error_and_is_replaced():
         envs.close(terminate=True)
 
 
+@pytest.mark.parametrize("call", ["reset", "step", "set_attr"])
+def test_a_closed_env_refuses_calls_and_starts_no_worker(call):
+    """Its workers are gone, as a dead one's is, but a closed env must not replace them: nothing
+    would ever stop the new worker (it used to start one, which then failed to unpickle the
+    env's queue once the env was collected)."""
+    import multiprocessing
+
+    envs = make_vec(1, **FAKE)
+    envs.reset(seed=0)
+    envs.close(terminate=True)
+    before = {p.pid for p in multiprocessing.active_children()}
+    calls = {
+        "reset": lambda: envs.reset(seed=0),
+        "step": lambda: envs.step(("pyautogui.click(1, 1)",)),
+        "set_attr": lambda: envs.set_attr("next_task", [None]),
+    }
+    with pytest.raises(gym.error.ClosedEnvironmentError):
+        calls[call]()
+    assert {p.pid for p in multiprocessing.active_children()} <= before
+
+
 def test_a_desktop_that_fails_to_reset_reports_infra_error_and_the_batch_goes_on():
     envs = make_vec(2, wrappers=[BreakResetOf], **FAKE)
     try:

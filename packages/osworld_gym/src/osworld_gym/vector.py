@@ -536,7 +536,9 @@ class OSWorldVectorEnv(AsyncVectorEnv):
 
     def _revive_dead_workers(self, what: str) -> list[int]:
         """Replace every worker that died since the last call (killed by the OS, crashed),
-        found at a ``what`` call."""
+        found at a ``what`` call. A closed env revives nothing: it raises
+        ``ClosedEnvironmentError`` before a worker is started that nothing would ever stop."""
+        self._assert_is_running()
         dead = [i for i, proc in enumerate(self.processes) if not proc.is_alive()]
         for i in dead:
             log.warning(
