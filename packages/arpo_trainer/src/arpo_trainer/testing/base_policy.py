@@ -424,9 +424,11 @@ def grounding_hit_rate(
     Returns the share of turns that are clicks (``click_share``), the share of clicks whose
     point lands in a widget on the screen (``hit``, the environment's own model-to-screen
     mapping), the share a uniformly random point would hit (``floor``: the widgets' area over
-    the screen's), and the share of all turns that hit (``hit_all``). Screens come from a
-    generator seeded by ``seed`` (the cloning uses ``seed`` 0 and its own stream). ``policy``
-    (anything with ``sample(contexts)``) replaces the model's own sampler."""
+    the screen's), the share of all turns that hit (``hit_all``), and the share of clicks that
+    land in a widget of the *next* screen instead (``hit_shuffled``: what the same clicks score
+    if they ignore the screen; a blind policy has ``hit`` = ``hit_shuffled`` up to noise).
+    Screens come from a generator seeded by ``seed`` (the cloning uses ``seed`` 0 and its own
+    stream). ``policy`` (anything with ``sample(contexts)``) replaces the model's own sampler."""
     from osworld_gym.actions.uitars import UITarsActionSet
 
     from arpo_trainer.generation import (
@@ -448,7 +450,7 @@ def grounding_hit_rate(
             turn_generation_config(encoder, max_new_tokens=max_turn_tokens),
             action_constraint(encoder, aset.frame, max_turn_tokens),
         )
-    clicks = hits = 0
+    clicks = hits = shuffled = 0
     area = 0.0
     for start in range(0, n, batch):
         scenes, contexts = [], []
@@ -458,18 +460,22 @@ def grounding_hit_rate(
             contexts.append(encoder.encode(rng.choice(GROUNDING_INSTRUCTIONS), [shot], []))
             scenes.append(scene)
             area += sum(w * h for (_, _, w, h), _, _ in scene) / (screen_size[0] * screen_size[1])
-        for scene, turn in zip(scenes, policy.sample(contexts), strict=True):
+        turns = policy.sample(contexts)
+        for i, (scene, turn) in enumerate(zip(scenes, turns, strict=True)):
             m = _POINT.match(turn.text)
             if not m:
                 continue
             clicks += 1
             px, py = aset.point(f"({m[2]},{m[3]})")
             hits += any(x <= px < x + w and y <= py < y + h for (x, y, w, h), _, _ in scene)
+            other = scenes[(i + 1) % len(scenes)]
+            shuffled += any(x <= px < x + w and y <= py < y + h for (x, y, w, h), _, _ in other)
     torch.random.set_rng_state(torch_state)
     return {
         "click_share": clicks / n,
         "hit": hits / clicks if clicks else 0.0,
         "hit_all": hits / n,
+        "hit_shuffled": shuffled / clicks if clicks else 0.0,
         "floor": area / n,
     }
 
