@@ -16,8 +16,10 @@ generic screens of 1 to 4 plain widgets (colours and words of their own, far fro
 family's, at any place and size) where every turn clicks inside one of them, which then
 disappears, and ``finished()`` ends the episode once none is left: a policy that aims but knows
 no task, what UI-TARS is to the paper. :func:`grounding_hit_rate` measures where a model clicks on
-fresh screens of that kind. On the tiny model it does not teach aiming within 2,000 cloning steps
-(docs/learning.md).
+fresh screens of that kind. The default tiny model does not learn to aim from it within 1,000
+cloning steps; with height and width interleaved over the M-RoPE frequencies
+(``build_tiny_vlm(rope_theta=100, mrope_section=[0, 1, 1] * 4)``) it does after about 4,000
+(docs/learning.md, ``benchmarks/ablation/grounding/probe.py``).
 
 Build one (about a minute on 2 CPU cores)::
 
@@ -552,8 +554,9 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0.0,
         help="share of cloned episodes that click a generic widget shown on the screen "
-        "(grounding_episode) instead of a random point; see docs/learning.md: at 150 steps "
-        "(and at 2,000) the tiny model does not learn to aim from it",
+        "(grounding_episode) instead of a random point; at the default position encoding and "
+        "150 steps the tiny model does not learn to aim from it (docs/learning.md: it takes the "
+        "interleaved encoding and about 4,000 steps, benchmarks/ablation/grounding/probe.py)",
     )
     args = parser.parse_args(argv)
     if not 0.0 <= args.grounding <= 1.0:
