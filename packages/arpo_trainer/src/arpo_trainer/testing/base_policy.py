@@ -16,8 +16,9 @@ generic screens of 1 to 4 plain widgets (colours and words of their own, far fro
 family's, at any place and size) where every turn clicks inside one of them, which then
 disappears, and ``finished()`` ends the episode once none is left: a policy that aims but knows
 no task, what UI-TARS is to the paper. :func:`grounding_hit_rate` measures where a model clicks on
-fresh screens of that kind. The default tiny model does not learn to aim from it within 1,000
-cloning steps; with height and width interleaved over the M-RoPE frequencies
+fresh screens of that kind. The tiny model with Qwen2.5-VL's M-RoPE layout (probed at theta
+10,000) does not learn to aim from it within 1,000 cloning steps; with height and width
+interleaved over the M-RoPE frequencies
 (``build_tiny_vlm(rope_theta=100, mrope_section=[0, 1, 1] * 4)``) it does after about 4,000
 (docs/learning.md, ``benchmarks/ablation/grounding/probe.py``).
 
