@@ -248,11 +248,20 @@ def build_tiny_vlm(
     max_pixels: int = TINY_MAX_PIXELS,
     vocab_size: int = 600,
     extra_corpus: tuple[str, ...] = (),
+    rope_theta: float | None = None,
+    mrope_section: list[int] | None = None,
 ) -> TinyVLM:
     """A random Qwen2.5-VL with ``num_layers`` text layers of width ``hidden_size``.
 
     The text model has 4 attention heads and 2 KV heads; the vision tower is 2 blocks of width
     32 merging 2x2 patches into one token of width ``hidden_size``.
+
+    ``rope_theta`` (default: Qwen2.5-VL's, 1,000,000) and ``mrope_section`` set the text
+    model's multimodal RoPE: by default Qwen2.5-VL's layout, where an image token's height and
+    width take the lowest frequencies (at ``hidden_size`` 64: at most 0.001 radians per row and
+    0.00003 per column; 0.01 and 0.001 at theta 10,000), so attention barely tells the image's
+    rows and columns apart; a section like ``[0, 1, 1] * 4`` interleaves height and width over
+    every frequency (as Qwen3-VL does).
     """
     tokenizer = build_tokenizer(vocab_size, extra_corpus)
     processor = build_processor(tokenizer, max_pixels=max_pixels)
@@ -269,7 +278,9 @@ def build_tiny_vlm(
     }
     head_dim = hidden_size // 4
     half = head_dim // 2
-    mrope = [half - 2 * (half // 3), half // 3, half // 3]  # sums to head_dim / 2
+    mrope = mrope_section or [half - 2 * (half // 3), half // 3, half // 3]
+    if sum(mrope) != half:
+        raise ValueError(f"mrope_section {mrope} must sum to head_dim / 2 = {half}")
     config = Qwen2_5_VLConfig(
         text_config={
             "vocab_size": len(tokenizer),
@@ -279,6 +290,7 @@ def build_tiny_vlm(
             "num_attention_heads": 4,
             "num_key_value_heads": 2,
             "max_position_embeddings": 8192,
+            **({} if rope_theta is None else {"rope_theta": rope_theta}),
             "rope_scaling": {"type": "default", "mrope_section": mrope, "rope_type": "default"},
             "bos_token_id": None,
             "eos_token_id": ids["eos"],

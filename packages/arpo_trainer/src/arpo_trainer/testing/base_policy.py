@@ -11,6 +11,17 @@ built-in task). The result writes valid actions, independent of the task, so it 
 random valid policy can solve (in practice: declaring an infeasible task infeasible with
 ``call_user()``) at a low rate, and ``arpo-train select-tasks`` keeps those.
 
+The grounding mix (``--grounding SHARE``, issue 26) replaces a share of those episodes with
+generic screens of 1 to 4 plain widgets (colours and words of their own, far from the pixel
+family's, at any place and size) where every turn clicks inside one of them, which then
+disappears, and ``finished()`` ends the episode once none is left: a policy that aims but knows
+no task, what UI-TARS is to the paper. :func:`grounding_hit_rate` measures where a model clicks on
+fresh screens of that kind. The tiny model with Qwen2.5-VL's M-RoPE layout (probed at theta
+10,000) does not learn to aim from it within 1,000 cloning steps; with height and width
+interleaved over the M-RoPE frequencies
+(``build_tiny_vlm(rope_theta=100, mrope_section=[0, 1, 1] * 4)``) it does after about 4,000
+(docs/learning.md, ``benchmarks/ablation/grounding/probe.py``).
+
 Build one (about a minute on 2 CPU cores)::
 
     uv run python -m arpo_trainer.testing.base_policy --output runs/base-policy
@@ -29,8 +40,9 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +129,35 @@ POINTER_WEIGHTS: dict[str, float] = {
 MIXES: dict[str, dict[str, float]] = {"default": ACTION_WEIGHTS, "pointer": POINTER_WEIGHTS}
 TERMINAL = ("finished", "call_user")
 
+#: Generic requests for the grounding episodes: click whatever widget is shown. None names a
+#: colour or a place (``tests/arpo_trainer/test_trainer_noleak.py`` checks them against the
+#: pixel family's instructions and colour names).
+GROUNDING_INSTRUCTIONS: tuple[str, ...] = (
+    "Press the buttons on the screen.",
+    "Click every button you see, and stop.",
+    "Dismiss the dialogs that pop up.",
+    "Hit each box that appears until none is left.",
+    "Answer each prompt by pressing it.",
+    "Get rid of the boxes on this screen.",
+)
+#: Words written on the grounding widgets (generic dialog buttons; no colour, no menu).
+GROUNDING_LABELS: tuple[str, ...] = ("OK", "Next", "Apply", "Yes", "Go", "Send", "Accept", "")
+#: Fills of the grounding widgets, (r, g, b). Generic UI colours chosen far from the pixel
+#: family's fills (``test_trainer_noleak.py`` checks the distance), jittered a little.
+GROUNDING_FILLS: tuple[tuple[int, int, int], ...] = (
+    (32, 201, 201),  # teal
+    (150, 235, 255),  # sky
+    (240, 101, 190),  # pink
+    (150, 230, 60),  # lime
+    (130, 140, 255),  # periwinkle
+    (160, 110, 70),  # brown
+    (190, 190, 150),  # khaki
+    (90, 220, 170),  # mint
+)
+#: Widget sizes at 640x360 (width and height ranges, pixels): larger and smaller than a
+#: typical button, at any place on the screen.
+GROUNDING_SIZE = ((48, 160), (36, 110))
+
 
 def _point(rng: random.Random, frame: tuple[int, int]) -> str:
     return f"({rng.randrange(frame[0])},{rng.randrange(frame[1])})"
@@ -185,6 +226,87 @@ def synthetic_screenshot(rng: random.Random, size: tuple[int, int]) -> np.ndarra
     return frame
 
 
+def grounding_fill(rng: random.Random) -> tuple[int, int, int]:
+    """One of :data:`GROUNDING_FILLS`, each channel moved by up to 8."""
+    r, g, b = (min(255, max(0, c + rng.randint(-8, 8))) for c in rng.choice(GROUNDING_FILLS))
+    return r, g, b
+
+
+Box = tuple[int, int, int, int]
+
+
+def grounding_scene(
+    rng: random.Random, size: tuple[int, int], n: int | None = None
+) -> list[tuple[Box, tuple[int, int, int], str]]:
+    """``n`` (default 1 to 4) non-overlapping widgets ``((x, y, w, h), fill, label)`` at random
+    places on a ``size`` screen (any position, any size in :data:`GROUNDING_SIZE`)."""
+    n = rng.randint(1, 4) if n is None else n
+    widgets: list[tuple[Box, tuple[int, int, int], str]] = []
+    for _ in range(200):
+        if len(widgets) == n:
+            break
+        w = rng.randint(*GROUNDING_SIZE[0])
+        h = rng.randint(*GROUNDING_SIZE[1])
+        x, y = rng.randrange(size[0] - w), rng.randrange(size[1] - h)
+        gap = 6
+        if any(
+            x < bx + bw + gap and bx < x + w + gap and y < by + bh + gap and by < y + h + gap
+            for (bx, by, bw, bh), _, _ in widgets
+        ):
+            continue
+        widgets.append(((x, y, w, h), grounding_fill(rng), rng.choice(GROUNDING_LABELS)))
+    return widgets
+
+
+def draw_scene(
+    background: int, widgets: list[tuple[Box, tuple[int, int, int], str]], size: tuple[int, int]
+) -> np.ndarray:
+    """The screenshot of ``widgets`` on a plain grey ``background``."""
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", size, (background,) * 3)
+    draw = ImageDraw.Draw(img)
+    for (x, y, w, h), fill, label in widgets:
+        draw.rectangle((x, y, x + w - 1, y + h - 1), fill=fill)
+        if label:
+            draw.text((x + w // 2, y + h // 2), label, fill=(20, 20, 20), anchor="mm")
+    return np.asarray(img)
+
+
+def _inside(rng: random.Random, box: Box, size: tuple[int, int], frame: tuple[int, int]) -> str:
+    """A point of the model's ``frame`` that lands in the inner half of ``box`` on the screen."""
+    x, y, w, h = box
+    sx = x + w / 4 + rng.random() * w / 2
+    sy = y + h / 4 + rng.random() * h / 2
+    fx = min(frame[0] - 1, int(sx * frame[0] / size[0]))
+    fy = min(frame[1] - 1, int(sy * frame[1] / size[1]))
+    return f"({fx},{fy})"
+
+
+def grounding_episode(
+    rng: random.Random,
+    size: tuple[int, int],
+    frame: tuple[int, int],
+    max_turns: int,
+    widgets: int | None = None,
+) -> tuple[list[np.ndarray], list[str]]:
+    """Screens and actions of one grounding episode: every turn clicks one of the widgets shown
+    (a random one), which then disappears; with none left the episode ends with ``finished()``.
+    Task-agnostic: generic widgets, generic instructions, any widget is right."""
+    background = rng.randrange(20, 90)
+    scene = grounding_scene(rng, size, widgets)
+    shots, actions = [], []
+    for _ in range(max_turns):
+        shots.append(draw_scene(background, scene, size))
+        if not scene:
+            actions.append("Action: finished(content='')")
+            break
+        box = scene.pop(rng.randrange(len(scene)))[0]
+        verb = rng.choice(("click", "click", "click", "left_double"))
+        actions.append(f"Action: {verb}(start_box='{_inside(rng, box, size, frame)}')")
+    return shots, actions
+
+
 @dataclass
 class CloneReport:
     """What :func:`behaviour_clone` did."""
@@ -193,6 +315,8 @@ class CloneReport:
     first_loss: float
     last_loss: float
     seconds: float
+    losses: list[float] = field(default_factory=list)
+    curve: list[dict[str, float]] = field(default_factory=list)
 
 
 def behaviour_clone(
@@ -206,8 +330,16 @@ def behaviour_clone(
     lr: float = 3e-3,
     seed: int = 0,
     weights: dict[str, float] | None = None,
+    grounding: float = 0.0,
+    grounding_widgets: int | None = None,
+    eval_every: int = 0,
 ) -> CloneReport:
-    """Supervised next-token training on random grammar episodes (loss on action tokens only)."""
+    """Supervised next-token training on random grammar episodes (loss on action tokens only).
+
+    A share ``grounding`` of the episodes are :func:`grounding_episode` s (click the widget
+    shown) instead. With ``eval_every`` > 0 the grounding hit rate
+    (:func:`grounding_hit_rate`, 64 held-out screens) is measured every so many steps and
+    kept in the report's ``curve``."""
     rng = random.Random(seed)
     torch.manual_seed(seed)
     frame = encoder.image_size(*screen_size)
@@ -215,18 +347,27 @@ def behaviour_clone(
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     losses: list[float] = []
+    curve: list[dict[str, float]] = []
     t0 = time.monotonic()
     for step in range(steps):
+        if eval_every and step % eval_every == 0:
+            curve.append({"step": step, **grounding_hit_rate(vlm, encoder, screen_size, n=64)})
+            model.train()
+            log.info("step %d: %s", step, curve[-1])
         seqs = []
         for _ in range(batch_size):
-            actions = random_episode(rng, frame, max_turns, weights)
-            shots = [
-                encoder.screenshot_png(synthetic_screenshot(rng, screen_size)) for _ in actions
-            ]
-            seqs.append(
-                encoder.encode(
-                    rng.choice(BC_INSTRUCTIONS), shots, [encoder.action_ids(a) for a in actions]
+            if rng.random() < grounding:
+                frames, actions = grounding_episode(
+                    rng, screen_size, frame, max_turns, grounding_widgets
                 )
+                instruction = rng.choice(GROUNDING_INSTRUCTIONS)
+            else:
+                actions = random_episode(rng, frame, max_turns, weights)
+                frames = [synthetic_screenshot(rng, screen_size) for _ in actions]
+                instruction = rng.choice(BC_INSTRUCTIONS)
+            shots = [encoder.screenshot_png(f) for f in frames]
+            seqs.append(
+                encoder.encode(instruction, shots, [encoder.action_ids(a) for a in actions])
             )
         batch, _ = collate(
             seqs, pad_id=encoder.tokenizer.pad_token_id, image_token_id=encoder.image_token_id
@@ -256,8 +397,90 @@ def behaviour_clone(
         losses.append(loss.item())
         if step % 25 == 0 or step == steps - 1:
             log.info("behaviour cloning step %d/%d: loss %.3f", step + 1, steps, losses[-1])
+    if eval_every:
+        curve.append({"step": steps, **grounding_hit_rate(vlm, encoder, screen_size, n=64)})
     model.eval()
-    return CloneReport(steps, losses[0], float(np.mean(losses[-10:])), time.monotonic() - t0)
+    return CloneReport(
+        steps, losses[0], float(np.mean(losses[-10:])), time.monotonic() - t0, losses, curve
+    )
+
+
+_POINT = re.compile(r"^Action: (click|left_double|right_single)\(start_box='\((\d+),(\d+)\)'\)")
+
+
+@torch.no_grad()
+def grounding_hit_rate(
+    vlm: TinyVLM,
+    encoder: TurnEncoder,
+    screen_size: tuple[int, int] = (640, 360),
+    *,
+    n: int = 256,
+    seed: int = 10_000,
+    widgets: int | None = None,
+    max_turn_tokens: int = 24,
+    batch: int = 32,
+    policy=None,
+) -> dict[str, float]:
+    """Where the model clicks on ``n`` fresh grounding screens (first turn, one sample each at
+    temperature 1 under the action grammar, as the trainer samples).
+
+    Returns the share of turns that are clicks (``click_share``), the share of clicks whose
+    point lands in a widget on the screen (``hit``, the environment's own model-to-screen
+    mapping), the share a uniformly random point would hit (``floor``: the widgets' area over
+    the screen's), the share of all turns that hit (``hit_all``), and the share of clicks that
+    land in a widget of the *next* screen instead (``hit_shuffled``: what the same clicks score
+    if they ignore the screen; a blind policy has ``hit`` = ``hit_shuffled`` up to noise).
+    Screens come from a generator seeded by ``seed`` (the cloning uses ``seed`` 0 and its own
+    stream). ``policy`` (anything with ``sample(contexts)``) replaces the model's own sampler."""
+    from osworld_gym.actions.uitars import UITarsActionSet
+
+    from arpo_trainer.generation import (
+        TransformersPolicy,
+        action_constraint,
+        turn_generation_config,
+    )
+
+    aset = UITarsActionSet(
+        screen_size, max_pixels=encoder.max_pixels, min_pixels=encoder.min_pixels
+    )
+    rng = random.Random(seed)
+    torch_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    if policy is None:
+        policy = TransformersPolicy(
+            vlm.model,
+            encoder,
+            turn_generation_config(encoder, max_new_tokens=max_turn_tokens),
+            action_constraint(encoder, aset.frame, max_turn_tokens),
+        )
+    clicks = hits = shuffled = 0
+    area = 0.0
+    for start in range(0, n, batch):
+        scenes, contexts = [], []
+        for _ in range(min(batch, n - start)):
+            scene = grounding_scene(rng, screen_size, widgets)
+            shot = encoder.screenshot_png(draw_scene(rng.randrange(20, 90), scene, screen_size))
+            contexts.append(encoder.encode(rng.choice(GROUNDING_INSTRUCTIONS), [shot], []))
+            scenes.append(scene)
+            area += sum(w * h for (_, _, w, h), _, _ in scene) / (screen_size[0] * screen_size[1])
+        turns = policy.sample(contexts)
+        for i, (scene, turn) in enumerate(zip(scenes, turns, strict=True)):
+            m = _POINT.match(turn.text)
+            if not m:
+                continue
+            clicks += 1
+            px, py = aset.point(f"({m[2]},{m[3]})")
+            hits += any(x <= px < x + w and y <= py < y + h for (x, y, w, h), _, _ in scene)
+            other = scenes[(i + 1) % len(scenes)]
+            shuffled += any(x <= px < x + w and y <= py < y + h for (x, y, w, h), _, _ in other)
+    torch.random.set_rng_state(torch_state)
+    return {
+        "click_share": clicks / n,
+        "hit": hits / clicks if clicks else 0.0,
+        "hit_all": hits / n,
+        "hit_shuffled": shuffled / clicks if clicks else 0.0,
+        "floor": area / n,
+    }
 
 
 def tiny_encoder(vlm: TinyVLM, *, max_turns: int = 3) -> TurnEncoder:
@@ -282,9 +505,11 @@ def build_base_policy(
     vocab_size: int = 1024,
     fail_weight: float | None = None,
     mix: str = "default",
+    grounding: float = 0.0,
 ) -> tuple[Path, CloneReport]:
     """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions (drawn by the ``mix``
-    of :data:`MIXES`), saved to ``output``."""
+    of :data:`MIXES`; a share ``grounding`` of the episodes are :func:`grounding_episode` s
+    instead), saved to ``output``."""
     if mix not in MIXES:
         raise ValueError(f"unknown action mix {mix!r}; one of {sorted(MIXES)}")
     vlm = build_tiny_vlm(
@@ -300,6 +525,7 @@ def build_base_policy(
         steps=steps,
         seed=seed,
         weights=weights,
+        grounding=grounding,
     )
     return vlm.save(output), report
 
@@ -324,7 +550,18 @@ def main(argv: list[str] | None = None) -> int:
         help="action kinds to clone: default (ACTION_WEIGHTS) or pointer (POINTER_WEIGHTS: half "
         "clicks, what the pixel-family demo starts from)",
     )
+    parser.add_argument(
+        "--grounding",
+        type=float,
+        default=0.0,
+        help="share of cloned episodes that click a generic widget shown on the screen "
+        "(grounding_episode) instead of a random point; at the default position encoding and "
+        "150 steps the tiny model does not learn to aim from it (docs/learning.md: it takes the "
+        "interleaved encoding and about 4,000 steps, benchmarks/ablation/grounding/probe.py)",
+    )
     args = parser.parse_args(argv)
+    if not 0.0 <= args.grounding <= 1.0:
+        parser.error(f"--grounding must be in [0, 1], got {args.grounding}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(max(1, torch.get_num_threads()))
     path, rep = build_base_policy(
@@ -334,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
         max_turns=args.max_turns,
         fail_weight=args.fail_weight,
         mix=args.mix,
+        grounding=args.grounding,
     )
     print(
         f"base policy: {path} ({rep.steps} steps, loss {rep.first_loss:.2f} -> "

@@ -1,0 +1,116 @@
+"""The base policy's grounding mix: generic widgets at random places, a click inside one of them.
+
+The mix (``arpo_trainer.testing.base_policy``) is what could make the tiny base policy aim
+(issue 26); these tests check that its targets are right on the environment's own coordinate
+mapping, and that the hit-rate measurement scores an aiming policy 1 and a blind one near the
+floor. ``test_trainer_noleak.py`` checks its words and colours against the pixel family.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+
+import numpy as np
+import pytest
+from arpo_trainer.generation import TurnSample
+from arpo_trainer.testing.base_policy import (
+    GROUNDING_FILLS,
+    behaviour_clone,
+    grounding_episode,
+    grounding_hit_rate,
+    grounding_scene,
+    tiny_encoder,
+)
+from arpo_trainer.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS, build_tiny_vlm
+from osworld_gym.actions.uitars import UITarsActionSet
+from PIL import Image
+
+SCREEN = (640, 360)
+ACTIONS = UITarsActionSet(SCREEN, max_pixels=TINY_MAX_PIXELS, min_pixels=TINY_MIN_PIXELS)
+POINT = re.compile(r"start_box='\((\d+),(\d+)\)'")
+
+
+def _on_a_widget(shot: np.ndarray, x: int, y: int) -> bool:
+    """Whether a widget's fill is within 2 pixels of (x, y) (the point itself may fall on the
+    widget's dark label; a target is at least 12 pixels inside its widget's edge)."""
+    patch = shot[max(0, y - 2) : y + 3, max(0, x - 2) : x + 3].reshape(-1, 3).astype(int)
+    return any((np.abs(patch - np.array(f)).max(axis=1) <= 8).any() for f in GROUNDING_FILLS)
+
+
+def test_every_cloned_click_lands_on_a_widget_shown_on_that_turn():
+    rng = random.Random(3)
+    episodes = clicks = finished = 0
+    for _ in range(200):
+        shots, actions = grounding_episode(rng, SCREEN, ACTIONS.frame, 3)
+        episodes += 1
+        assert len(shots) == len(actions) and 1 <= len(actions) <= 3
+        for shot, action in zip(shots, actions, strict=True):
+            m = POINT.search(action)
+            if m is None:
+                assert action == "Action: finished(content='')"
+                # nothing left: the screen is one plain grey
+                assert (shot == shot[0, 0]).all()
+                finished += 1
+                continue
+            clicks += 1
+            x, y = ACTIONS.point(f"({m[1]},{m[2]})")
+            assert _on_a_widget(shot, x, y), (action, shot[y, x])
+    assert clicks > 300 and finished > 20, (clicks, finished)
+
+
+def test_scenes_hold_separate_widgets_of_the_asked_number():
+    rng = random.Random(0)
+    for n in (1, 2, 3, 4):
+        for _ in range(50):
+            scene = grounding_scene(rng, SCREEN, n)
+            assert len(scene) == n
+            for i, ((x, y, w, h), _, _) in enumerate(scene):
+                assert 0 <= x and x + w <= SCREEN[0] and 0 <= y and y + h <= SCREEN[1]
+                for (bx, by, bw, bh), _, _ in scene[i + 1 :]:
+                    assert x + w <= bx or bx + bw <= x or y + h <= by or by + bh <= y
+
+
+class _Aim:
+    """Clicks the centroid of the non-background pixels of the screenshot it is shown, in the
+    model's frame: a policy that reads the screen (with one widget)."""
+
+    def __init__(self, aim: bool):
+        self.aim = aim
+
+    def sample(self, contexts):
+        out = []
+        for ctx in contexts:
+            img = np.asarray(Image.open(io.BytesIO(ctx.pngs[-1])).convert("RGB")).astype(int)
+            if self.aim:
+                ys, xs = np.nonzero(np.abs(img - img[0, 0]).max(axis=2) > 40)
+                x, y = int(xs.mean()), int(ys.mean())
+            else:
+                x, y = 3, 80  # a blind habit: always the same corner
+            text = f"Action: click(start_box='({x},{y})')"
+            out.append(TurnSample(ids=[], logps=[], text=text))
+        return out
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    vlm = build_tiny_vlm(seed=0, vocab_size=1024)
+    return vlm, tiny_encoder(vlm)
+
+
+def test_the_hit_rate_scores_aim_and_blindness(tiny):
+    vlm, enc = tiny
+    aim = grounding_hit_rate(vlm, enc, n=64, widgets=1, policy=_Aim(True))
+    blind = grounding_hit_rate(vlm, enc, n=64, widgets=1, policy=_Aim(False))
+    assert aim["click_share"] == blind["click_share"] == 1.0
+    assert aim["hit"] > 0.95 and aim["hit_shuffled"] < 0.2  # another screen's widget: rarely
+    assert blind["hit"] < 0.1
+    assert 0.01 < aim["floor"] == blind["floor"] < 0.1  # the same screens: one widget each
+
+
+def test_cloning_with_the_mix_records_its_curve(tiny):
+    vlm, enc = tiny
+    rep = behaviour_clone(vlm, enc, steps=2, batch_size=2, grounding=1.0, eval_every=2)
+    assert len(rep.losses) == 2 and [c["step"] for c in rep.curve] == [0, 2]
+    assert all(0 <= c["hit"] <= 1 and 0 <= c["click_share"] <= 1 for c in rep.curve)
