@@ -619,3 +619,45 @@ def test_run_async_refuses_a_weight_sync_the_gate_could_never_open_for(setup):
         gen.close()
         for p in pools:
             p.close()
+
+
+def test_trainer_rollouts_play_a_step_of_more_episodes_than_desktops_through_the_gate(
+    setup, tmp_path
+):
+    """One desktop, steps of 2 groups of 2 (4 episodes), the learner starting at step 5 as a
+    resumed run does: every step gets its 4 episodes, each group within the bound, none dropped;
+    the config lets async_desktops be fewer than a generation batch's rows."""
+    cfg = ARPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, report_to="none", rollout_mode="async",
+        async_desktops=1, per_device_train_batch_size=4, num_generations=2,
+    )  # fmt: skip
+    assert cfg.desktops_per_process == 1
+    ref: list[AsyncCollector] = []
+    tr = TrainerRollouts(
+        [DesktopPool(1, setup["env"], backend="sync")],
+        setup["encoder"],
+        setup["action_set"],
+        _ByEpisode(setup["encoder"], ref),
+        rows=[{"task_id": TASK, "prompt": "x"}],
+        task_of=lambda row: setup["task"],
+        group_size=2,
+        max_staleness=1,
+        max_turns=2,
+        end_on_format_error=True,
+        prefetch_groups=4,
+        seed=0,
+        groups_per_step=2,
+        start_version=5,
+    )
+    ref.append(tr.collector)
+    try:
+        for step in (5, 6, 7):
+            taken = tr.take(2, step)
+            assert len(taken) == 2 and all(len(g) == 2 for _, g in taken)
+            assert all(step - t.step <= 1 for _, g in taken for t in g)
+            tr.sync(step + 1, lambda: None)
+    finally:
+        tr.close()
+    assert tr.assembler.stats.dropped_stale == 0 and tr.collector.abandoned_stale == 0
+    st = tr.assembler.stats.staleness
+    assert len(st) == 6 and max(st) <= 1
