@@ -661,3 +661,34 @@ def test_trainer_rollouts_play_a_step_of_more_episodes_than_desktops_through_the
     assert tr.assembler.stats.dropped_stale == 0 and tr.collector.abandoned_stale == 0
     st = tr.assembler.stats.staleness
     assert len(st) == 6 and max(st) <= 1
+
+
+@pytest.mark.parametrize("planned", [1, 0])
+def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_ever(setup, planned):
+    """The gates' schedule comes from the trainer's optimizer steps per generation batch; a
+    learner that arrives at a step earlier than planned (steps_per_take wrong, or the groups
+    after a drop) must not find its groups' gates shut for ever: the feed moves the schedule to
+    the learner's version and re-sets the gates of the jobs not yet started. At max_staleness 0
+    a gate one step too high never opens while the learner waits (the old feed hung here)."""
+    tl = Timeline()
+    col, gen, pools = _collector(setup, 2, tl)
+    asm = GroupAssembler(group_size=2, max_staleness=0)
+    feed = GroupFeed(
+        col, asm, lambda g: setup["task"], groups_per_step=1, prefetch=2, start_version=planned
+    )
+    out: list = []
+    try:
+        feed.top_up()  # group 0's gate: the planned step, 1 (shut) or 0
+        worker = threading.Thread(target=lambda: out.append(feed.take(1, 0)), daemon=True)
+        worker.start()
+        worker.join(timeout=120)  # a guard against a hung test, not a timing assertion
+        assert not worker.is_alive(), "the learner waited for a gate that never opens"
+        assert len(out[0]) == 1 and asm.stats.staleness == [0]
+        assert feed.rebased == planned  # moved only when off the schedule
+        gen.sync(None, 1)
+        assert len(feed.take(1, 1)) == 1 and feed.rebased == planned  # on schedule since
+    finally:
+        col.close()
+        gen.close()
+        for p in pools:
+            p.close()

@@ -223,15 +223,25 @@ class BatchingGenerator:
             self._version = value
             self._version_changed.notify_all()
 
-    def wait_version(self, at_least: int, stop: threading.Event, poll_s: float = 0.5) -> bool:
-        """Block until :attr:`version` is at least ``at_least`` (True) or ``stop`` is set
-        (False)."""
+    def wait_version(
+        self, at_least: Callable[[], int | None], stop: threading.Event, poll_s: float = 0.5
+    ) -> bool:
+        """Block until :attr:`version` is at least ``at_least()`` (re-read on every wake-up, so a
+        gate may be lowered while a desktop waits; ``None``: no gate) and return True, or until
+        ``stop`` is set (False)."""
         with self._version_changed:
-            while self._version < at_least:
+            while True:
+                gate = at_least()
+                if gate is None or self._version >= gate:
+                    return True
                 if stop.is_set():
                     return False
                 self._version_changed.wait(poll_s)
-        return True
+
+    def wake(self) -> None:
+        """Wake the desktops waiting at the version gate to re-read their gates."""
+        with self._version_changed:
+            self._version_changed.notify_all()
 
     def submit(self, context: EncodedSequence, row: int) -> Future:
         """A future of ``(TurnSample, version)`` for ``context``."""
@@ -425,15 +435,19 @@ class AsyncCollector:
     def submit_group(self, task: Any, group: int, size: int, not_before: int | None = None) -> None:
         """Queue ``size`` episodes of ``task`` as GRPO group ``group``; with ``not_before`` none
         of them starts before the generator's version reaches it (the version gate). Jobs start
-        in the order they were queued, so gates must not decrease from one group to the next."""
+        in the order they were queued, so gates must not decrease from one group to the next.
+        Returns the jobs (their ``not_before`` may be changed until they start)."""
         with self._lock:
             self._group_left[group] = self._group_left.get(group, 0) + size
+        jobs: list[EpisodeJob] = []
         for k in range(size):
             with self._lock:
                 self._uid += 1
                 job = EpisodeJob(task, group, k, self._uid, not_before)
                 self.episode_of[job.uid] = job
+            jobs.append(job)
             self.jobs.put(job)
+        return jobs
 
     def close(self) -> None:
         """Stop the desktop threads after their current episode (desktops stay open); a thread
@@ -453,7 +467,7 @@ class AsyncCollector:
             if job.not_before is not None and self.generator.version < job.not_before:
                 with self._lock:
                     self.gated_waits += 1
-                if not self.generator.wait_version(job.not_before, self._stop):
+                if not self.generator.wait_version(lambda j=job: j.not_before, self._stop):
                     return  # closing
             try:
                 played = self.play(pool, job)
@@ -612,6 +626,10 @@ class GroupAssembler:
         """Nothing was announced, added or taken yet."""
         return not (self.stats.complete or self.stats.taken or self._partial or self._order)
 
+    def waiting_order(self) -> list[int]:
+        """In order mode: the groups announced and not yet taken or dropped, oldest first."""
+        return list(self._order)
+
     def expect(self, group: int) -> None:
         """``group`` was submitted (in order mode its turn comes after every group before)."""
         if self.in_order:
@@ -730,6 +748,8 @@ class GroupFeed:
         self.gate, self.budget = gate, budget
         self.start_version, self.steps_per_take = start_version, max(1, steps_per_take)
         self.submitted = 0
+        self.rebased = 0  # times the schedule was moved to the learner's actual version
+        self._jobs: dict[int, list[EpisodeJob]] = {}  # group -> its jobs, until taken or dropped
 
     def target(self, index: int) -> int:
         """The learner step group ``index`` is meant for (taken then or earlier)."""
@@ -742,12 +762,38 @@ class GroupFeed:
         while self.submitted - stats.taken - stats.dropped_stale < self.prefetch and (
             self.budget is None or self.submitted - stats.dropped_stale < self.budget
         ):
-            gate = self.target(self.submitted) - self.assembler.max_staleness if self.gate else None
+            gate = self._gate_of(self.submitted)
             self.assembler.expect(self.submitted)
-            self.collector.submit_group(
+            self._jobs[self.submitted] = self.collector.submit_group(
                 self.task_of(self.submitted), self.submitted, self.assembler.group_size, gate
             )
             self.submitted += 1
+
+    def _gate_of(self, index: int) -> int | None:
+        return self.target(index) - self.assembler.max_staleness if self.gate else None
+
+    def _keep_schedule(self, version: int) -> None:
+        """Move the targets so that the oldest group not yet taken is meant for ``version``.
+
+        Without drops and with ``steps_per_take`` right this never changes anything. A learner
+        ahead of the schedule (``steps_per_take`` wrong, a skipped step) would otherwise find its
+        groups too stale, and their replacements' gates too high to ever open; one behind it
+        (groups taken early after a drop) would find the gates of the groups it needs above the
+        generator's version. Gates of jobs not yet started are re-set, the waiting desktops woken.
+        """
+        waiting = self.assembler.waiting_order()
+        head = waiting[0] if waiting else self.submitted
+        shift = version - self.target(head)
+        if not self.gate or shift == 0:
+            return
+        self.start_version += shift
+        self.rebased += 1
+        live = set(waiting)
+        self._jobs = {g: jobs for g, jobs in self._jobs.items() if g in live}
+        for g, jobs in self._jobs.items():
+            for job in jobs:
+                job.not_before = self._gate_of(g)
+        self.collector.generator.wake()
 
     def take(self, n: int, version: int, *, poll_s: float = 1.0) -> list[list[Trajectory]]:
         """``n`` complete groups for the learner at ``version`` (waits for the desktops as long
@@ -755,6 +801,7 @@ class GroupFeed:
         taken, *before* the learner step, so the desktops keep playing while it runs."""
         out: list[list[Trajectory]] = []
         while len(out) < n:
+            self._keep_schedule(version)  # the oldest group waiting is needed now
             self.top_up()
             if self.assembler.ready:
                 out.extend(self.assembler.take(n - len(out), version))
