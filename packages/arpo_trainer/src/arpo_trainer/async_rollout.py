@@ -432,7 +432,9 @@ class AsyncCollector:
         for t in self._threads:
             t.start()
 
-    def submit_group(self, task: Any, group: int, size: int, not_before: int | None = None) -> None:
+    def submit_group(
+        self, task: Any, group: int, size: int, not_before: int | None = None
+    ) -> list[EpisodeJob]:
         """Queue ``size`` episodes of ``task`` as GRPO group ``group``; with ``not_before`` none
         of them starts before the generator's version reaches it (the version gate). Jobs start
         in the order they were queued, so gates must not decrease from one group to the next.
