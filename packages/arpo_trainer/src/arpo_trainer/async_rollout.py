@@ -21,6 +21,10 @@ ends, and the generator idles while desktops act. This module holds the pieces o
   invalid rows (they never count in statistics or the loss, exactly as in sync mode), and ARPO's
   replay (:meth:`~arpo_trainer.replay.ReplayBuffer.inject` into all-fail groups, the per-task
   buffer updated with fresh successes) runs on the complete groups, unchanged.
+* :class:`GroupFeed`: what is submitted to the desktops and when the learner gets it, for both
+  drivers (:func:`run_async`, :class:`TrainerRollouts`). By default the *version gate*: a group
+  starts only when it can be taken within ``max_staleness``, and steps take groups in the order
+  they were submitted, so staleness is bounded by admission and no played group is dropped.
 * :class:`Timeline`: spans recorded by the rollout code itself (desktop busy time from each
   desktop's own ``info["timings"]``, generate calls, learner steps), turned into the utilisation
   figures the benchmark prints.
