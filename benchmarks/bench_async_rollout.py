@@ -199,8 +199,7 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     from arpo_trainer.rollout import Collector
 
     tl = Timeline()
-    G, n = args.group_size, args.desktops
-    per_step = n // G
+    G, n, per_step = args.group_size, args.desktops, args.groups_per_step
     pool = InstrumentedPool(DesktopPool(n, b["env"], backend="async"), tl)
     scripted = ScriptedLengths(b["policy"], b["click"], b["done"], b["lengths"])
     policy = InstrumentedPolicy(scripted, tl, args.gen_latency_s)
@@ -211,40 +210,48 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
         max_turns=args.max_turns,
         end_on_format_error=False,
     )
+    steps = -(-args.groups // per_step)
     try:
         pool.pool.reset([b["tasks"][0]] * n)  # start the desktops outside the measured time
         tl.desktop_busy = 0.0
         start = time.monotonic()
-        for step in range(-(-args.groups // per_step)):
+        for step in range(steps):
             groups = [g for g in range(step * per_step, (step + 1) * per_step) if g < args.groups]
-            tasks, keys = [], {}
-            for g in groups:
-                for m in range(G):
-                    keys[len(tasks)] = (g, m)
-                    tasks.append(b["tasks"][g % len(b["tasks"])])
-            scripted.key_of, scripted.turn = keys, {}
-            trajs = col.run(tasks, policy, step=step)
-            for t in trajs:
-                tl.add_episode(len(t.turns))
-            t0 = time.monotonic()
-            time.sleep(learner_s(args, sum(len(t.turns) for t in trajs)))
-            tl.add_span("learn", t0, time.monotonic())
+            # a step of more episodes than desktops is lock-step batches of `desktops` episodes
+            # (whole groups), each followed by its micro-batch's share of the update, as the
+            # trainer's sync mode with gradient_accumulation_steps > 1 plays it (one desktop per
+            # row of a generation batch); the fixed part of the update comes after the last
+            per_batch = n // G
+            for first in range(0, len(groups), per_batch):
+                tasks, keys = [], {}
+                for g in groups[first : first + per_batch]:
+                    for m in range(G):
+                        keys[len(tasks)] = (g, m)
+                        tasks.append(b["tasks"][g % len(b["tasks"])])
+                scripted.key_of, scripted.turn = keys, {}
+                trajs = col.run(tasks, policy, step=step)
+                for t in trajs:
+                    tl.add_episode(len(t.turns))
+                last = first + per_batch >= len(groups)
+                t0 = time.monotonic()
+                turns = sum(len(t.turns) for t in trajs)
+                time.sleep(args.learn_s_per_turn * turns + (args.learn_s if last else 0.0))
+                tl.add_span("learn", t0, time.monotonic())
         end = time.monotonic()
     finally:
         pool.close()
     rep = _report(tl, start, end, n, args.gen_latency_s)
-    rep["learner_steps"] = float(-(-args.groups // per_step))
+    rep["learner_steps"] = float(steps)
     rep["taken_turns_per_episode"] = tl.turns / max(tl.episodes, 1)
     return rep
 
 
-def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
+def run_async(b: dict[str, Any], args: argparse.Namespace, gate: bool) -> dict[str, float]:
     from arpo_trainer import async_rollout as ar
     from arpo_trainer.desktops import DesktopPool
 
     tl = ar.Timeline()
-    G, n = args.group_size, args.desktops
-    per_step = n // G
+    G, n, per_step = args.group_size, args.desktops, args.groups_per_step
     pools = [ar.InstrumentedPool(DesktopPool(1, b["env"], backend="async"), tl) for _ in range(n)]
     scripted = ScriptedLengths(b["policy"], b["click"], b["done"], b["lengths"])
     if args.latency_model == "per-call":
@@ -296,6 +303,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
             weight_sync_every=args.weight_sync_every,
             prefetch_groups=args.prefetch_groups,
             timeline=tl,
+            gate=gate,
         )
         end = time.monotonic()
     finally:
@@ -312,6 +320,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     rep["taken_turns_per_episode"] = taken["turns"] / max(taken["episodes"], 1)
     rep["dropped_stale"] = float(asm.stats.dropped_stale)
     rep["abandoned_stale"] = float(col.abandoned_stale if col is not None else 0)
+    rep["gated_waits"] = float(col.gated_waits if col is not None else 0)
     st = asm.stats.staleness
     rep["staleness_mean"] = sum(st) / max(len(st), 1)
     rep["mean_batch"] = sum(gen.batch_sizes) / max(len(gen.batch_sizes), 1)
@@ -352,7 +361,7 @@ def pooled(runs: list[dict[str, float]]) -> dict[str, float]:
     out["desktop_s_per_turn"] = busy / max(out["turns"], 1)
     g = runs[0]["desktop_s_per_turn"] / runs[0]["utilisation_bound"] - runs[0]["desktop_s_per_turn"]
     out["utilisation_bound"] = out["desktop_s_per_turn"] / (out["desktop_s_per_turn"] + g)
-    for k in ("dropped_stale", "abandoned_stale", "played_episodes"):
+    for k in ("dropped_stale", "abandoned_stale", "played_episodes", "gated_waits"):
         if k in runs[0]:
             out[k] = sum(r[k] for r in runs)
     return out
@@ -363,6 +372,13 @@ def main() -> None:
     ap.add_argument("--desktops", type=int, default=4)
     ap.add_argument("--group-size", type=int, default=2)
     ap.add_argument("--groups", type=int, default=16, help="groups to the learner per round")
+    ap.add_argument(
+        "--groups-per-step",
+        type=int,
+        default=None,
+        help="groups a learner step takes (default desktops / group size; more: a step of more "
+        "episodes than desktops, which sync plays as lock-step batches of `desktops` episodes)",
+    )
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (each mode once)")
     ap.add_argument(
         "--lengths",
@@ -401,29 +417,47 @@ def main() -> None:
         action="store_true",
         help="async: play episodes already too stale to train on to their end (the old loop)",
     )
-    ap.add_argument("--modes", default="sync,async")
+    ap.add_argument(
+        "--modes",
+        default="sync,async",
+        help="comma list of sync, async (with the version gate), async-nogate (the earlier "
+        "take-whatever-is-complete loop that drops too stale groups)",
+    )
     ap.add_argument("--json", help="also write every round's figures and the settings here")
     args = ap.parse_args()
     if args.desktops % args.group_size:
         raise SystemExit("--desktops must be a multiple of --group-size")
+    if args.groups_per_step is None:
+        args.groups_per_step = args.desktops // args.group_size
+    if (args.groups_per_step * args.group_size) % args.desktops and (
+        args.groups_per_step * args.group_size > args.desktops
+    ):
+        raise SystemExit("a step's episodes must fill whole lock-step batches of --desktops")
     lengths = Lengths(args.lengths, args.length_seed, args.group_size)
     if args.max_turns is None:
         args.max_turns = lengths.hi
     if args.max_turns < lengths.hi:
         raise SystemExit(f"--max-turns {args.max_turns} < the longest episode {lengths.hi}")
     modes = args.modes.split(",")
+    if not set(modes) <= {"sync", "async", "async-nogate"}:
+        raise SystemExit(f"--modes {args.modes!r}: use sync, async, async-nogate")
     runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as tmp:
         b = build(args, tmp)
         b["lengths"] = lengths
         for r in range(args.rounds):
             for mode in modes:
-                rep = (run_sync if mode == "sync" else run_async)(b, args)
+                if mode == "sync":
+                    rep = run_sync(b, args)
+                else:
+                    rep = run_async(b, args, gate=mode == "async")
                 runs[mode].append(rep)
                 print(f"round {r + 1} {mode}: {rep}", flush=True)
-    prefetch = args.prefetch_groups or 2 * (args.desktops // args.group_size)
+    prefetch = args.prefetch_groups or 2 * args.groups_per_step
     print(
-        f"\n{args.desktops} local desktops, groups of {args.group_size}, {args.groups} groups per "
+        f"\n{args.desktops} local desktops, groups of {args.group_size}, "
+        f"{args.groups_per_step} groups ({args.groups_per_step * args.group_size} episodes) per "
+        f"learner step, {args.groups} groups per "
         f"round ({args.groups * args.group_size} episodes), {args.rounds} interleaved rounds "
         f"({', '.join(modes)}, ...), max_turns {args.max_turns}; episode lengths "
         f"{lengths.describe()}; simulated: generation latency {args.gen_latency_s} s per turn "
@@ -445,24 +479,29 @@ def main() -> None:
     print("|---|" + "---:|" * len(modes))
     for label, key, fmt in ROWS:
         print(f"| {label} | " + " | ".join(fmt.format(table[m][key]) for m in modes) + " |")
-    if "async" in table:
-        a = table["async"]
+    for m in modes:
+        if m == "sync":
+            continue
+        a = table[m]
         print(
-            f"\nasync: {a['played_episodes']:.0f} episodes played for {a['episodes']:.0f} taken, "
+            f"\n{m}: {a['played_episodes']:.0f} episodes played for {a['episodes']:.0f} taken, "
             f"{a['dropped_stale']:.0f} groups dropped as stale, {a['abandoned_stale']:.0f} "
-            f"episodes abandoned as stale"
+            f"episodes abandoned as stale, {a['gated_waits']:.0f} episode starts waited at the "
+            "version gate"
         )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"settings": vars(args), "rounds": runs, "pooled": table}, fh, indent=1)
-    if "sync" in table and "async" in table:
+    for m in modes:
+        if m == "sync" or "sync" not in table:
+            continue
         ratios = [
-            runs["async"][r]["episodes_per_hour"] / runs["sync"][r]["episodes_per_hour"]
+            runs[m][r]["episodes_per_hour"] / runs["sync"][r]["episodes_per_hour"]
             for r in range(args.rounds)
         ]
-        pooled_ratio = table["async"]["episodes_per_hour"] / table["sync"]["episodes_per_hour"]
+        pooled_ratio = table[m]["episodes_per_hour"] / table["sync"]["episodes_per_hour"]
         print(
-            "async / sync episodes per hour: per round "
+            f"{m} / sync episodes per hour: per round "
             + ", ".join(f"{x:.2f}x" for x in ratios)
             + f"; pooled {pooled_ratio:.2f}x"
         )

@@ -29,7 +29,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
+import statistics
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -120,7 +122,35 @@ def summarize(results: dict, steps: int) -> str:
             + " |"
             + " |" * 6
         )
+    by_mode = {
+        mode: [
+            ab.window_mean(r["curve"], "own_success", *windows[-1])
+            for (m, _), r in results.items()
+            if m == mode
+        ]
+        for mode in ("sync", "async")
+    }
+    if all(len(v) >= 2 for v in by_mode.values()):
+        d, lo, hi = welch(by_mode["async"], by_mode["sync"], ab.T95)
+        lines.append(
+            f"\nLast quarter, async minus sync: {d:+.3f}, 95 % Welch interval "
+            f"[{lo:+.3f}, {hi:+.3f}] ({len(by_mode['async'])} and {len(by_mode['sync'])} seeds)"
+        )
     return "\n".join(lines)
+
+
+def welch(a: list[float], b: list[float], t95: dict[int, float]) -> tuple[float, float, float]:
+    """Difference of means ``mean(a) - mean(b)`` and its 95 % Welch interval (the
+    Welch-Satterthwaite degrees of freedom rounded down, t from ``t95``).
+
+    >>> [round(x, 3) for x in welch([1.0, 2.0, 3.0], [0.0, 1.0, 2.0], {3: 3.18, 4: 2.78})]
+    [1.0, -1.27, 3.27]
+    """
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = t95.get(int(df), 1.96) * math.sqrt(va + vb)
+    d = statistics.fmean(a) - statistics.fmean(b)
+    return d, d - half, d + half
 
 
 def main() -> None:

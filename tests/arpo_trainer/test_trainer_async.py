@@ -8,8 +8,10 @@ real batching generator. Task ``os-infeasible-001`` scores the FAIL action (UI-T
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
+import threading
 
 import pytest
 from arpo_trainer.async_rollout import (
@@ -17,6 +19,7 @@ from arpo_trainer.async_rollout import (
     BatchingGenerator,
     EpisodeJob,
     GroupAssembler,
+    GroupFeed,
     Played,
     Timeline,
     TrainerRollouts,
@@ -452,3 +455,240 @@ def test_config_takes_async_rollouts_from_a_vllm_server(tmp_path):
         "server",
         "disk",
     )
+
+
+# -- the version gate -------------------------------------------------------------------------
+
+
+class _HeldPool:
+    """A one-slot desktop pool whose episodes of ``held`` (a task object) do not take their first
+    action until ``release()`` is true: an adversarially long episode whose length is set by what
+    the rest of the loop does, not by a clock."""
+
+    n = 1
+
+    def __init__(self, pool, held, release):
+        self.pool, self.held, self.release = pool, held, release
+        self.resets, self._holding = 0, False
+
+    def reset(self, tasks):
+        self.resets += 1
+        self._holding = tasks[0] is self.held
+        return self.pool.reset(tasks)
+
+    def step(self, actions):
+        for _ in range(12000):  # a guard against a hung test (2 min), not a timing assertion
+            if not self._holding or self.release():
+                break
+            threading.Event().wait(0.01)
+        else:
+            raise AssertionError("the held episode was never released")
+        self._holding = False
+        return self.pool.step(actions)
+
+    def close(self):
+        self.pool.close()
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_the_version_gate_keeps_the_bound_with_no_group_played_and_dropped(setup, gate):
+    """Group 0's members hold their first action until the learner has stepped twice (what a
+    15-turn episode does next to 1-turn ones) or the gate holds a desktop back. Without the gate
+    the learner takes the later groups first, steps past group 0, and the desktops' work on it is
+    thrown away; with it group 0 is taken at its own step, every group within the bound, none
+    dropped or abandoned."""
+    held = copy.copy(setup["task"])
+    ref: list[AsyncCollector] = []
+    gen = BatchingGenerator(_ByEpisode(setup["encoder"], ref))
+    col_box: list[AsyncCollector] = []
+
+    def release() -> bool:
+        return gen.version >= 2 or col_box[0].gated_waits > 0
+
+    pools = [
+        _HeldPool(DesktopPool(1, setup["env"], backend="sync"), held, release) for _ in range(3)
+    ]
+    tl = Timeline()
+    col = AsyncCollector(
+        pools, setup["encoder"], setup["action_set"], gen, max_turns=2, timeline=tl,
+        max_staleness=1,
+    )  # fmt: skip
+    ref.append(col)
+    col_box.append(col)
+    asm = GroupAssembler(group_size=2, max_staleness=1)
+    taken: list[tuple[int, list[int]]] = []  # (learner version, each member's sampled version)
+
+    def learn(groups, version):
+        taken.append((version, [t.step for g in groups for t in g]))
+
+    try:
+        run_async(
+            col, asm, lambda g: held if g == 0 else setup["task"], groups=4, groups_per_step=1,
+            learn=learn, gate=gate, prefetch_groups=3,
+        )  # fmt: skip
+    finally:
+        col.close()
+        gen.close()
+        for p in pools:
+            p.close()
+    assert asm.stats.taken == 4
+    assert all(version - s <= 1 for version, sampled in taken for s in sampled)
+    if gate:
+        assert asm.stats.dropped_stale == 0 and col.abandoned_stale == 0
+        assert col.gated_waits >= 1  # a desktop waited rather than start group 2 early
+        assert taken[0] == (0, [0, 0])  # group 0 at its own step
+    else:  # the earlier loop played group 0 and threw it away
+        assert asm.stats.dropped_stale >= 1
+
+
+def test_the_gate_holds_a_start_that_could_not_be_taken_within_the_bound(setup):
+    """At max_staleness 1 with the learner starting at step 1, the group meant for step 3 may not
+    start (no reset, no turn) while the generator is at version 1; it starts once the weights of
+    version 2 arrive, so its oldest turn is 1 version behind step 3."""
+    ref: list[AsyncCollector] = []
+    gen = BatchingGenerator(_ByEpisode(setup["encoder"], ref), version=1)
+    pool = _HeldPool(DesktopPool(1, setup["env"], backend="sync"), None, lambda: True)
+    col = AsyncCollector(
+        [pool], setup["encoder"], setup["action_set"], gen, max_turns=2, max_staleness=1
+    )
+    ref.append(col)
+    asm = GroupAssembler(group_size=1, max_staleness=1)
+    feed = GroupFeed(
+        col, asm, lambda g: setup["task"], groups_per_step=1, prefetch=3, start_version=1
+    )
+    assert [feed.target(i) - 1 for i in range(3)] == [0, 1, 2]  # the gates of groups 0-2
+    try:
+        feed.top_up()
+        played = [col.results.get(timeout=120) for _ in range(2)]
+        for _ in range(3000):  # until the desktop took group 2's job and stopped at the gate
+            if col.gated_waits:
+                break
+            threading.Event().wait(0.01)
+        assert col.gated_waits == 1 and pool.resets == 2 and col.results.empty()
+        gen.sync(None, 2)
+        played.append(col.results.get(timeout=120))
+    finally:
+        col.close()
+        gen.close()
+        pool.close()
+    assert [p.job.group for p in played] == [0, 1, 2] and pool.resets == 3
+    assert [p.version for p in played] == [1, 1, 2]
+    for p in played:
+        asm.add(p)
+    # each group at its target step is within the bound; none is dropped
+    assert [len(asm.take(1, v)) for v in (1, 2, 3)] == [1, 1, 1]
+    assert asm.stats.staleness == [0, 1, 1] and asm.stats.dropped_stale == 0
+
+
+def test_an_infra_failed_member_does_not_stall_the_gated_learner(setup):
+    """One of two desktops is dead: its episodes come back at once as infra failures. The gated
+    learner still gets every group (infra members as invalid rows, never in the replay buffer)
+    and finishes; nothing is dropped."""
+    tl = Timeline()
+    col, gen, pools = _collector(setup, 2, tl, backend="async")
+    buf = ReplayBuffer(seed=0)
+    asm = GroupAssembler(group_size=2, max_staleness=1, replay=buf)
+    seen: list[list[Trajectory]] = []
+    try:
+        pools[0].close()
+        steps = run_async(
+            col, asm, lambda g: setup["task"], groups=6, groups_per_step=2,
+            learn=lambda groups, v: seen.extend(groups), weight_sync_every=2,
+        )  # fmt: skip
+    finally:
+        col.close()
+        gen.close()
+        pools[1].close()
+    assert steps == 3 and len(seen) == 6 and asm.stats.dropped_stale == 0
+    assert asm.stats.infra_members >= 1
+    assert all(t.valid == (t.infra_error is None) for g in seen for t in g)
+    assert max(asm.stats.staleness) <= 1  # weight_sync_every 2 = max_staleness + 1: no deadlock
+
+
+def test_run_async_refuses_a_weight_sync_the_gate_could_never_open_for(setup):
+    tl = Timeline()
+    col, gen, pools = _collector(setup, 1, tl)
+    try:
+        with pytest.raises(ValueError, match="weight_sync_every=3 needs max_staleness >= 2"):
+            run_async(
+                col, GroupAssembler(2, 1), lambda g: setup["task"], groups=2,
+                groups_per_step=1, learn=lambda groups, v: None, weight_sync_every=3,
+            )  # fmt: skip
+    finally:
+        col.close()
+        gen.close()
+        for p in pools:
+            p.close()
+
+
+def test_trainer_rollouts_play_a_step_of_more_episodes_than_desktops_through_the_gate(
+    setup, tmp_path
+):
+    """One desktop, steps of 2 groups of 2 (4 episodes), the learner starting at step 5 as a
+    resumed run does: every step gets its 4 episodes, each group within the bound, none dropped;
+    the config lets async_desktops be fewer than a generation batch's rows."""
+    cfg = ARPOConfig(
+        output_dir=str(tmp_path), use_cpu=True, report_to="none", rollout_mode="async",
+        async_desktops=1, per_device_train_batch_size=4, num_generations=2,
+    )  # fmt: skip
+    assert cfg.desktops_per_process == 1
+    ref: list[AsyncCollector] = []
+    tr = TrainerRollouts(
+        [DesktopPool(1, setup["env"], backend="sync")],
+        setup["encoder"],
+        setup["action_set"],
+        _ByEpisode(setup["encoder"], ref),
+        rows=[{"task_id": TASK, "prompt": "x"}],
+        task_of=lambda row: setup["task"],
+        group_size=2,
+        max_staleness=1,
+        max_turns=2,
+        end_on_format_error=True,
+        prefetch_groups=4,
+        seed=0,
+        groups_per_step=2,
+        start_version=5,
+    )
+    ref.append(tr.collector)
+    try:
+        for step in (5, 6, 7):
+            taken = tr.take(2, step)
+            assert len(taken) == 2 and all(len(g) == 2 for _, g in taken)
+            assert all(step - t.step <= 1 for _, g in taken for t in g)
+            tr.sync(step + 1, lambda: None)
+    finally:
+        tr.close()
+    assert tr.assembler.stats.dropped_stale == 0 and tr.collector.abandoned_stale == 0
+    st = tr.assembler.stats.staleness
+    assert len(st) == 6 and max(st) <= 1
+
+
+@pytest.mark.parametrize("planned", [1, 0])
+def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_ever(setup, planned):
+    """The gates' schedule comes from the trainer's optimizer steps per generation batch; a
+    learner that arrives at a step earlier than planned (steps_per_take wrong, or the groups
+    after a drop) must not find its groups' gates shut for ever: the feed moves the schedule to
+    the learner's version and re-sets the gates of the jobs not yet started. At max_staleness 0
+    a gate one step too high never opens while the learner waits (the old feed hung here)."""
+    tl = Timeline()
+    col, gen, pools = _collector(setup, 2, tl)
+    asm = GroupAssembler(group_size=2, max_staleness=0)
+    feed = GroupFeed(
+        col, asm, lambda g: setup["task"], groups_per_step=1, prefetch=2, start_version=planned
+    )
+    out: list = []
+    try:
+        feed.top_up()  # group 0's gate: the planned step, 1 (shut) or 0
+        worker = threading.Thread(target=lambda: out.append(feed.take(1, 0)), daemon=True)
+        worker.start()
+        worker.join(timeout=120)  # a guard against a hung test, not a timing assertion
+        assert not worker.is_alive(), "the learner waited for a gate that never opens"
+        assert len(out[0]) == 1 and asm.stats.staleness == [0]
+        assert feed.rebased == planned  # moved only when off the schedule
+        gen.sync(None, 1)
+        assert len(feed.take(1, 1)) == 1 and feed.rebased == planned  # on schedule since
+    finally:
+        col.close()
+        gen.close()
+        for p in pools:
+            p.close()

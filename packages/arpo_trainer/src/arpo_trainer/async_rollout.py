@@ -21,6 +21,10 @@ ends, and the generator idles while desktops act. This module holds the pieces o
   invalid rows (they never count in statistics or the loss, exactly as in sync mode), and ARPO's
   replay (:meth:`~arpo_trainer.replay.ReplayBuffer.inject` into all-fail groups, the per-task
   buffer updated with fresh successes) runs on the complete groups, unchanged.
+* :class:`GroupFeed`: what is submitted to the desktops and when the learner gets it, for both
+  drivers (:func:`run_async`, :class:`TrainerRollouts`). By default the *version gate*: a group
+  starts only when it can be taken within ``max_staleness``, and steps take groups in the order
+  they were submitted, so staleness is bounded by admission and no played group is dropped.
 * :class:`Timeline`: spans recorded by the rollout code itself (desktop busy time from each
   desktop's own ``info["timings"]``, generate calls, learner steps), turned into the utilisation
   figures the benchmark prints.
@@ -200,7 +204,8 @@ class BatchingGenerator:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
         self.policy = policy
         self.max_batch = max_batch
-        self.version = version
+        self._version_changed = threading.Condition()
+        self._version = version
         self.batches = 0
         self.batch_sizes: list[int] = []
         self.request_latency_s = request_latency_s
@@ -210,6 +215,37 @@ class BatchingGenerator:
         self._thread = threading.Thread(target=self._serve, name="batching-generator", daemon=True)
         self._closed = False
         self._thread.start()
+
+    @property
+    def version(self) -> int:
+        """The policy version answers are tagged with (what the version gate reads)."""
+        return self._version
+
+    @version.setter
+    def version(self, value: int) -> None:
+        with self._version_changed:
+            self._version = value
+            self._version_changed.notify_all()
+
+    def wait_version(
+        self, at_least: Callable[[], int | None], stop: threading.Event, poll_s: float = 0.5
+    ) -> bool:
+        """Block until :attr:`version` is at least ``at_least()`` (re-read on every wake-up, so a
+        gate may be lowered while a desktop waits; ``None``: no gate) and return True, or until
+        ``stop`` is set (False)."""
+        with self._version_changed:
+            while True:
+                gate = at_least()
+                if gate is None or self._version >= gate:
+                    return True
+                if stop.is_set():
+                    return False
+                self._version_changed.wait(poll_s)
+
+    def wake(self) -> None:
+        """Wake the desktops waiting at the version gate to re-read their gates."""
+        with self._version_changed:
+            self._version_changed.notify_all()
 
     def submit(self, context: EncodedSequence, row: int) -> Future:
         """A future of ``(TurnSample, version)`` for ``context``."""
@@ -312,6 +348,9 @@ class EpisodeJob:
     group: int
     index: int
     uid: int = 0
+    #: the version gate: the episode starts (reset) only once the generator's version is at
+    #: least this (``None``: at once)
+    not_before: int | None = None
 
 
 @dataclass
@@ -377,6 +416,8 @@ class AsyncCollector:
         self.timeline = timeline or Timeline()
         self.max_staleness = max_staleness
         self.abandoned_stale = 0  # episodes abandoned as already too stale to train on
+        self.gated_waits = 0  # episodes whose start waited for the version gate
+        self._stop = threading.Event()
         self._done_text = done_text(action_set)
         self.jobs: queue.Queue[EpisodeJob | None] = queue.Queue()
         self.results: queue.Queue[Played] = queue.Queue()
@@ -395,19 +436,29 @@ class AsyncCollector:
         for t in self._threads:
             t.start()
 
-    def submit_group(self, task: Any, group: int, size: int) -> None:
-        """Queue ``size`` episodes of ``task`` as GRPO group ``group``."""
+    def submit_group(
+        self, task: Any, group: int, size: int, not_before: int | None = None
+    ) -> list[EpisodeJob]:
+        """Queue ``size`` episodes of ``task`` as GRPO group ``group``; with ``not_before`` none
+        of them starts before the generator's version reaches it (the version gate). Jobs start
+        in the order they were queued, so gates must not decrease from one group to the next.
+        Returns the jobs (their ``not_before`` may be changed until they start)."""
         with self._lock:
             self._group_left[group] = self._group_left.get(group, 0) + size
+        jobs: list[EpisodeJob] = []
         for k in range(size):
             with self._lock:
                 self._uid += 1
-                job = EpisodeJob(task, group, k, self._uid)
+                job = EpisodeJob(task, group, k, self._uid, not_before)
                 self.episode_of[job.uid] = job
+            jobs.append(job)
             self.jobs.put(job)
+        return jobs
 
     def close(self) -> None:
-        """Stop the desktop threads after their current episode (desktops stay open)."""
+        """Stop the desktop threads after their current episode (desktops stay open); a thread
+        waiting at the version gate stops without playing."""
+        self._stop.set()
         for _ in self._threads:
             self.jobs.put(None)
         for t in self._threads:
@@ -419,6 +470,11 @@ class AsyncCollector:
             job = self.jobs.get()
             if job is None:
                 return
+            if job.not_before is not None and self.generator.version < job.not_before:
+                with self._lock:
+                    self.gated_waits += 1
+                if not self.generator.wait_version(lambda j=job: j.not_before, self._stop):
+                    return  # closing
             try:
                 played = self.play(pool, job)
             except Exception as e:  # noqa: BLE001 - a broken desktop ends only its episode
@@ -545,9 +601,19 @@ class GroupAssembler:
             is dropped and counted in ``stats.dropped_stale``. 0 is on-policy.
         replay: ARPO's buffer (``None``: no replay). Injection runs on each group handed out, the
             buffer then stores its fresh successes, as the synchronous trainer does per step.
+        in_order: hand groups out in the order they were announced with :meth:`expect` (the
+            version gate's order: a group is taken at the learner step its gate was set for),
+            waiting for the oldest; ``False``: whichever complete groups arrived first.
     """
 
-    def __init__(self, group_size: int, max_staleness: int, replay: ReplayBuffer | None = None):
+    def __init__(
+        self,
+        group_size: int,
+        max_staleness: int,
+        replay: ReplayBuffer | None = None,
+        *,
+        in_order: bool = False,
+    ):
         if group_size < 1:
             raise ValueError(f"group_size must be at least 1, got {group_size}")
         if max_staleness < 0:
@@ -555,9 +621,25 @@ class GroupAssembler:
         self.group_size = group_size
         self.max_staleness = max_staleness
         self.replay = replay
+        self.in_order = in_order
         self.stats = AssemblyStats()
         self._partial: dict[int, list[Played]] = {}
         self._ready: list[list[Played]] = []
+        self._order: list[int] = []  # in_order: groups announced and not yet taken or dropped
+
+    @property
+    def unused(self) -> bool:
+        """Nothing was announced, added or taken yet."""
+        return not (self.stats.complete or self.stats.taken or self._partial or self._order)
+
+    def waiting_order(self) -> list[int]:
+        """In order mode: the groups announced and not yet taken or dropped, oldest first."""
+        return list(self._order)
+
+    def expect(self, group: int) -> None:
+        """``group`` was submitted (in order mode its turn comes after every group before)."""
+        if self.in_order:
+            self._order.append(group)
 
     def add(self, played: Played) -> None:
         """One finished episode (any member of any group, in any order)."""
@@ -573,22 +655,39 @@ class GroupAssembler:
 
     @property
     def ready(self) -> int:
-        return len(self._ready)
+        """Complete groups that :meth:`take` can hand out now (in order mode: the complete ones
+        at the head of the order)."""
+        if not self.in_order:
+            return len(self._ready)
+        done = {g[0].job.group for g in self._ready}
+        n = 0
+        for group in self._order:
+            if group not in done:
+                break
+            n += 1
+        return n
 
     def take(self, n: int, current_version: int) -> list[list[Trajectory]]:
         """Up to ``n`` complete, fresh-enough groups (oldest first), replay applied."""
+        if self.in_order:
+            by_id = {g[0].job.group: g for g in self._ready}
+            candidates = [by_id[gid] for gid in self._order[: self.ready]]
+        else:
+            candidates = list(self._ready)
         fresh: list[list[Played]] = []
-        keep: list[list[Played]] = []
-        for group in self._ready:
+        gone: set[int] = set()
+        for group in candidates:
+            if len(fresh) >= n:
+                break
             oldest = min(p.version for p in group)
             if current_version - oldest > self.max_staleness:
-                self.stats.dropped_stale += 1
-            elif len(fresh) < n:
+                self.stats.dropped_stale += 1  # with the version gate: never (a safety net)
+            else:
                 fresh.append(group)
                 self.stats.staleness.append(current_version - oldest)
-            else:
-                keep.append(group)
-        self._ready = keep
+            gone.add(group[0].job.group)
+        self._ready = [g for g in self._ready if g[0].job.group not in gone]
+        self._order = [g for g in self._order if g not in gone]
         groups = [[p.trajectory for p in g] for g in fresh]
         self.stats.taken += len(groups)
         if self.replay is not None and groups:
@@ -596,6 +695,133 @@ class GroupAssembler:
             self.stats.injection = InjectionStats.merged([self.stats.injection, inj])
             self.replay.update([t for g in groups for t in g], current_version)
         return groups
+
+
+class GroupFeed:
+    """What the asynchronous loop submits to the desktops and when the learner gets it: the one
+    implementation behind :func:`run_async` (the benchmark's driver) and
+    :class:`TrainerRollouts` (the trainer's).
+
+    **The version gate** (``gate=True``, the default; bounded staleness by admission, as
+    AReaL does, instead of by dropping): the ``i``-th group submitted is meant for learner step
+    ``start_version + (i // groups_per_step) * steps_per_take`` (its *target*), and none of its
+    members starts (resets) before the generator's version reaches ``target - max_staleness``.
+    The learner takes groups strictly in submission order, ``groups_per_step`` per step, so a
+    group is taken at its target step or earlier (earlier only once a group before it was
+    dropped). Its oldest turn was sampled at version ``target - max_staleness`` or later, so it is
+    never too stale when taken: no played group is dropped by construction (the drop path stays
+    as a safety net, counted in ``stats.dropped_stale``). Desktops idle while the gate is closed.
+    The learner never waits for ever: the groups of its step can always start, because the
+    generator's version at step ``v`` is at least ``v - (weight_sync_every - 1)``, and the config
+    requires ``weight_sync_every <= max_staleness + 1``.
+
+    ``gate=False`` is the earlier loop: groups start as soon as a desktop is free, the learner
+    takes whichever complete groups arrived first, too stale ones are dropped and replaced.
+
+    Args:
+        collector, assembler: the desktops and the groups (a fresh assembler; the feed sets its
+            ``in_order`` to ``gate``).
+        task_of: the task of the ``i``-th group submitted.
+        groups_per_step: groups a learner step takes.
+        prefetch: most groups submitted and not yet taken or dropped (at least one step's).
+        budget: most groups to hand out in all (``None``: no end); dropped groups are replaced.
+        start_version: the learner version of the first step.
+        steps_per_take: learner versions between two takes (the trainer's optimizer steps per
+            generation batch).
+    """
+
+    def __init__(
+        self,
+        collector: AsyncCollector,
+        assembler: GroupAssembler,
+        task_of: Callable[[int], Any],
+        *,
+        groups_per_step: int,
+        prefetch: int,
+        gate: bool = True,
+        budget: int | None = None,
+        start_version: int = 0,
+        steps_per_take: int = 1,
+    ):
+        if groups_per_step < 1:
+            raise ValueError(f"groups_per_step must be at least 1, got {groups_per_step}")
+        if not assembler.unused:
+            raise ValueError("a GroupFeed needs a fresh GroupAssembler")
+        assembler.in_order = gate  # the gate's groups are taken in the order they were submitted
+        self.collector, self.assembler, self.task_of = collector, assembler, task_of
+        self.groups_per_step = groups_per_step
+        self.prefetch = max(prefetch, groups_per_step)
+        self.gate, self.budget = gate, budget
+        self.start_version, self.steps_per_take = start_version, max(1, steps_per_take)
+        self.submitted = 0
+        self.rebased = 0  # times the schedule was moved to the learner's actual version
+        self._jobs: dict[int, list[EpisodeJob]] = {}  # group -> its jobs, until taken or dropped
+
+    def target(self, index: int) -> int:
+        """The learner step group ``index`` is meant for (taken then or earlier)."""
+        return self.start_version + (index // self.groups_per_step) * self.steps_per_take
+
+    def top_up(self) -> None:
+        """Queue groups until ``prefetch`` are submitted and not yet taken or dropped (and no
+        more than the budget needs)."""
+        stats = self.assembler.stats
+        while self.submitted - stats.taken - stats.dropped_stale < self.prefetch and (
+            self.budget is None or self.submitted - stats.dropped_stale < self.budget
+        ):
+            gate = self._gate_of(self.submitted)
+            self.assembler.expect(self.submitted)
+            self._jobs[self.submitted] = self.collector.submit_group(
+                self.task_of(self.submitted), self.submitted, self.assembler.group_size, gate
+            )
+            self.submitted += 1
+
+    def _gate_of(self, index: int) -> int | None:
+        return self.target(index) - self.assembler.max_staleness if self.gate else None
+
+    def _keep_schedule(self, version: int) -> None:
+        """Move the targets so that the oldest group not yet taken is meant for ``version``.
+
+        Without drops and with ``steps_per_take`` right this never changes anything. A learner
+        ahead of the schedule (``steps_per_take`` wrong, a skipped step) would otherwise find its
+        groups too stale, and their replacements' gates too high to ever open; one behind it
+        (groups taken early after a drop) would find the gates of the groups it needs above the
+        generator's version. Gates of jobs not yet started are re-set, the waiting desktops woken.
+        """
+        waiting = self.assembler.waiting_order()
+        head = waiting[0] if waiting else self.submitted
+        shift = version - self.target(head)
+        if not self.gate or shift == 0:
+            return
+        self.start_version += shift
+        self.rebased += 1
+        live = set(waiting)
+        self._jobs = {g: jobs for g, jobs in self._jobs.items() if g in live}
+        for g, jobs in self._jobs.items():
+            for job in jobs:
+                job.not_before = self._gate_of(g)
+        self.collector.generator.wake()
+
+    def take(self, n: int, version: int, *, poll_s: float = 1.0) -> list[list[Trajectory]]:
+        """``n`` complete groups for the learner at ``version`` (waits for the desktops as long
+        as any desktop thread is alive). The queue is topped up right after the groups are
+        taken, *before* the learner step, so the desktops keep playing while it runs."""
+        out: list[list[Trajectory]] = []
+        while len(out) < n:
+            self._keep_schedule(version)  # the oldest group waiting is needed now
+            self.top_up()
+            if self.assembler.ready:
+                out.extend(self.assembler.take(n - len(out), version))
+                continue
+            try:
+                self.assembler.add(self.collector.results.get(timeout=poll_s))
+            except queue.Empty:
+                if not any(t.is_alive() for t in self.collector._threads):  # noqa: SLF001
+                    raise RuntimeError("every desktop thread of the async loop ended") from None
+                continue
+            while not self.collector.results.empty():
+                self.assembler.add(self.collector.results.get_nowait())
+        self.top_up()
+        return out
 
 
 def run_async(
@@ -610,61 +836,47 @@ def run_async(
     sync_policy: Callable[[int], Policy | None] | None = None,
     prefetch_groups: int | None = None,
     timeline: Timeline | None = None,
+    gate: bool = True,
 ) -> int:
     """Drive an asynchronous run: keep groups queued for the desktops, hand complete groups to
     ``learn(groups, version)`` ``groups_per_step`` at a time, push weights to the generator every
     ``weight_sync_every`` learner steps. Returns the learner steps taken.
 
-    ``tasks(g)`` is the task of group ``g``; ``groups`` is the budget of groups *handed to the
-    learner*: a group dropped as stale is replaced by a new one, so the learner trains on as many
-    groups as a synchronous run of the same budget (episodes played ahead and not taken when the
-    budget is reached are not waited for). At most ``prefetch_groups`` (default
-    ``2 * groups_per_step``) groups are submitted and not yet taken or dropped: the queue depth
-    bounds how stale an episode can get before it is played. The queue is topped up right after
-    groups are taken, *before* the learner step, so the desktops keep playing while it runs.
+    ``gate``: the version gate (see :class:`GroupFeed`; ``False``: the earlier
+    take-whatever-is-complete loop, which drops too stale groups). ``tasks(g)`` is
+    the task of group ``g``; ``groups`` is the budget of groups *handed to the learner*: a group
+    dropped as stale is replaced by a new one, so the learner trains on as many groups as a
+    synchronous run of the same budget (episodes played ahead and not taken when the budget is
+    reached are not waited for). At most ``prefetch_groups`` (default ``2 * groups_per_step``)
+    groups are submitted and not yet taken or dropped.
     """
-    prefetch = prefetch_groups or 2 * groups_per_step
-    stats = assembler.stats
-    submitted = 0
-    version = 0
+    if weight_sync_every > assembler.max_staleness + 1:
+        raise ValueError(
+            f"weight_sync_every={weight_sync_every} needs max_staleness >= "
+            f"{weight_sync_every - 1}: groups played between two syncs would be too stale"
+        )
+    feed = GroupFeed(
+        collector,
+        assembler,
+        tasks,
+        groups_per_step=groups_per_step,
+        prefetch=prefetch_groups or 2 * groups_per_step,
+        gate=gate,
+        budget=groups,
+        start_version=collector.generator.version,
+    )
+    version = collector.generator.version
     steps = 0
-    G = assembler.group_size
-
-    def top_up() -> None:
-        nonlocal submitted
-        # live = submitted and not dropped; never more live groups than the budget needs
-        while (
-            submitted - stats.dropped_stale < groups
-            and submitted - stats.taken - stats.dropped_stale < prefetch
-        ):
-            collector.submit_group(tasks(submitted), submitted, G)
-            submitted += 1
-
-    while stats.taken < groups:
-        top_up()
-        need = min(groups_per_step, groups - stats.taken)
-        if assembler.ready >= need:
-            batch = assembler.take(need, version)
-            if not batch:  # every ready group was too stale: replacements were just counted
-                continue
-            top_up()  # the desktops get new episodes before the learner step, not after it
-            t0 = time.monotonic()
-            learn(batch, version)
-            if timeline is not None:
-                timeline.add_span("learn", t0, time.monotonic())
-            steps += 1
-            version += 1
-            if steps % weight_sync_every == 0:
-                collector.generator.sync(sync_policy(version) if sync_policy else None, version)
-            continue
-        try:
-            assembler.add(collector.results.get(timeout=1.0))
-        except queue.Empty:
-            if not any(t.is_alive() for t in collector._threads):  # noqa: SLF001
-                raise RuntimeError("every desktop thread of the async loop ended") from None
-            continue
-        while not collector.results.empty():
-            assembler.add(collector.results.get_nowait())
+    while assembler.stats.taken < groups:
+        batch = feed.take(min(groups_per_step, groups - assembler.stats.taken), version)
+        t0 = time.monotonic()
+        learn(batch, version)
+        if timeline is not None:
+            timeline.add_span("learn", t0, time.monotonic())
+        steps += 1
+        version += 1
+        if steps % weight_sync_every == 0:
+            collector.generator.sync(sync_policy(version) if sync_policy else None, version)
     return steps
 
 
@@ -700,13 +912,19 @@ class TrainerRollouts:
 
     Desktops play episodes of groups drawn from ``rows`` (a seeded shuffle, epoch after epoch) on
     their own threads, ``prefetch_groups`` groups ahead of the learner, while the learner trains;
-    :meth:`take` hands out complete groups at most ``max_staleness`` versions old (older ones are
-    dropped and counted). Replay is left to the trainer, which applies it exactly as in sync mode.
+    :meth:`take` hands out complete groups at most ``max_staleness`` versions old, through the
+    same :class:`GroupFeed` as :func:`run_async` (by default the version gate: a group starts only
+    when it can be taken within the bound, so none is dropped). Replay is left to the trainer,
+    which applies it exactly as in sync mode.
 
     Args:
         pools: one one-slot desktop pool per desktop.
         rows: the training rows (``task_id``, ``prompt``); ``task_of(row)`` is the row's task.
         policy: the generator's policy (its own copy of the weights; see :meth:`sync`).
+        groups_per_step: groups each :meth:`take` asks for (what the version gate's targets
+            count in); ``steps_per_take``: learner versions between two takes.
+        start_version: the learner's step at the first :meth:`take`.
+        gate: the version gate (``False``: take whatever is complete, drop too stale groups).
     """
 
     def __init__(
@@ -726,11 +944,15 @@ class TrainerRollouts:
         seed: int,
         rank: int = 0,
         processes: int = 1,
+        groups_per_step: int = 1,
+        steps_per_take: int = 1,
+        start_version: int = 0,
+        gate: bool = True,
     ):
         if not rows:
             raise ValueError("TrainerRollouts needs at least one training row")
         self.timeline = Timeline()
-        self.generator = BatchingGenerator(policy)
+        self.generator = BatchingGenerator(policy, version=start_version)
         self.collector = AsyncCollector(
             [InstrumentedPool(p, self.timeline) for p in pools],  # desktop-seconds counted
             encoder,
@@ -743,47 +965,40 @@ class TrainerRollouts:
         )
         self.assembler = GroupAssembler(group_size, max_staleness, replay=None)
         self.rows, self.task_of = rows, task_of
-        self.prefetch = max(1, prefetch_groups)
-        self.submitted = 0
         self._stream = row_stream(len(rows), seed, rank, processes)
         self._rows_of: dict[str, dict[str, Any]] = {}  # task id -> its row
+        self.feed = GroupFeed(
+            self.collector,
+            self.assembler,
+            self._task_of_group,
+            groups_per_step=groups_per_step,
+            prefetch=max(1, prefetch_groups),
+            gate=gate,
+            start_version=start_version,
+            steps_per_take=steps_per_take,
+        )
 
-    def _next_row(self) -> dict[str, Any]:
-        return self.rows[next(self._stream)]
+    @property
+    def submitted(self) -> int:
+        return self.feed.submitted
+
+    def _task_of_group(self, index: int) -> Any:  # groups are submitted in index order
+        row = self.rows[next(self._stream)]
+        self._rows_of[str(row["task_id"])] = row
+        return self.task_of(row)
 
     def top_up(self) -> None:
         """Queue groups until ``prefetch_groups`` are submitted and not yet taken or dropped."""
-        stats = self.assembler.stats
-        while self.submitted - stats.taken - stats.dropped_stale < self.prefetch:
-            row = self._next_row()
-            self._rows_of[str(row["task_id"])] = row
-            self.collector.submit_group(
-                self.task_of(row), self.submitted, self.assembler.group_size
-            )
-            self.submitted += 1
+        self.feed.top_up()
 
     def take(
         self, n: int, version: int, *, poll_s: float = 1.0
     ) -> list[tuple[dict[str, Any], list[Trajectory]]]:
         """``n`` complete groups, each with its training row, at most ``max_staleness`` versions
-        behind ``version`` (waits for the desktops as long as any desktop thread is alive)."""
-        out: list[tuple[dict[str, Any], list[Trajectory]]] = []
-        while len(out) < n:
-            self.top_up()
-            if self.assembler.ready:
-                for group in self.assembler.take(n - len(out), version):
-                    out.append((self._rows_of[group[0].task_id], group))
-                if len(out) >= n:
-                    # refill the desktops' queue now: the learner step that follows would
-                    # otherwise leave them only ``prefetch - n`` groups to play while it runs
-                    self.top_up()
-                continue
-            try:
-                self.assembler.add(self.collector.results.get(timeout=poll_s))
-            except queue.Empty:
-                if not any(t.is_alive() for t in self.collector._threads):  # noqa: SLF001
-                    raise RuntimeError("every desktop thread of the async loop ended") from None
-        return out
+        behind ``version`` (waits for the desktops as long as any desktop thread is alive); the
+        desktops' queue is refilled before returning, so they play while the learner steps."""
+        groups = self.feed.take(n, version, poll_s=poll_s)
+        return [(self._rows_of[g[0].task_id], g) for g in groups]
 
     def sync(self, version: int, update: Callable[[], None]) -> None:
         """Copy the learner's weights into the generator (``update``, between batches) and tag

@@ -182,7 +182,18 @@ class ARPOConfig(GRPOConfig):
         default=1,
         metadata={
             "help": "async: oldest policy version a trained group may come from, in "
-            "learner steps behind (0 = on-policy); older groups are dropped and counted."
+            "learner steps behind (0 = on-policy); with async_version_gate no group is played "
+            "that would be older, without it older groups are dropped and counted."
+        },
+    )
+    async_version_gate: bool = field(
+        default=True,
+        metadata={
+            "help": "async: the version gate (bounded staleness by admission): a group's "
+            "episodes start only once the generator is at most max_staleness versions behind "
+            "the learner step that will take it, and steps take groups in the order they were "
+            "submitted, so no played group is dropped as stale. False: groups start at once, "
+            "steps take whichever complete groups came first and drop too stale ones."
         },
     )
     weight_sync_every: int = field(
@@ -434,8 +445,10 @@ class ARPOConfig(GRPOConfig):
                 "plays one desktop per row of the generation batch"
             )
         if self.rollout_mode == "async" and self.weight_sync_every > self.max_staleness + 1:
-            # between two syncs every episode is sampled with the last synced version: a learner
-            # weight_sync_every - 1 steps ahead would drop them all and wait for ever
+            # between two syncs every episode is sampled with the last synced version, up to
+            # weight_sync_every - 1 steps behind the learner: with the version gate the groups of
+            # step v could then never start (their gate is v - max_staleness), without it they
+            # would all be dropped; either way the learner would wait for ever
             raise ValueError(
                 f"weight_sync_every={self.weight_sync_every} needs max_staleness >= "
                 f"{self.weight_sync_every - 1} (got {self.max_staleness}): groups played between "

@@ -683,6 +683,16 @@ class ARPOTrainer(GRPOTrainer):
                 seed=self.args.seed,
                 rank=self.ranks.process_index,
                 processes=self.accelerator.num_processes,
+                groups_per_step=rows // G,
+                # optimizer steps (policy versions) between two generation batches
+                steps_per_take=max(
+                    1,
+                    self.args.generation_steps
+                    * self.num_iterations
+                    // self.args.gradient_accumulation_steps,
+                ),
+                start_version=step,
+                gate=self.args.async_version_gate,
             )
             if self.vllm_engine is not None and self.vllm_engine.synced_step != step:
                 self.vllm_engine.push_weights(step)  # before the first request
