@@ -44,12 +44,13 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from arpo_trainer.batch import collate
-from arpo_trainer.chat import TurnEncoder
+from arpo_trainer.chat import EncodedSequence, TurnEncoder
 from arpo_trainer.tiny import TinyVLM, build_tiny_vlm
 
 log = logging.getLogger(__name__)
@@ -369,20 +370,7 @@ def behaviour_clone(
             seqs.append(
                 encoder.encode(instruction, shots, [encoder.action_ids(a) for a in actions])
             )
-        batch, _ = collate(
-            seqs, pad_id=encoder.tokenizer.pad_token_id, image_token_id=encoder.image_token_id
-        )
-        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-        attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-        out = model(
-            input_ids=input_ids,
-            attention_mask=attention,
-            pixel_values=encoder.model_pixels(batch["pixel_values"]),
-            image_grid_thw=batch["image_grid_thw"],
-            mm_token_type_ids=batch["mm_token_type_ids"],
-        )
-        n = batch["completion_ids"].size(1)
-        logits = out.logits[:, -n - 1 : -1, :]
+        logits, batch = completion_logits(model, encoder, seqs)
         mask = batch["tool_mask"].float()
         nll = torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.size(-1)),
@@ -403,6 +391,26 @@ def behaviour_clone(
     return CloneReport(
         steps, losses[0], float(np.mean(losses[-10:])), time.monotonic() - t0, losses, curve
     )
+
+
+def completion_logits(
+    model: torch.nn.Module, encoder: TurnEncoder, seqs: list[EncodedSequence]
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The model's logits for every completion token of the encoded episodes ``seqs`` (position
+    ``t`` predicts ``completion_ids[:, t]``), one forward over their collated batch, and the
+    batch (``completion_ids``, ``tool_mask``...)."""
+    batch, _ = collate(
+        seqs, pad_id=encoder.tokenizer.pad_token_id, image_token_id=encoder.image_token_id
+    )
+    out = model(
+        input_ids=torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
+        attention_mask=torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
+        pixel_values=encoder.model_pixels(batch["pixel_values"]),
+        image_grid_thw=batch["image_grid_thw"],
+        mm_token_type_ids=batch["mm_token_type_ids"],
+    )
+    n = batch["completion_ids"].size(1)
+    return out.logits[:, -n - 1 : -1, :], batch
 
 
 _POINT = re.compile(r"^Action: (click|left_double|right_single)\(start_box='\((\d+),(\d+)\)'\)")
