@@ -21,9 +21,10 @@ from arpo_trainer.testing.base_policy import (
     grounding_episode,
     grounding_hit_rate,
     grounding_scene,
+    main,
     tiny_encoder,
 )
-from arpo_trainer.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS, build_tiny_vlm
+from arpo_trainer.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS, build_tiny_vlm, load_tiny_vlm
 from osworld_gym.actions.uitars import UITarsActionSet
 from PIL import Image
 
@@ -114,3 +115,28 @@ def test_cloning_with_the_mix_records_its_curve(tiny):
     rep = behaviour_clone(vlm, enc, steps=2, batch_size=2, grounding=1.0, eval_every=2)
     assert len(rep.losses) == 2 and [c["step"] for c in rep.curve] == [0, 2]
     assert all(0 <= c["hit"] <= 1 and 0 <= c["click_share"] <= 1 for c in rep.curve)
+
+
+@pytest.mark.parametrize(
+    ("flags", "match"),
+    [
+        (["--mrope", "0,1,x"], "comma-separated integers"),
+        (["--mrope", "4,2,1"], "summing to 8"),
+        (["--mrope", "10,-1,-1"], "summing to 8"),
+        (["--rope_theta", "0"], "must be positive"),
+    ],
+)
+def test_the_cli_refuses_a_position_encoding_it_cannot_build(tmp_path, capsys, flags, match):
+    with pytest.raises(SystemExit):
+        main(["--output", str(tmp_path / "base"), "--steps", "1", *flags])
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "base").exists()  # refused before anything was built
+
+
+def test_the_cli_builds_the_grounded_base_s_position_encoding(tmp_path):
+    """What docs/learning.md's grounded base needs, from the standard entry point (1 step)."""
+    out = tmp_path / "base"
+    main(["--output", str(out), "--steps", "1", "--grounding", "1", "--rope_theta", "100",
+          "--mrope", "0,1,1,0,1,1,0,1,1,0,1,1"])  # fmt: skip
+    rope = load_tiny_vlm(out).model.config.get_text_config().rope_parameters
+    assert rope["rope_theta"] == 100 and rope["mrope_section"] == [0, 1, 1] * 4

@@ -307,25 +307,30 @@ def test_the_driver_refills_the_desktops_queue_before_each_learner_step(setup):
     assert outstanding == [4, 4, 2, 0]  # min(prefetch, budget - taken) at each step
 
 
-def test_trainer_rollouts_refill_the_queue_when_a_step_takes_its_groups(setup):
-    rows = [{"task_id": TASK, "prompt": "x"}]
-    pools = [DesktopPool(1, setup["env"], backend="sync") for _ in range(2)]
+def _trainer_rollouts(setup, desktops: int, **kw) -> TrainerRollouts:
+    """The trainer's async rollouts over ``desktops`` fake desktops, one training row of
+    ``TASK``, groups of 2, 2 turns, ``_ByEpisode``'s scripted episodes."""
     ref: list[AsyncCollector] = []
     tr = TrainerRollouts(
-        pools,
+        [DesktopPool(1, setup["env"], backend="sync") for _ in range(desktops)],
         setup["encoder"],
         setup["action_set"],
         _ByEpisode(setup["encoder"], ref),
-        rows=rows,
+        rows=[{"task_id": TASK, "prompt": "x"}],
         task_of=lambda row: setup["task"],
         group_size=2,
         max_staleness=1,
         max_turns=2,
         end_on_format_error=True,
-        prefetch_groups=3,
         seed=0,
+        **kw,
     )
     ref.append(tr.collector)
+    return tr
+
+
+def test_trainer_rollouts_refill_the_queue_when_a_step_takes_its_groups(setup):
+    tr = _trainer_rollouts(setup, desktops=2, prefetch_groups=3)
     try:
         for step in range(2):
             taken = tr.take(1, step)
@@ -632,24 +637,7 @@ def test_trainer_rollouts_play_a_step_of_more_episodes_than_desktops_through_the
         async_desktops=1, per_device_train_batch_size=4, num_generations=2,
     )  # fmt: skip
     assert cfg.desktops_per_process == 1
-    ref: list[AsyncCollector] = []
-    tr = TrainerRollouts(
-        [DesktopPool(1, setup["env"], backend="sync")],
-        setup["encoder"],
-        setup["action_set"],
-        _ByEpisode(setup["encoder"], ref),
-        rows=[{"task_id": TASK, "prompt": "x"}],
-        task_of=lambda row: setup["task"],
-        group_size=2,
-        max_staleness=1,
-        max_turns=2,
-        end_on_format_error=True,
-        prefetch_groups=4,
-        seed=0,
-        groups_per_step=2,
-        start_version=5,
-    )
-    ref.append(tr.collector)
+    tr = _trainer_rollouts(setup, desktops=1, prefetch_groups=4, groups_per_step=2, start_version=5)
     try:
         for step in (5, 6, 7):
             taken = tr.take(2, step)

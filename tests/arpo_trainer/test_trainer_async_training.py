@@ -90,9 +90,13 @@ def check_async_run(trainer: RecordingTrainer, versions: list[float]) -> None:
     assert any(h["replay/injected_frac"] > 0 for h in history)
     for h in history:
         # the loop's own figures are logged every step, within the staleness bound
-        assert {"async/dropped_stale", "async/staleness_mean", "async/groups_taken"} <= set(h)
+        assert {
+            "async/dropped_stale", "async/staleness_mean", "async/groups_taken", "async/gated_waits"
+        } <= set(h)  # fmt: skip
         assert 0 <= h["async/staleness_max"] <= 1
         assert h["async/dropped_stale"] >= 0
+    waits = [h["async/gated_waits"] for h in history]  # cumulative: starts held at the gate
+    assert waits == sorted(waits) and waits[0] >= 0
     assert history[-1]["async/groups_taken"] == 3  # one group of 2 per step
     # the generator got the learner's weights every weight_sync_every steps
     assert [h["async/generator_version"] for h in history] == versions

@@ -24,9 +24,9 @@ import random
 import re
 
 import torch
-from arpo_trainer.batch import collate
 from arpo_trainer.testing.base_policy import (
     GROUNDING_INSTRUCTIONS,
+    completion_logits,
     draw_scene,
     grounding_episode,
     grounding_hit_rate,
@@ -83,18 +83,9 @@ def coordinate_nll(vlm, enc, instructions, shots, actions) -> list[float]:
         enc.encode(i, [s], [enc.action_ids(a)])
         for i, s, a in zip(instructions, shots, actions, strict=True)
     ]
-    batch, _ = collate(seqs, pad_id=enc.tokenizer.pad_token_id, image_token_id=enc.image_token_id)
-    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-    att = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-    out = vlm.model(
-        input_ids=ids,
-        attention_mask=att,
-        pixel_values=enc.model_pixels(batch["pixel_values"]),
-        image_grid_thw=batch["image_grid_thw"],
-        mm_token_type_ids=batch["mm_token_type_ids"],
-    )
+    logits, batch = completion_logits(vlm.model, enc, seqs)
     n = batch["completion_ids"].size(1)
-    logp = torch.log_softmax(out.logits[:, -n - 1 : -1, :].float(), -1)
+    logp = torch.log_softmax(logits.float(), -1)
     comp = batch["completion_ids"]
     toks = [enc.tokenizer.convert_ids_to_tokens(row.tolist()) for row in comp]
     res = []

@@ -426,7 +426,12 @@ class ARPOTrainer(GRPOTrainer):
                     # the async loop's staleness of this step's groups, totals since the start
                     "async": None
                     if astats is None
-                    else (astats.staleness[-len(groups) :], astats.dropped_stale, astats.taken),
+                    else (
+                        astats.staleness[-len(groups) :],
+                        astats.dropped_stale,
+                        astats.taken,
+                        self._async.collector.gated_waits if self._async is not None else 0,
+                    ),
                 }
             ]
         )
@@ -512,6 +517,8 @@ class ARPOTrainer(GRPOTrainer):
             m["async/staleness_max"].append(float(max(taken, default=0)))
             m["async/dropped_stale"].append(float(sum(r[1] for r in ranks)))
             m["async/groups_taken"].append(float(sum(r[2] for r in ranks)))
+            # episodes whose start waited at the version gate (cumulative): desktops held back
+            m["async/gated_waits"].append(float(sum(r[3] for r in ranks)))
             m["async/generator_version"].append(float(self._async.generator.version))
         self._record_metrics(
             mode,

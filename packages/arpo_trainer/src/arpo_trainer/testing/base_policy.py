@@ -44,12 +44,13 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from arpo_trainer.batch import collate
-from arpo_trainer.chat import TurnEncoder
+from arpo_trainer.chat import EncodedSequence, TurnEncoder
 from arpo_trainer.tiny import TinyVLM, build_tiny_vlm
 
 log = logging.getLogger(__name__)
@@ -369,20 +370,7 @@ def behaviour_clone(
             seqs.append(
                 encoder.encode(instruction, shots, [encoder.action_ids(a) for a in actions])
             )
-        batch, _ = collate(
-            seqs, pad_id=encoder.tokenizer.pad_token_id, image_token_id=encoder.image_token_id
-        )
-        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-        attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-        out = model(
-            input_ids=input_ids,
-            attention_mask=attention,
-            pixel_values=encoder.model_pixels(batch["pixel_values"]),
-            image_grid_thw=batch["image_grid_thw"],
-            mm_token_type_ids=batch["mm_token_type_ids"],
-        )
-        n = batch["completion_ids"].size(1)
-        logits = out.logits[:, -n - 1 : -1, :]
+        logits, batch = completion_logits(model, encoder, seqs)
         mask = batch["tool_mask"].float()
         nll = torch.nn.functional.cross_entropy(
             logits.reshape(-1, logits.size(-1)),
@@ -403,6 +391,26 @@ def behaviour_clone(
     return CloneReport(
         steps, losses[0], float(np.mean(losses[-10:])), time.monotonic() - t0, losses, curve
     )
+
+
+def completion_logits(
+    model: torch.nn.Module, encoder: TurnEncoder, seqs: list[EncodedSequence]
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """The model's logits for every completion token of the encoded episodes ``seqs`` (position
+    ``t`` predicts ``completion_ids[:, t]``), one forward over their collated batch, and the
+    batch (``completion_ids``, ``tool_mask``...)."""
+    batch, _ = collate(
+        seqs, pad_id=encoder.tokenizer.pad_token_id, image_token_id=encoder.image_token_id
+    )
+    out = model(
+        input_ids=torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
+        attention_mask=torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
+        pixel_values=encoder.model_pixels(batch["pixel_values"]),
+        image_grid_thw=batch["image_grid_thw"],
+        mm_token_type_ids=batch["mm_token_type_ids"],
+    )
+    n = batch["completion_ids"].size(1)
+    return out.logits[:, -n - 1 : -1, :], batch
 
 
 _POINT = re.compile(r"^Action: (click|left_double|right_single)\(start_box='\((\d+),(\d+)\)'\)")
@@ -506,14 +514,23 @@ def build_base_policy(
     fail_weight: float | None = None,
     mix: str = "default",
     grounding: float = 0.0,
+    rope_theta: float | None = None,
+    mrope_section: list[int] | None = None,
 ) -> tuple[Path, CloneReport]:
     """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions (drawn by the ``mix``
     of :data:`MIXES`; a share ``grounding`` of the episodes are :func:`grounding_episode` s
-    instead), saved to ``output``."""
+    instead), saved to ``output``. ``rope_theta`` and ``mrope_section`` go to
+    :func:`~arpo_trainer.tiny.build_tiny_vlm` (the grounded base of docs/learning.md needs the
+    interleaved section)."""
     if mix not in MIXES:
         raise ValueError(f"unknown action mix {mix!r}; one of {sorted(MIXES)}")
     vlm = build_tiny_vlm(
-        seed=seed, hidden_size=hidden_size, num_layers=layers, vocab_size=vocab_size
+        seed=seed,
+        hidden_size=hidden_size,
+        num_layers=layers,
+        vocab_size=vocab_size,
+        rope_theta=rope_theta,
+        mrope_section=mrope_section,
     )
     weights = dict(MIXES[mix])
     if fail_weight is not None:
@@ -559,9 +576,34 @@ def main(argv: list[str] | None = None) -> int:
         "150 steps the tiny model does not learn to aim from it (docs/learning.md: it takes the "
         "interleaved encoding and about 4,000 steps, benchmarks/ablation/grounding/probe.py)",
     )
+    parser.add_argument(
+        "--rope_theta",
+        type=float,
+        default=None,
+        help="the text model's RoPE base (default: Qwen2.5-VL's 1,000,000)",
+    )
+    parser.add_argument(
+        "--mrope",
+        default=None,
+        help="the text model's mrope_section, comma-separated, summing to 8 for the tiny model "
+        "(default: Qwen2.5-VL's layout, 4,2,2); 0,1,1,0,1,1,0,1,1,0,1,1 interleaves height and "
+        "width over every frequency, what the grounded base needs (docs/learning.md: "
+        "--grounding 1 --steps 4000 --rope_theta 100 --mix pointer)",
+    )
     args = parser.parse_args(argv)
     if not 0.0 <= args.grounding <= 1.0:
         parser.error(f"--grounding must be in [0, 1], got {args.grounding}")
+    mrope = None
+    if args.mrope is not None:
+        try:
+            mrope = [int(v) for v in args.mrope.split(",")]
+        except ValueError:
+            parser.error(f"--mrope takes comma-separated integers, got {args.mrope!r}")
+        # the sections split half a head of the CLI's tiny model (width 64, 4 heads): 8
+        if any(v < 0 for v in mrope) or sum(mrope) != 8:
+            parser.error(f"--mrope takes non-negative integers summing to 8, got {args.mrope!r}")
+    if args.rope_theta is not None and args.rope_theta <= 0:
+        parser.error(f"--rope_theta must be positive, got {args.rope_theta}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(max(1, torch.get_num_threads()))
     path, rep = build_base_policy(
@@ -572,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
         fail_weight=args.fail_weight,
         mix=args.mix,
         grounding=args.grounding,
+        rope_theta=args.rope_theta,
+        mrope_section=mrope,
     )
     print(
         f"base policy: {path} ({rep.steps} steps, loss {rep.first_loss:.2f} -> "
