@@ -195,6 +195,14 @@ def _collector(setup, desktops: int, timeline: Timeline, backend: str = "sync"):
     return col, gen, pools
 
 
+def _close_all(col: AsyncCollector, gen: BatchingGenerator, pools: list[DesktopPool]) -> None:
+    """Stop what :func:`_collector` started: the desktop threads, the generator, the desktops."""
+    col.close()
+    gen.close()
+    for p in pools:
+        p.close()
+
+
 def test_async_run_scores_real_episodes_and_bounds_staleness(setup):
     tl = Timeline()
     col, gen, pools = _collector(setup, 3, tl)
@@ -212,10 +220,7 @@ def test_async_run_scores_real_episodes_and_bounds_staleness(setup):
             col, asm, lambda g: setup["task"], groups=6, groups_per_step=2, learn=learn
         )
     finally:
-        col.close()
-        gen.close()
-        for p in pools:
-            p.close()
+        _close_all(col, gen, pools)
     assert steps == len(seen) >= 3
     # the budget is groups handed to the learner: a group dropped as stale was replaced
     assert asm.stats.taken == 6 and sum(len(s) for _, s in seen) == 12
@@ -299,10 +304,7 @@ def test_the_driver_refills_the_desktops_queue_before_each_learner_step(setup):
             prefetch_groups=prefetch,
         )
     finally:
-        col.close()
-        gen.close()
-        for p in pools:
-            p.close()
+        _close_all(col, gen, pools)
     assert asm.stats.dropped_stale == 0  # 4 steps, staleness 3 allowed: nothing dropped
     assert outstanding == [4, 4, 2, 0]  # min(prefetch, budget - taken) at each step
 
@@ -532,10 +534,7 @@ def test_the_version_gate_keeps_the_bound_with_no_group_played_and_dropped(setup
             learn=learn, gate=gate, prefetch_groups=3,
         )  # fmt: skip
     finally:
-        col.close()
-        gen.close()
-        for p in pools:
-            p.close()
+        _close_all(col, gen, pools)
     assert asm.stats.taken == 4
     assert all(version - s <= 1 for version, sampled in taken for s in sampled)
     if gate:
@@ -620,10 +619,7 @@ def test_run_async_refuses_a_weight_sync_the_gate_could_never_open_for(setup):
                 groups_per_step=1, learn=lambda groups, v: None, weight_sync_every=3,
             )  # fmt: skip
     finally:
-        col.close()
-        gen.close()
-        for p in pools:
-            p.close()
+        _close_all(col, gen, pools)
 
 
 def test_trainer_rollouts_play_a_step_of_more_episodes_than_desktops_through_the_gate(
@@ -676,7 +672,4 @@ def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_eve
         gen.sync(None, 1)
         assert len(feed.take(1, 1)) == 1 and feed.rebased == planned  # on schedule since
     finally:
-        col.close()
-        gen.close()
-        for p in pools:
-            p.close()
+        _close_all(col, gen, pools)
