@@ -3,6 +3,7 @@ unscored episode (desktop, agent or task), and the pool that ``tasks check`` and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -19,7 +20,7 @@ from osworld_gym.episodes import (
     run_pool,
 )
 from osworld_gym.episodes.agents import replay_script
-from osworld_gym.episodes.check import check_tasks
+from osworld_gym.episodes.check import CheckResult, check_task, check_tasks, format_table
 from osworld_gym.errors import InfraError
 from osworld_gym.support import builtin_task
 from proc_tree import descendants
@@ -215,3 +216,29 @@ def test_tasks_check_proves_two_tasks_on_two_desktops():
     assert [r.task_id for r in results] == [TASK.id, INFEASIBLE.id]
     assert all(r.ok for r in results), [r.error for r in results]
     assert results[0].steps == len(replay_script(TASK))
+
+
+@pytest.mark.desktop
+def test_a_wrong_oracle_is_replayed_as_often_as_asked_and_still_fails(env):
+    # the terminal makes the wrong folder: a real miss, on a real desktop, every time
+    wrong = dataclasses.replace(
+        TASK,
+        oracle=[a.replace("projects", "project") for a in TASK.oracle or []],
+    )
+    assert wrong.oracle != TASK.oracle
+    res = check_task(env, wrong, retries=2)
+    assert res.oracle_tries == [0.0, 0.0, 0.0] and res.oracle_score == 0.0 and not res.ok
+    assert "oracle tries: 0, 0, 0" in format_table([res])
+    # a right oracle is played once, however many retries are allowed
+    res = check_task(env, TASK, retries=2)
+    assert res.oracle_tries == [1.0] and res.ok and "tries" not in format_table([res])
+    with pytest.raises(ValueError, match="0 or more"):
+        check_task(env, TASK, retries=-1)
+
+
+def test_the_table_counts_a_task_that_passed_on_a_replayed_oracle():
+    flaky = CheckResult(TASK.id, "os", None, oracle_score=1.0, noop_score=0.0)
+    flaky.oracle_tries = [0.0, 1.0]
+    table = format_table([flaky, CheckResult(INFEASIBLE.id, "os", None, error="boom")])
+    assert "ok (oracle tries: 0, 1)" in table
+    assert table.splitlines()[-1] == "tasks: 1 ok (1 of them after a replayed oracle), 1 failing"

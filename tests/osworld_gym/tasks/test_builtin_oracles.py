@@ -5,6 +5,11 @@ oracle must score 1.0; ending at once must score 0.0 (for infeasible tasks: FAIL
 DONE 0.0). All tasks are checked once, spread over parallel desktops, by the same checker as
 ``osworld-gym tasks check --all``; each task then gets its own test result. Tasks with seeded
 variables are checked on a seeded instance (seeds 1-3 by turns), the others on their only one.
+
+An oracle that scores 0 is replayed once on a fresh reset: its fixed waits missed a LibreOffice
+dialog about once in 70 plays with six desktops on two cores, which failed CI runs although
+every task is solvable. An oracle that misses twice fails its test, and the printed table names
+every task that needed the second play. The no-op is never replayed.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ NUM_ENVS = int(os.environ.get("OSWORLD_GYM_CHECK_ENVS", "3"))
 @pytest.fixture(scope="module")
 def results():
     variation = {t.id: (i % 3 + 1 if t.variables else None) for i, t in enumerate(TASKS)}
-    out = check_tasks(TASKS, num_envs=NUM_ENVS, variation_of=variation.get)
+    out = check_tasks(TASKS, num_envs=NUM_ENVS, variation_of=variation.get, retries=1)
     print("\n" + format_table(out))
     return {r.task_id: r for r in out}
 
