@@ -19,6 +19,17 @@ in the model's image frame (140x84 for the tiny model at 640x360) and are mapped
 
 A policy blind to the screen clicks where it would anyway, so its hit rates and its success
 equal the shuffled ones; a policy that reads the screen beats them.
+
+Reading the screen is not reading the instruction: a policy could press the right number of
+buttons, in an order that depends only on where they are, and ignore which colours the
+instruction names. So for each button kind (``click``, ``click2``, ``click3``) it also prints
+the instruction test: the episodes' left clicks are replayed on their own layouts, giving the
+distinct buttons pressed in order. Had the instruction been any other one the layout allows
+(every ordered choice of k of its n buttons, equally likely), that press sequence solves it only
+if it is exactly k buttons long, and then for 1 instruction in n!/(n-k)!. The sum of those
+chances over the episodes is the success an instruction-blind policy with the same clicks would
+expect; the tail probability of the replayed successes under it (exact, a Poisson-binomial) says
+whether the policy reads the instruction.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import json
 import random
 import re
 from collections import Counter
+from math import perm
 from pathlib import Path
 
 from arpo_trainer.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
@@ -65,16 +77,66 @@ def cell_of(x: int, y: int) -> tuple[int, int]:
     return min(sx // CELL[0], GRID[0] - 1), min(sy // CELL[1], GRID[1] - 1)
 
 
-def replay_score(lefts: list[tuple[int, int]], lay) -> bool:
-    """Whether these left clicks (model frame, inside it) solve a ``click`` layout: the buttons
-    they press, each counted once (a pressed button greys out), are exactly the target."""
+def pressed_by(lefts: list[tuple[int, int]], lay) -> list[str]:
+    """The buttons these left clicks (model frame, inside it) press on a button layout, in
+    order, each once (a pressed button greys out and ignores further clicks)."""
     pressed: list[str] = []
     for x, y in lefts:
         sx, sy = to_screen(x, y)
         for b in lay.buttons:
             if b.x <= sx < b.x + b.w and b.y <= sy < b.y + b.h and b.name not in pressed:
                 pressed.append(b.name)
-    return pressed == list(lay.targets)
+    return pressed
+
+
+def replay_score(lefts: list[tuple[int, int]], lay) -> bool:
+    """Whether these left clicks solve a button layout (``click``, ``click2``, ``click3``): the
+    buttons they press are exactly the targets, in order."""
+    return pressed_by(lefts, lay) == list(lay.targets)
+
+
+def tail_at_least(chances: list[float], k: int) -> float:
+    """P(at least ``k`` successes) among independent trials with these success chances."""
+    dist = [1.0]  # dist[j]: probability of j successes so far
+    for q in chances:
+        nxt = [0.0] * (len(dist) + 1)
+        for j, pj in enumerate(dist):
+            nxt[j] += pj * (1 - q)
+            nxt[j + 1] += pj * q
+        dist = nxt
+    return min(1.0, sum(dist[k:]))
+
+
+BUTTON_KINDS = ("click", "click2", "click3")
+
+
+def instruction_test(eps: list[tuple[str, list[str], float]]) -> dict[str, dict]:
+    """Per button kind: success, replayed success, and what an instruction-blind policy with the
+    same clicks would expect (module doc)."""
+    out: dict[str, dict] = {}
+    for kind in BUTTON_KINDS:
+        rows = [(t, a, sc) for t, a, sc in eps if t.startswith(f"pixels-{kind}-")]
+        if not rows:
+            continue
+        steps = len(layout_of(rows[0][0]).targets)
+        chances: list[float] = []
+        solved = exact = 0
+        for task, actions, _ in rows:
+            lay = layout_of(task)
+            lefts = [(int(m[1]), int(m[2])) for a in actions if (m := LEFT.match(a))]
+            pressed = pressed_by([p for p in lefts if in_frame(*p)], lay)
+            exact += len(pressed) == steps
+            solved += pressed == list(lay.targets)
+            chances.append(1 / perm(len(lay.buttons), steps) if len(pressed) == steps else 0.0)
+        out[kind] = {
+            "episodes": len(rows),
+            "successes": sum(sc > 0.5 for _, _, sc in rows),
+            "replayed_successes": solved,
+            "pressed_exactly_k": exact,
+            "instruction_blind_expected": sum(chances),
+            "p_value": tail_at_least(chances, solved),
+        }
+    return out
 
 
 def episodes(path: Path, last: int) -> list[tuple[str, list[str], float]]:
@@ -171,6 +233,7 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
         ),
         "shuffled_success": shuffled_success / shuffles,
         "shuffled_as_good": as_good / shuffles,
+        "instruction": instruction_test(eps),
     }
 
 
@@ -196,6 +259,23 @@ def main(argv: list[str] | None = None) -> int:
             f"({s['replayed_successes']}, agreeing on {s['replay_agrees']}; "
             f"{s['shuffled_success'] * s['click_episodes']:.1f}; {s['shuffled_as_good']:.0%}) |"
         )
+    print(
+        "\nThe instruction test: replayed on its own layout, an episode's clicks press the "
+        "named buttons in order, against the successes the same presses expect whatever the "
+        "instruction (module doc)\n"
+    )
+    print(
+        "| dir | kind | episodes | success | replayed | pressed exactly k buttons "
+        "| instruction-blind expectation | P(at least as many, blind) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for s in results:
+        for kind, t in s["instruction"].items():
+            print(
+                f"| {s['dir']} | `{kind}` | {t['episodes']} | {t['successes']} "
+                f"| {t['replayed_successes']} | {t['pressed_exactly_k']} "
+                f"| {t['instruction_blind_expected']:.2f} | {t['p_value']:.2g} |"
+            )
     for s in results:
         print(f"\n{s['dir']}: click points per cell (5 columns x 3 rows)")
         for row in s["grid"]:

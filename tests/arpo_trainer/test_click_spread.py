@@ -9,6 +9,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 from osworld_gym.tasks.pixels import family_layouts, task_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,3 +106,65 @@ def test_an_evaluation_folder_is_read_with_its_scores(tmp_path: Path) -> None:
     assert s["episodes"] == s["click_episodes"] == 3
     assert s["successes"] == 1 and s["replayed_successes"] == 2 and s["replay_agrees"] == 2
     assert s["points"] == s["first_clicks"] == 2  # the out-of-frame point is no click
+
+
+def _centre(b) -> tuple[int, int]:
+    fx, fy = click_spread.FRAME
+    return (b.x + b.w // 2) * fx // 640, (b.y + b.h // 2) * fy // 360
+
+
+def _multi_log(tmp_path: Path, kind: str, order) -> Path:
+    """One episode per training instance of ``kind``: left clicks at the centres of the buttons
+    ``order(layout)`` names, scored by the app's rule."""
+    rows = []
+    for step, lay in enumerate(family_layouts("train", kind, 64)):
+        names = order(lay)
+        by_name = {b.name: b for b in lay.buttons}
+        turns = [
+            {"action": "Action: click(start_box='({},{})')".format(*_centre(by_name[n]))}
+            for n in names
+        ]
+        rows.append(
+            {
+                "task_id": task_id(lay),
+                "turns": turns,
+                "score": float(list(names) == list(lay.targets)),
+                "source": "policy",
+                "infra_error": None,
+                "global_step": step,
+            }
+        )
+    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path
+
+
+def test_a_policy_that_reads_the_instruction_passes_the_instruction_test(tmp_path: Path) -> None:
+    t = click_spread.spread(_multi_log(tmp_path, "click2", lambda lay: lay.targets), 64)
+    t = t["instruction"]["click2"]
+    assert t["episodes"] == t["successes"] == t["replayed_successes"] == 64
+    assert t["pressed_exactly_k"] == 64
+    # 3 or 4 buttons: 1 instruction in 6 or 12 matches any two presses
+    assert 64 / 12 <= t["instruction_blind_expected"] <= 64 / 6
+    assert t["p_value"] < 1e-30
+
+
+def test_a_policy_that_reads_only_the_screen_does_not(tmp_path: Path) -> None:
+    # it always presses the k leftmost buttons, left to right: it sees where they are, but not
+    # which the instruction names
+    def leftmost(lay):
+        return [b.name for b in sorted(lay.buttons, key=lambda b: (b.x, b.y))][: len(lay.targets)]
+
+    s = click_spread.spread(_multi_log(tmp_path, "click3", leftmost), 64)
+    t = s["instruction"]["click3"]
+    assert t["pressed_exactly_k"] == 64 and t["successes"] == t["replayed_successes"]
+    # 4 buttons, 3 of them named in order: 1 instruction in 24 matches
+    assert t["instruction_blind_expected"] == pytest.approx(64 / 24)
+    assert abs(t["replayed_successes"] - t["instruction_blind_expected"]) < 4
+    assert t["p_value"] > 0.05
+    assert s["click_episodes"] == 0  # the `click`-only measures have nothing to read
+
+
+def test_the_tail_probability_is_exact() -> None:
+    assert click_spread.tail_at_least([0.5, 0.5], 1) == 0.75
+    assert click_spread.tail_at_least([0.5, 0.5], 0) == 1.0
+    assert click_spread.tail_at_least([0.1, 0.0], 2) == 0.0

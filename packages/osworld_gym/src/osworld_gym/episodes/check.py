@@ -92,7 +92,10 @@ def check_task(
                 break
             log.warning(
                 "%s: the oracle scored %g; replaying it (try %d of %d)",
-                task.id, res.oracle_score, len(res.oracle_tries) + 1, retries + 1,
+                task.id,
+                res.oracle_score,
+                len(res.oracle_tries) + 1,
+                retries + 1,
             )
         res.oracle_s = time.monotonic() - t0
         t0 = time.monotonic()
