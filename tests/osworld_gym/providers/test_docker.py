@@ -36,7 +36,8 @@ pytestmark = [pytest.mark.desktop, pytest.mark.slow, pytest.mark.timeout(1800)]
 TIMINGS: dict[str, float] = {}
 
 CHILD = textwrap.dedent("""
-    import os, signal, sys, time
+    import faulthandler, os, signal, sys, time
+    faulthandler.register(signal.SIGUSR1)     # the test asks where a program that hangs is stuck
     from osworld_gym.providers.docker import DockerProvider
     tag, mode = sys.argv[1], sys.argv[2]
     if mode == "term":
@@ -87,6 +88,20 @@ def gone(dk, container_id: str, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def ended(proc: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
+    """The program's output once it has ended; if it has not within ``timeout``, fail with its
+    threads' stacks (SIGUSR1, see CHILD) and its stderr. Once, in a CI run under load, the
+    SIGINT program did not end within 60 s, and nothing said where it was."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the program did not end within {timeout:.0f} s; its stderr:\n{err[-6000:]}")
 
 
 def spawn_owner(tag: str, mode: str) -> tuple[subprocess.Popen, str]:
@@ -296,7 +311,7 @@ def test_prune_removes_the_container_of_a_dead_owner(dk, tag):
 def test_sigterm_removes_the_containers_and_chains_to_the_previous_handler(dk, tag):
     proc, cid = spawn_owner(tag, "term")
     proc.terminate()
-    out, _ = proc.communicate(timeout=60)
+    out, _ = ended(proc)
     assert "previous handler ran" in out
     assert gone(dk, cid, timeout=10), "SIGTERM must remove the container"
 
@@ -304,6 +319,6 @@ def test_sigterm_removes_the_containers_and_chains_to_the_previous_handler(dk, t
 def test_sigint_ends_the_program_and_its_containers_with_it(dk, tag):
     proc, cid = spawn_owner(tag, "int")
     proc.send_signal(signal.SIGINT)  # KeyboardInterrupt ends the program; atexit cleans up
-    _, err = proc.communicate(timeout=60)
+    _, err = ended(proc)
     assert "KeyboardInterrupt" in err
     assert gone(dk, cid, timeout=10), "a program ended by Ctrl+C must not leave its container"
