@@ -124,7 +124,9 @@ def test_a_relay_the_agent_binds_at_the_bus_socket_does_not_survive_a_reset(loca
         local_env,
         f'rm -f {path} && (setsid python3 -c "import socket, time; s = socket.socket('
         f"socket.AF_UNIX); s.bind('{path}'); s.listen(); time.sleep(600)\" "
-        "</dev/null >/dev/null 2>&1 &) && sleep 0.5 && ls -l " + path,
+        # until the relay has bound (python starts in 0.1 s idle, once took over 0.5 s in CI)
+        f"</dev/null >/dev/null 2>&1 &) && for i in $(seq 200); do [ -S {path} ] && break; "
+        "sleep 0.1; done && ls -l " + path,
     )
     assert out["returncode"] == 0, out
     assert "python3" in _listeners(path), _listeners(path)
