@@ -673,3 +673,33 @@ def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_eve
         assert len(feed.take(1, 1)) == 1 and feed.rebased == planned  # on schedule since
     finally:
         _close_all(col, gen, pools)
+
+
+# -- what stops the whole loop, not one episode ------------------------------------------------
+
+
+class _OneShort:
+    """Answers its first batch with one sample fewer than asked, later ones in full."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def sample(self, contexts, rows):
+        self.calls += 1
+        n = len(rows) - (1 if self.calls == 1 else 0)
+        return [TurnSample([1], [0.0], "x") for _ in range(n)]
+
+
+def test_a_policy_answering_the_wrong_number_of_rows_fails_its_requests_not_the_server():
+    """The mismatch was raised on the server thread outside its error handling: the thread
+    died, every desktop waited for an answer for ever and the learner with them (the desktop
+    threads stayed alive, so take never gave up)."""
+    gen = BatchingGenerator(_OneShort(), max_batch=1)
+    try:
+        bad = gen.submit(None, 0)  # pyright: ignore[reportArgumentType] - the policy ignores it
+        # the timeouts guard against a hung test; they are not timing assertions
+        assert isinstance(bad.exception(timeout=60), ValueError)
+        sample, version = gen.submit(None, 1).result(timeout=60)  # pyright: ignore[reportArgumentType]
+        assert (sample.text, version) == ("x", 0)
+    finally:
+        gen.close()
