@@ -293,6 +293,12 @@ class BatchingGenerator:
                 version = self.version
                 try:
                     samples = self.policy.sample([b[0] for b in batch], [b[1] for b in batch])
+                    if len(samples) != len(batch):
+                        # checked here, not by a strict zip below: an error raised outside this
+                        # try would end the server thread and leave every desktop waiting
+                        raise ValueError(
+                            f"the policy answered {len(samples)} samples for {len(batch)} contexts"
+                        )
                 except BaseException as e:  # noqa: BLE001 - handed to every waiting desktop
                     for _, _, fut in batch:
                         fut.set_exception(e)
