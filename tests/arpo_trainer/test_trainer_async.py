@@ -309,15 +309,19 @@ def test_the_driver_refills_the_desktops_queue_before_each_learner_step(setup):
     assert outstanding == [4, 4, 2, 0]  # min(prefetch, budget - taken) at each step
 
 
-def _trainer_rollouts(setup, desktops: int, **kw) -> TrainerRollouts:
-    """The trainer's async rollouts over ``desktops`` fake desktops, one training row of
-    ``TASK``, groups of 2, 2 turns, ``_ByEpisode``'s scripted episodes."""
+def _trainer_rollouts(setup, desktops: int, *, wrap=None, policy=None, **kw) -> TrainerRollouts:
+    """The trainer's async rollouts over ``desktops`` fake desktops (each passed through
+    ``wrap``), one training row of ``TASK``, groups of 2, 2 turns, ``_ByEpisode``'s scripted
+    episodes (or ``policy``)."""
     ref: list[AsyncCollector] = []
     tr = TrainerRollouts(
-        [DesktopPool(1, setup["env"], backend="sync") for _ in range(desktops)],
+        [
+            (wrap or (lambda p: p))(DesktopPool(1, setup["env"], backend="sync"))
+            for _ in range(desktops)
+        ],
         setup["encoder"],
         setup["action_set"],
-        _ByEpisode(setup["encoder"], ref),
+        policy or _ByEpisode(setup["encoder"], ref),
         rows=[{"task_id": TASK, "prompt": "x"}],
         task_of=lambda row: setup["task"],
         group_size=2,
@@ -676,6 +680,26 @@ def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_eve
 
 
 # -- what stops the whole loop, not one episode ------------------------------------------------
+
+
+class _Broken:
+    """A generator whose every batch fails (a lost GPU, an unreachable vLLM server)."""
+
+    def sample(self, contexts, rows):
+        raise RuntimeError("the generator's device is gone")
+
+
+def test_a_failing_generator_stops_the_async_loop_instead_of_giving_infra_failed_groups(setup):
+    """The sync collector's rollout raises what the policy raised; the async loop turned it into
+    an infra-failed episode per member, so the learner went on taking groups of nothing but
+    invalid rows for ever. The learner's take raises it now."""
+    tr = _trainer_rollouts(setup, desktops=2, policy=_Broken(), prefetch_groups=2)
+    try:
+        with pytest.raises(RuntimeError, match="device is gone"):
+            tr.take(1, 0)
+        assert tr.assembler.stats.taken == 0
+    finally:
+        tr.close()
 
 
 class _OneShort:
