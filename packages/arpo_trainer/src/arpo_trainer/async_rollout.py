@@ -346,6 +346,12 @@ class ServerPolicy:
 # -- desktops playing on their own ------------------------------------------------------------
 
 
+class LoopError(RuntimeError):
+    """What stops the whole asynchronous loop, not one episode (the generator failed, a desktop
+    is unfit to train on): the desktop thread that met it records it and plays no more, and the
+    learner's :meth:`GroupFeed.take` raises it, where a synchronous rollout raises it too."""
+
+
 @dataclass
 class EpisodeJob:
     """One episode to play: member ``index`` of GRPO group ``group``."""
@@ -423,6 +429,7 @@ class AsyncCollector:
         self.max_staleness = max_staleness
         self.abandoned_stale = 0  # episodes abandoned as already too stale to train on
         self.gated_waits = 0  # episodes whose start waited for the version gate
+        self.error: LoopError | None = None  # what stopped a desktop thread (see check)
         self._stop = threading.Event()
         self._done_text = done_text(action_set)
         self.jobs: queue.Queue[EpisodeJob | None] = queue.Queue()
@@ -461,6 +468,11 @@ class AsyncCollector:
             self.jobs.put(job)
         return jobs
 
+    def check(self) -> None:
+        """Raise the :class:`LoopError` that stopped a desktop thread, if one did."""
+        if self.error is not None:
+            raise self.error
+
     def close(self) -> None:
         """Stop the desktop threads after their current episode (desktops stay open); a thread
         waiting at the version gate stops without playing."""
@@ -483,6 +495,11 @@ class AsyncCollector:
                     return  # closing
             try:
                 played = self.play(pool, job)
+            except LoopError as e:  # not this episode's failure: the learner raises it
+                log.error("desktop %d: the async loop stops: %s", slot, e)
+                with self._lock:
+                    self.error = self.error or e
+                return
             except Exception as e:  # noqa: BLE001 - a broken desktop ends only its episode
                 log.warning("desktop %d: episode failed: %s", slot, e, exc_info=True)
                 task_id, instruction = _task_fields(job.task, {})
@@ -533,7 +550,12 @@ class AsyncCollector:
         versions: list[int] = []
         for _turn in range(self.max_turns):
             context = self.encoder.encode(instruction, shots, [t.action_ids for t in traj.turns])
-            sample, v = self.generator.submit(context, job.uid).result()
+            try:
+                sample, v = self.generator.submit(context, job.uid).result()
+            except Exception as e:
+                # the policy's failure, not the desktop's: a sync rollout raises it, and as an
+                # infra-failed episode every later one would fail too, unseen by the learner
+                raise LoopError(f"the generator failed: {e!r}") from e
             versions.append(v)
             if len(versions) == 1:
                 with self._lock:
@@ -809,10 +831,12 @@ class GroupFeed:
 
     def take(self, n: int, version: int, *, poll_s: float = 1.0) -> list[list[Trajectory]]:
         """``n`` complete groups for the learner at ``version`` (waits for the desktops as long
-        as any desktop thread is alive). The queue is topped up right after the groups are
-        taken, *before* the learner step, so the desktops keep playing while it runs."""
+        as any desktop thread is alive; raises the :class:`LoopError` a desktop thread met). The
+        queue is topped up right after the groups are taken, *before* the learner step, so the
+        desktops keep playing while it runs."""
         out: list[list[Trajectory]] = []
         while len(out) < n:
+            self.collector.check()  # a desktop thread stopped the loop
             self._keep_schedule(version)  # the oldest group waiting is needed now
             self.top_up()
             if self.assembler.ready:
@@ -821,6 +845,7 @@ class GroupFeed:
             try:
                 self.assembler.add(self.collector.results.get(timeout=poll_s))
             except queue.Empty:
+                self.collector.check()
                 if not any(t.is_alive() for t in self.collector._threads):  # noqa: SLF001
                     raise RuntimeError("every desktop thread of the async loop ended") from None
                 continue
