@@ -682,6 +682,53 @@ def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_eve
 # -- what stops the whole loop, not one episode ------------------------------------------------
 
 
+class _Unseparated:
+    """A one-slot desktop pool whose resets say the agent runs with the judge's identity
+    (``separated: False``, what a non-root host reports); counts the actions it is sent."""
+
+    n = 1
+
+    def __init__(self, pool):
+        self.pool, self.steps = pool, 0
+
+    def reset(self, tasks):
+        frames, infos = self.pool.reset(tasks)
+        return frames, [{**info, "separated": False} for info in infos]
+
+    def step(self, actions):
+        self.steps += 1
+        return self.pool.step(actions)
+
+    def close(self):
+        self.pool.close()
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_async_rollouts_refuse_a_desktop_whose_agent_is_the_judge(setup, allowed):
+    """As the synchronous collector does (allow_unseparated_desktops, default off): on a desktop
+    where the policy could forge its own scores no action is played and the learner's take
+    raises, instead of training on it."""
+    wrapped: list[_Unseparated] = []
+
+    def wrap(pool):
+        wrapped.append(_Unseparated(pool))
+        return wrapped[-1]
+
+    tr = _trainer_rollouts(
+        setup, desktops=1, wrap=wrap, prefetch_groups=1, allow_unseparated=allowed
+    )
+    try:
+        if allowed:
+            (taken,) = tr.take(1, 0)
+            assert [t.score for t in taken[1]] == [1.0, 0.0]
+        else:
+            with pytest.raises(RuntimeError, match="judge's identity"):
+                tr.take(1, 0)
+            assert wrapped[0].steps == 0  # not one action on that desktop
+    finally:
+        tr.close()
+
+
 class _Broken:
     """A generator whose every batch fails (a lost GPU, an unreachable vLLM server)."""
 
