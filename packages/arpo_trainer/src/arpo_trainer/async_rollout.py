@@ -403,6 +403,10 @@ class AsyncCollector:
             not started at all (no reset, no turn). Members of one group start at different
             times (a desktop takes the next job when it is free), so the group's first answer,
             not the episode's own, is what dooms it.
+        allow_unseparated: play on desktops whose reset info says ``separated: False`` (the
+            agent runs with the judge's identity and could forge its scores), as
+            :class:`~arpo_trainer.rollout.Collector`'s; otherwise such a reset stops the loop
+            (:class:`LoopError`) before any action.
     """
 
     def __init__(
@@ -416,6 +420,7 @@ class AsyncCollector:
         end_on_format_error: bool = True,
         timeline: Timeline | None = None,
         max_staleness: int | None = None,
+        allow_unseparated: bool = True,
     ):
         if any(p.n != 1 for p in pools):
             raise ValueError("each desktop of an AsyncCollector is a pool of one")
@@ -427,6 +432,7 @@ class AsyncCollector:
         self.end_on_format_error = end_on_format_error
         self.timeline = timeline or Timeline()
         self.max_staleness = max_staleness
+        self.allow_unseparated = allow_unseparated
         self.abandoned_stale = 0  # episodes abandoned as already too stale to train on
         self.gated_waits = 0  # episodes whose start waited for the version gate
         self.error: LoopError | None = None  # what stopped a desktop thread (see check)
@@ -540,6 +546,12 @@ class AsyncCollector:
             traj.step = oldest
             return Played(job, traj, oldest)
         frames, infos = pool.reset([job.task])
+        if not self.allow_unseparated and infos[0].get("separated") is False:
+            raise LoopError(
+                "a desktop runs the agent with the judge's identity (reset info['separated'] is "
+                "False): under RL the policy could forge its own scores. Run as root for judge "
+                "separation, or set allow_unseparated_desktops=True to train anyway."
+            )
         task_id, instruction = _task_fields(job.task, infos[0])
         traj = Trajectory(task_id=task_id, instruction=instruction)
         version = self.generator.version
@@ -956,6 +968,8 @@ class TrainerRollouts:
             count in); ``steps_per_take``: learner versions between two takes.
         start_version: the learner's step at the first :meth:`take`.
         gate: the version gate (``False``: take whatever is complete, drop too stale groups).
+        allow_unseparated: train on desktops whose agent is not separated from the judge
+            (``allow_unseparated_desktops``; see :class:`AsyncCollector`).
     """
 
     def __init__(
@@ -979,6 +993,7 @@ class TrainerRollouts:
         steps_per_take: int = 1,
         start_version: int = 0,
         gate: bool = True,
+        allow_unseparated: bool = True,
     ):
         if not rows:
             raise ValueError("TrainerRollouts needs at least one training row")
@@ -993,6 +1008,7 @@ class TrainerRollouts:
             end_on_format_error=end_on_format_error,
             timeline=self.timeline,
             max_staleness=max_staleness,
+            allow_unseparated=allow_unseparated,
         )
         self.assembler = GroupAssembler(group_size, max_staleness, replay=None)
         self.rows, self.task_of = rows, task_of

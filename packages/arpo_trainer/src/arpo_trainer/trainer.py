@@ -700,6 +700,7 @@ class ARPOTrainer(GRPOTrainer):
                 ),
                 start_version=step,
                 gate=self.args.async_version_gate,
+                allow_unseparated=self.args.allow_unseparated_desktops,
             )
             if self.vllm_engine is not None and self.vllm_engine.synced_step != step:
                 self.vllm_engine.push_weights(step)  # before the first request
