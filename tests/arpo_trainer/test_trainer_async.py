@@ -12,6 +12,7 @@ import copy
 import os
 import tempfile
 import threading
+from fractions import Fraction
 
 import pytest
 from arpo_trainer.async_rollout import (
@@ -677,6 +678,37 @@ def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_eve
         assert len(feed.take(1, 1)) == 1 and feed.rebased == planned  # on schedule since
     finally:
         _close_all(col, gen, pools)
+
+
+def test_the_gates_follow_a_learner_whose_steps_per_take_is_not_whole(setup):
+    """steps_per_generation 3 over gradient_accumulation_steps 2: TRL generates every 3
+    micro-batches, the optimizer steps every 2, so the takes come at learner steps
+    floor(3k / 2) = 0, 1, 3, 4, 6. With steps_per_take rounded down to 1 the group for step 3
+    was gated for step 2 and played at version 1 while the learner stepped, then dropped at
+    step 3 (each such jump threw a played group away). A fractional steps_per_take keeps every
+    group on its step: none dropped, the schedule never moved."""
+    col, gen, pools = _collector(setup, 2, Timeline())
+    asm = GroupAssembler(group_size=2, max_staleness=1)
+    feed = GroupFeed(
+        col, asm, lambda g: setup["task"], groups_per_step=1, prefetch=3,
+        steps_per_take=Fraction(3, 2),
+    )  # fmt: skip
+    versions = [0, 1, 3, 4, 6, 7]
+    assert [feed.target(i) for i in range(len(versions))] == versions
+    try:
+        for i, v in enumerate(versions):
+            gen.sync(None, v)  # weight_sync_every 1: the generator at the learner's step
+            assert len(feed.take(1, v)) == 1
+            if feed.target(i + 1) - 1 > v:  # the next group's gate is shut during this step
+                continue
+            for _ in range(12000):  # the learner step lasts until the next group was played
+                if col.results.qsize() >= 2:
+                    break
+                threading.Event().wait(0.01)
+    finally:
+        _close_all(col, gen, pools)
+    assert asm.stats.dropped_stale == 0 and feed.rebased == 0
+    assert max(asm.stats.staleness) <= 1
 
 
 # -- what stops the whole loop, not one episode ------------------------------------------------
