@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import queue
 import random
 import threading
@@ -41,6 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from osworld_gym.actions import ActionSet
@@ -744,8 +746,9 @@ class GroupFeed:
 
     **The version gate** (``gate=True``, the default; bounded staleness by admission, as
     AReaL does, instead of by dropping): the ``i``-th group submitted is meant for learner step
-    ``start_version + (i // groups_per_step) * steps_per_take`` (its *target*), and none of its
-    members starts (resets) before the generator's version reaches ``target - max_staleness``.
+    ``start_version + floor((i // groups_per_step) * steps_per_take)`` (its *target*), and none
+    of its members starts (resets) before the generator's version reaches
+    ``target - max_staleness``.
     The learner takes groups strictly in submission order, ``groups_per_step`` per step, so a
     group is taken at its target step or earlier (earlier only once a group before it was
     dropped). Its oldest turn was sampled at version ``target - max_staleness`` or later, so it is
@@ -767,7 +770,9 @@ class GroupFeed:
         budget: most groups to hand out in all (``None``: no end); dropped groups are replaced.
         start_version: the learner version of the first step.
         steps_per_take: learner versions between two takes (the trainer's optimizer steps per
-            generation batch).
+            generation batch), a fraction where that is not whole: with TRL generating every 3
+            micro-batches and stepping the optimizer every 2, take ``k`` comes at step
+            ``floor(3k / 2)``, i.e. 0, 1, 3, 4, 6.
     """
 
     def __init__(
@@ -781,7 +786,7 @@ class GroupFeed:
         gate: bool = True,
         budget: int | None = None,
         start_version: int = 0,
-        steps_per_take: int = 1,
+        steps_per_take: int | Fraction = 1,
     ):
         if groups_per_step < 1:
             raise ValueError(f"groups_per_step must be at least 1, got {groups_per_step}")
@@ -792,14 +797,18 @@ class GroupFeed:
         self.groups_per_step = groups_per_step
         self.prefetch = max(prefetch, groups_per_step)
         self.gate, self.budget = gate, budget
-        self.start_version, self.steps_per_take = start_version, max(1, steps_per_take)
+        if steps_per_take <= 0:
+            raise ValueError(f"steps_per_take must be positive, got {steps_per_take}")
+        self.start_version, self.steps_per_take = start_version, Fraction(steps_per_take)
         self.submitted = 0
         self.rebased = 0  # times the schedule was moved to the learner's actual version
         self._jobs: dict[int, list[EpisodeJob]] = {}  # group -> its jobs, until taken or dropped
 
     def target(self, index: int) -> int:
         """The learner step group ``index`` is meant for (taken then or earlier)."""
-        return self.start_version + (index // self.groups_per_step) * self.steps_per_take
+        return self.start_version + math.floor(
+            (index // self.groups_per_step) * self.steps_per_take
+        )
 
     def top_up(self) -> None:
         """Queue groups until ``prefetch`` are submitted and not yet taken or dropped (and no
@@ -965,7 +974,8 @@ class TrainerRollouts:
         rows: the training rows (``task_id``, ``prompt``); ``task_of(row)`` is the row's task.
         policy: the generator's policy (its own copy of the weights; see :meth:`sync`).
         groups_per_step: groups each :meth:`take` asks for (what the version gate's targets
-            count in); ``steps_per_take``: learner versions between two takes.
+            count in); ``steps_per_take``: learner versions between two takes (see
+            :class:`GroupFeed`; a fraction where not whole).
         start_version: the learner's step at the first :meth:`take`.
         gate: the version gate (``False``: take whatever is complete, drop too stale groups).
         allow_unseparated: train on desktops whose agent is not separated from the judge
@@ -990,7 +1000,7 @@ class TrainerRollouts:
         rank: int = 0,
         processes: int = 1,
         groups_per_step: int = 1,
-        steps_per_take: int = 1,
+        steps_per_take: int | Fraction = 1,
         start_version: int = 0,
         gate: bool = True,
         allow_unseparated: bool = True,

@@ -37,6 +37,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, cast
 
@@ -691,12 +692,13 @@ class ARPOTrainer(GRPOTrainer):
                 rank=self.ranks.process_index,
                 processes=self.accelerator.num_processes,
                 groups_per_step=rows // G,
-                # optimizer steps (policy versions) between two generation batches
-                steps_per_take=max(
-                    1,
-                    self.args.generation_steps
-                    * self.num_iterations
-                    // self.args.gradient_accumulation_steps,
+                # optimizer steps (policy versions) between two generation batches: TRL
+                # generates every steps_per_generation * num_iterations micro-batches and steps
+                # every gradient_accumulation_steps, so not always a whole number (rounded, the
+                # gates drifted off the learner's steps and played groups were dropped)
+                steps_per_take=Fraction(
+                    self.args.generation_steps * self.num_iterations,
+                    self.args.gradient_accumulation_steps,
                 ),
                 start_version=step,
                 gate=self.args.async_version_gate,
