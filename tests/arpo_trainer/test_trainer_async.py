@@ -781,6 +781,34 @@ def test_a_failing_generator_stops_the_async_loop_instead_of_giving_infra_failed
         tr.close()
 
 
+class _EncoderBug:
+    """The real encoder, except that turning an episode into a model context raises (a bug of
+    ours, not a desktop's failure)."""
+
+    def __init__(self, encoder):
+        self._encoder = encoder
+
+    def __getattr__(self, name):
+        return getattr(self._encoder, name)
+
+    def encode(self, *args, **kwargs):
+        raise RuntimeError("a bug in the encoder")
+
+
+def test_a_bug_outside_the_desktop_stops_the_async_loop_instead_of_giving_infra_failures(setup):
+    """Only the desktop's own failures (its reset or step raising) end just their episode as
+    infra failures; anything else raised while playing (here the encoder) is the loop's, raised
+    by a sync rollout and now by the learner's take, not turned into invalid rows for ever."""
+    tr = _trainer_rollouts(setup, desktops=1, prefetch_groups=1)
+    tr.collector.encoder = _EncoderBug(setup["encoder"])
+    try:
+        with pytest.raises(RuntimeError, match="a bug in the encoder"):
+            tr.take(1, 0)
+        assert tr.assembler.stats.taken == 0
+    finally:
+        tr.close()
+
+
 class _OneShort:
     """Answers its first batch with one sample fewer than asked, later ones in full."""
 
