@@ -350,8 +350,14 @@ class ServerPolicy:
 
 class LoopError(RuntimeError):
     """What stops the whole asynchronous loop, not one episode (the generator failed, a desktop
-    is unfit to train on): the desktop thread that met it records it and plays no more, and the
-    learner's :meth:`GroupFeed.take` raises it, where a synchronous rollout raises it too."""
+    is unfit to train on, anything raised while playing that is not a desktop's reset or step
+    failing): the desktop thread that met it records it and plays no more, and the learner's
+    :meth:`GroupFeed.take` raises it, where a synchronous rollout raises it too."""
+
+
+class _DesktopFailed(Exception):
+    """A desktop's reset or step raised (its ``__cause__``): that episode ends as an infra
+    failure, the loop goes on."""
 
 
 @dataclass
@@ -392,7 +398,8 @@ class AsyncCollector:
         pools: one one-slot :class:`DesktopPool` (or :class:`InstrumentedPool`) per desktop.
         encoder, action_set, max_turns, end_on_format_error: as for
             :class:`~arpo_trainer.rollout.Collector` (same episode semantics, same format-error
-            and infra-error handling).
+            and infra-error handling; a desktop whose reset or step raises ends that episode as
+            an infra failure, anything else raised stops the loop as a :class:`LoopError`).
         generator: the shared generation service.
         timeline: where finished episodes are counted.
         max_staleness: the learner's bound (``None``: none). An episode whose newest answer is
@@ -503,16 +510,21 @@ class AsyncCollector:
                     return  # closing
             try:
                 played = self.play(pool, job)
-            except LoopError as e:  # not this episode's failure: the learner raises it
-                log.error("desktop %d: the async loop stops: %s", slot, e)
-                with self._lock:
-                    self.error = self.error or e
-                return
-            except Exception as e:  # noqa: BLE001 - a broken desktop ends only its episode
+            except _DesktopFailed as failed:  # a broken desktop ends only its episode
+                e = failed.__cause__
                 log.warning("desktop %d: episode failed: %s", slot, e, exc_info=True)
                 task_id, instruction = _task_fields(job.task, {})
                 traj = Trajectory(task_id, instruction, infra_error=repr(e), end="infra_error")
                 played = Played(job, traj, self.generator.version)
+            except Exception as e:  # noqa: BLE001 - not this episode's failure: the learner's
+                # (a sync rollout raises it too; as an infra failure it would repeat unseen)
+                error = e if isinstance(e, LoopError) else LoopError(f"desktop {slot}: {e!r}")
+                if error is not e:
+                    error.__cause__ = e
+                log.error("desktop %d: the async loop stops: %s", slot, error, exc_info=True)
+                with self._lock:
+                    self.error = self.error or error
+                return
             self.timeline.add_episode(len(played.trajectory.turns))
             self.episodes_per_desktop[slot] += 1
             with self._lock:
@@ -547,7 +559,10 @@ class AsyncCollector:
                 oldest = self._group_first[job.group]
             traj.step = oldest
             return Played(job, traj, oldest)
-        frames, infos = pool.reset([job.task])
+        try:
+            frames, infos = pool.reset([job.task])
+        except Exception as e:
+            raise _DesktopFailed from e
         if not self.allow_unseparated and infos[0].get("separated") is False:
             raise LoopError(
                 "a desktop runs the agent with the judge's identity (reset info['separated'] is "
@@ -585,7 +600,10 @@ class AsyncCollector:
             action = (
                 self._done_text if (error is not None and self.end_on_format_error) else sample.text
             )
-            res = pool.step([action])[0]
+            try:
+                res = pool.step([action])[0]
+            except Exception as e:
+                raise _DesktopFailed from e
             if res is None:
                 traj.infra_error, traj.end = "desktop slot ended unexpectedly", "infra_error"
                 break
