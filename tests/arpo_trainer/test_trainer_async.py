@@ -711,6 +711,35 @@ def test_the_gates_follow_a_learner_whose_steps_per_take_is_not_whole(setup):
     assert max(asm.stats.staleness) <= 1
 
 
+def test_closing_the_collector_stops_each_desktop_after_its_current_episode(setup):
+    """close() promises to stop the desktop threads after their current episode; they went on
+    taking jobs already queued (the stop sentinels come after them) and played the whole
+    backlog first: here 3 more episodes on one desktop, up to a full prefetch on a real run."""
+    ref: list[AsyncCollector] = []
+    gen = BatchingGenerator(_ByEpisode(setup["encoder"], ref))
+    col_box: list[AsyncCollector] = []
+    # the first episode holds its first action until close() was called
+    pool = _HeldPool(
+        DesktopPool(1, setup["env"], backend="sync"), setup["task"],
+        lambda: col_box[0]._stop.is_set(),  # noqa: SLF001 - the moment close() begins
+    )  # fmt: skip
+    col = AsyncCollector([pool], setup["encoder"], setup["action_set"], gen, max_turns=2)
+    ref.append(col)
+    col_box.append(col)
+    try:
+        col.submit_group(setup["task"], 0, 2)
+        col.submit_group(setup["task"], 1, 2)
+        for _ in range(12000):  # until the desktop is inside episode 1 (a guard, not timing)
+            if pool.resets:
+                break
+            threading.Event().wait(0.01)
+        col.close()
+    finally:
+        gen.close()
+        pool.close()
+    assert pool.resets == 1 and col.results.qsize() == 1
+
+
 # -- what stops the whole loop, not one episode ------------------------------------------------
 
 
