@@ -501,7 +501,7 @@ class AsyncCollector:
         pool = self.pools[slot]
         while True:
             job = self.jobs.get()
-            if job is None:
+            if job is None or self._stop.is_set():  # closing: jobs still queued are not played
                 return
             if job.not_before is not None and self.generator.version < job.not_before:
                 with self._lock:
