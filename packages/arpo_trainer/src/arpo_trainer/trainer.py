@@ -290,7 +290,9 @@ class ARPOTrainer(GRPOTrainer):
     def collector(self, n: int) -> Collector:
         """The collector over a pool of ``n`` desktops (started on first use, reused afterwards)."""
         if self._pool is not None and self._pool.n != n:
-            self.close_desktops()
+            # only the lock-step pool: the async loop (if any) plays on
+            self._pool.close()
+            self._pool, self._collector = None, None
         if self._pool is None:
             self._pool = DesktopPool(
                 n,
