@@ -176,3 +176,24 @@ def test_reopening_the_lock_step_pool_at_another_size_leaves_the_async_loop_play
         assert len(trainer._async_groups(2, 2, 1)[1]) == 2  # noqa: SLF001 - it plays on
     finally:
         trainer.close_desktops()
+
+
+def test_a_restarted_async_loop_counts_its_desktop_seconds_from_zero(tmp_path):
+    """After close_desktops (a finished train(), then another) the loop starts again with a new
+    timeline; the desktop-seconds already reported were those of the old one, so the first step
+    of the new loop logged a negative rollout/env_seconds."""
+    args = make_config(
+        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
+        max_staleness=1,
+    )  # fmt: skip
+    vlm = build_tiny_vlm(seed=0)
+    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    try:
+        for step in range(2):
+            _, _, stats = trainer._async_groups(2, 2, step)  # noqa: SLF001
+            assert stats.env_seconds > 0  # the fake desktop's resets and steps, counted
+        trainer.close_desktops()
+        _, _, stats = trainer._async_groups(2, 2, 2)  # noqa: SLF001 - a new loop
+        assert stats.env_seconds > 0
+    finally:
+        trainer.close_desktops()
