@@ -710,6 +710,7 @@ class ARPOTrainer(GRPOTrainer):
                 self.vllm_engine.push_weights(step)  # before the first request
             self._async.generator.version = step
             self._synced_at = step
+            self._desktop_busy_seen = 0.0  # a new loop, a new timeline
         elif step - self._synced_at >= self.args.weight_sync_every:
             self._sync_async_generator(step)
         t0 = time.monotonic()
