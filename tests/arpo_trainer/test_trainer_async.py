@@ -12,6 +12,7 @@ import copy
 import os
 import tempfile
 import threading
+from fractions import Fraction
 
 import pytest
 from arpo_trainer.async_rollout import (
@@ -309,15 +310,19 @@ def test_the_driver_refills_the_desktops_queue_before_each_learner_step(setup):
     assert outstanding == [4, 4, 2, 0]  # min(prefetch, budget - taken) at each step
 
 
-def _trainer_rollouts(setup, desktops: int, **kw) -> TrainerRollouts:
-    """The trainer's async rollouts over ``desktops`` fake desktops, one training row of
-    ``TASK``, groups of 2, 2 turns, ``_ByEpisode``'s scripted episodes."""
+def _trainer_rollouts(setup, desktops: int, *, wrap=None, policy=None, **kw) -> TrainerRollouts:
+    """The trainer's async rollouts over ``desktops`` fake desktops (each passed through
+    ``wrap``), one training row of ``TASK``, groups of 2, 2 turns, ``_ByEpisode``'s scripted
+    episodes (or ``policy``)."""
     ref: list[AsyncCollector] = []
     tr = TrainerRollouts(
-        [DesktopPool(1, setup["env"], backend="sync") for _ in range(desktops)],
+        [
+            (wrap or (lambda p: p))(DesktopPool(1, setup["env"], backend="sync"))
+            for _ in range(desktops)
+        ],
         setup["encoder"],
         setup["action_set"],
-        _ByEpisode(setup["encoder"], ref),
+        policy or _ByEpisode(setup["encoder"], ref),
         rows=[{"task_id": TASK, "prompt": "x"}],
         task_of=lambda row: setup["task"],
         group_size=2,
@@ -673,3 +678,188 @@ def test_a_learner_behind_the_gates_schedule_moves_it_instead_of_waiting_for_eve
         assert len(feed.take(1, 1)) == 1 and feed.rebased == planned  # on schedule since
     finally:
         _close_all(col, gen, pools)
+
+
+def test_the_gates_follow_a_learner_whose_steps_per_take_is_not_whole(setup):
+    """steps_per_generation 3 over gradient_accumulation_steps 2: TRL generates every 3
+    micro-batches, the optimizer steps every 2, so the takes come at learner steps
+    floor(3k / 2) = 0, 1, 3, 4, 6. With steps_per_take rounded down to 1 the group for step 3
+    was gated for step 2 and played at version 1 while the learner stepped, then dropped at
+    step 3 (each such jump threw a played group away). A fractional steps_per_take keeps every
+    group on its step: none dropped, the schedule never moved."""
+    col, gen, pools = _collector(setup, 2, Timeline())
+    asm = GroupAssembler(group_size=2, max_staleness=1)
+    feed = GroupFeed(
+        col, asm, lambda g: setup["task"], groups_per_step=1, prefetch=3,
+        steps_per_take=Fraction(3, 2),
+    )  # fmt: skip
+    versions = [0, 1, 3, 4, 6, 7]
+    assert [feed.target(i) for i in range(len(versions))] == versions
+    try:
+        for i, v in enumerate(versions):
+            gen.sync(None, v)  # weight_sync_every 1: the generator at the learner's step
+            assert len(feed.take(1, v)) == 1
+            if feed.target(i + 1) - 1 > v:  # the next group's gate is shut during this step
+                continue
+            for _ in range(12000):  # the learner step lasts until the next group was played
+                if col.results.qsize() >= 2:
+                    break
+                threading.Event().wait(0.01)
+    finally:
+        _close_all(col, gen, pools)
+    assert asm.stats.dropped_stale == 0 and feed.rebased == 0
+    assert max(asm.stats.staleness) <= 1
+
+
+def test_closing_the_collector_stops_each_desktop_after_its_current_episode(setup):
+    """close() promises to stop the desktop threads after their current episode; they went on
+    taking jobs already queued (the stop sentinels come after them) and played the whole
+    backlog first: here 3 more episodes on one desktop, up to a full prefetch on a real run."""
+    ref: list[AsyncCollector] = []
+    gen = BatchingGenerator(_ByEpisode(setup["encoder"], ref))
+    col_box: list[AsyncCollector] = []
+    # the first episode holds its first action until close() was called
+    pool = _HeldPool(
+        DesktopPool(1, setup["env"], backend="sync"), setup["task"],
+        lambda: col_box[0]._stop.is_set(),  # noqa: SLF001 - the moment close() begins
+    )  # fmt: skip
+    col = AsyncCollector([pool], setup["encoder"], setup["action_set"], gen, max_turns=2)
+    ref.append(col)
+    col_box.append(col)
+    try:
+        col.submit_group(setup["task"], 0, 2)
+        col.submit_group(setup["task"], 1, 2)
+        for _ in range(12000):  # until the desktop is inside episode 1 (a guard, not timing)
+            if pool.resets:
+                break
+            threading.Event().wait(0.01)
+        col.close()
+    finally:
+        gen.close()
+        pool.close()
+    assert pool.resets == 1 and col.results.qsize() == 1
+
+
+# -- what stops the whole loop, not one episode ------------------------------------------------
+
+
+class _Unseparated:
+    """A one-slot desktop pool whose resets say the agent runs with the judge's identity
+    (``separated: False``, what a non-root host reports); counts the actions it is sent."""
+
+    n = 1
+
+    def __init__(self, pool):
+        self.pool, self.steps = pool, 0
+
+    def reset(self, tasks):
+        frames, infos = self.pool.reset(tasks)
+        return frames, [{**info, "separated": False} for info in infos]
+
+    def step(self, actions):
+        self.steps += 1
+        return self.pool.step(actions)
+
+    def close(self):
+        self.pool.close()
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_async_rollouts_refuse_a_desktop_whose_agent_is_the_judge(setup, allowed):
+    """As the synchronous collector does (allow_unseparated_desktops, default off): on a desktop
+    where the policy could forge its own scores no action is played and the learner's take
+    raises, instead of training on it."""
+    wrapped: list[_Unseparated] = []
+
+    def wrap(pool):
+        wrapped.append(_Unseparated(pool))
+        return wrapped[-1]
+
+    tr = _trainer_rollouts(
+        setup, desktops=1, wrap=wrap, prefetch_groups=1, allow_unseparated=allowed
+    )
+    try:
+        if allowed:
+            (taken,) = tr.take(1, 0)
+            assert [t.score for t in taken[1]] == [1.0, 0.0]
+        else:
+            with pytest.raises(RuntimeError, match="judge's identity"):
+                tr.take(1, 0)
+            assert wrapped[0].steps == 0  # not one action on that desktop
+    finally:
+        tr.close()
+
+
+class _Broken:
+    """A generator whose every batch fails (a lost GPU, an unreachable vLLM server)."""
+
+    def sample(self, contexts, rows):
+        raise RuntimeError("the generator's device is gone")
+
+
+def test_a_failing_generator_stops_the_async_loop_instead_of_giving_infra_failed_groups(setup):
+    """The sync collector's rollout raises what the policy raised; the async loop turned it into
+    an infra-failed episode per member, so the learner went on taking groups of nothing but
+    invalid rows for ever. The learner's take raises it now."""
+    tr = _trainer_rollouts(setup, desktops=2, policy=_Broken(), prefetch_groups=2)
+    try:
+        with pytest.raises(RuntimeError, match="device is gone"):
+            tr.take(1, 0)
+        assert tr.assembler.stats.taken == 0
+    finally:
+        tr.close()
+
+
+class _EncoderBug:
+    """The real encoder, except that turning an episode into a model context raises (a bug of
+    ours, not a desktop's failure)."""
+
+    def __init__(self, encoder):
+        self._encoder = encoder
+
+    def __getattr__(self, name):
+        return getattr(self._encoder, name)
+
+    def encode(self, *args, **kwargs):
+        raise RuntimeError("a bug in the encoder")
+
+
+def test_a_bug_outside_the_desktop_stops_the_async_loop_instead_of_giving_infra_failures(setup):
+    """Only the desktop's own failures (its reset or step raising) end just their episode as
+    infra failures; anything else raised while playing (here the encoder) is the loop's, raised
+    by a sync rollout and now by the learner's take, not turned into invalid rows for ever."""
+    tr = _trainer_rollouts(setup, desktops=1, prefetch_groups=1)
+    tr.collector.encoder = _EncoderBug(setup["encoder"])
+    try:
+        with pytest.raises(RuntimeError, match="a bug in the encoder"):
+            tr.take(1, 0)
+        assert tr.assembler.stats.taken == 0
+    finally:
+        tr.close()
+
+
+class _OneShort:
+    """Answers its first batch with one sample fewer than asked, later ones in full."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def sample(self, contexts, rows):
+        self.calls += 1
+        n = len(rows) - (1 if self.calls == 1 else 0)
+        return [TurnSample([1], [0.0], "x") for _ in range(n)]
+
+
+def test_a_policy_answering_the_wrong_number_of_rows_fails_its_requests_not_the_server():
+    """The mismatch was raised on the server thread outside its error handling: the thread
+    died, every desktop waited for an answer for ever and the learner with them (the desktop
+    threads stayed alive, so take never gave up)."""
+    gen = BatchingGenerator(_OneShort(), max_batch=1)
+    try:
+        bad = gen.submit(None, 0)  # pyright: ignore[reportArgumentType] - the policy ignores it
+        # the timeouts guard against a hung test; they are not timing assertions
+        assert isinstance(bad.exception(timeout=60), ValueError)
+        sample, version = gen.submit(None, 1).result(timeout=60)  # pyright: ignore[reportArgumentType]
+        assert (sample.text, version) == ("x", 0)
+    finally:
+        gen.close()

@@ -150,3 +150,50 @@ def test_async_desktops_sets_how_many_desktops_play_beside_the_generation_batch(
     check_async_run(trainer, versions=[0.0, 1.0, 2.0])
     counts = trainer.episodes_per_desktop
     assert len(counts) == 3 and all(n > 0 for n in counts), counts
+
+
+def test_reopening_the_lock_step_pool_at_another_size_leaves_the_async_loop_playing(tmp_path):
+    """Evaluation and the oracle warm start play on the lock-step pool, which ``collector(n)``
+    re-opens when ``n`` changes; that went through ``close_desktops`` and closed the async loop
+    too, so an eval batch of another size than the warm start's stopped the loop mid-training:
+    its desktops restarted, its row stream began again at the first row, the groups played
+    ahead were lost."""
+    args = make_config(
+        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
+        max_staleness=1,
+    )  # fmt: skip
+    vlm = build_tiny_vlm(seed=0)
+    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    try:
+        trainer.collector(2)  # the warm start's pool
+        rows, trajs, _ = trainer._async_groups(2, 2, 0)  # noqa: SLF001 - the loop starts
+        assert len(rows) == len(trajs) == 2
+        loop = trainer._async  # noqa: SLF001
+        assert loop is not None
+        trainer.collector(1)  # an eval batch of 1 row: the lock-step pool at another size
+        assert trainer._async is loop  # noqa: SLF001
+        assert all(t.is_alive() for t in loop.collector._threads)  # noqa: SLF001
+        assert len(trainer._async_groups(2, 2, 1)[1]) == 2  # noqa: SLF001 - it plays on
+    finally:
+        trainer.close_desktops()
+
+
+def test_a_restarted_async_loop_counts_its_desktop_seconds_from_zero(tmp_path):
+    """After close_desktops (a finished train(), then another) the loop starts again with a new
+    timeline; the desktop-seconds already reported were those of the old one, so the first step
+    of the new loop logged a negative rollout/env_seconds."""
+    args = make_config(
+        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
+        max_staleness=1,
+    )  # fmt: skip
+    vlm = build_tiny_vlm(seed=0)
+    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    try:
+        for step in range(2):
+            _, _, stats = trainer._async_groups(2, 2, step)  # noqa: SLF001
+            assert stats.env_seconds > 0  # the fake desktop's resets and steps, counted
+        trainer.close_desktops()
+        _, _, stats = trainer._async_groups(2, 2, 2)  # noqa: SLF001 - a new loop
+        assert stats.env_seconds > 0
+    finally:
+        trainer.close_desktops()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import queue
 import random
 import threading
@@ -41,6 +42,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from osworld_gym.actions import ActionSet
@@ -293,6 +295,12 @@ class BatchingGenerator:
                 version = self.version
                 try:
                     samples = self.policy.sample([b[0] for b in batch], [b[1] for b in batch])
+                    if len(samples) != len(batch):
+                        # checked here, not by a strict zip below: an error raised outside this
+                        # try would end the server thread and leave every desktop waiting
+                        raise ValueError(
+                            f"the policy answered {len(samples)} samples for {len(batch)} contexts"
+                        )
                 except BaseException as e:  # noqa: BLE001 - handed to every waiting desktop
                     for _, _, fut in batch:
                         fut.set_exception(e)
@@ -340,6 +348,18 @@ class ServerPolicy:
 # -- desktops playing on their own ------------------------------------------------------------
 
 
+class LoopError(RuntimeError):
+    """What stops the whole asynchronous loop, not one episode (the generator failed, a desktop
+    is unfit to train on, anything raised while playing that is not a desktop's reset or step
+    failing): the desktop thread that met it records it and plays no more, and the learner's
+    :meth:`GroupFeed.take` raises it, where a synchronous rollout raises it too."""
+
+
+class _DesktopFailed(Exception):
+    """A desktop's reset or step raised (its ``__cause__``): that episode ends as an infra
+    failure, the loop goes on."""
+
+
 @dataclass
 class EpisodeJob:
     """One episode to play: member ``index`` of GRPO group ``group``."""
@@ -378,7 +398,8 @@ class AsyncCollector:
         pools: one one-slot :class:`DesktopPool` (or :class:`InstrumentedPool`) per desktop.
         encoder, action_set, max_turns, end_on_format_error: as for
             :class:`~arpo_trainer.rollout.Collector` (same episode semantics, same format-error
-            and infra-error handling).
+            and infra-error handling; a desktop whose reset or step raises ends that episode as
+            an infra failure, anything else raised stops the loop as a :class:`LoopError`).
         generator: the shared generation service.
         timeline: where finished episodes are counted.
         max_staleness: the learner's bound (``None``: none). An episode whose newest answer is
@@ -391,6 +412,10 @@ class AsyncCollector:
             not started at all (no reset, no turn). Members of one group start at different
             times (a desktop takes the next job when it is free), so the group's first answer,
             not the episode's own, is what dooms it.
+        allow_unseparated: play on desktops whose reset info says ``separated: False`` (the
+            agent runs with the judge's identity and could forge its scores), as
+            :class:`~arpo_trainer.rollout.Collector`'s; otherwise such a reset stops the loop
+            (:class:`LoopError`) before any action.
     """
 
     def __init__(
@@ -404,6 +429,7 @@ class AsyncCollector:
         end_on_format_error: bool = True,
         timeline: Timeline | None = None,
         max_staleness: int | None = None,
+        allow_unseparated: bool = True,
     ):
         if any(p.n != 1 for p in pools):
             raise ValueError("each desktop of an AsyncCollector is a pool of one")
@@ -415,8 +441,10 @@ class AsyncCollector:
         self.end_on_format_error = end_on_format_error
         self.timeline = timeline or Timeline()
         self.max_staleness = max_staleness
+        self.allow_unseparated = allow_unseparated
         self.abandoned_stale = 0  # episodes abandoned as already too stale to train on
         self.gated_waits = 0  # episodes whose start waited for the version gate
+        self.error: LoopError | None = None  # what stopped a desktop thread (see check)
         self._stop = threading.Event()
         self._done_text = done_text(action_set)
         self.jobs: queue.Queue[EpisodeJob | None] = queue.Queue()
@@ -455,6 +483,11 @@ class AsyncCollector:
             self.jobs.put(job)
         return jobs
 
+    def check(self) -> None:
+        """Raise the :class:`LoopError` that stopped a desktop thread, if one did."""
+        if self.error is not None:
+            raise self.error
+
     def close(self) -> None:
         """Stop the desktop threads after their current episode (desktops stay open); a thread
         waiting at the version gate stops without playing."""
@@ -468,7 +501,7 @@ class AsyncCollector:
         pool = self.pools[slot]
         while True:
             job = self.jobs.get()
-            if job is None:
+            if job is None or self._stop.is_set():  # closing: jobs still queued are not played
                 return
             if job.not_before is not None and self.generator.version < job.not_before:
                 with self._lock:
@@ -477,11 +510,21 @@ class AsyncCollector:
                     return  # closing
             try:
                 played = self.play(pool, job)
-            except Exception as e:  # noqa: BLE001 - a broken desktop ends only its episode
+            except _DesktopFailed as failed:  # a broken desktop ends only its episode
+                e = failed.__cause__
                 log.warning("desktop %d: episode failed: %s", slot, e, exc_info=True)
                 task_id, instruction = _task_fields(job.task, {})
                 traj = Trajectory(task_id, instruction, infra_error=repr(e), end="infra_error")
                 played = Played(job, traj, self.generator.version)
+            except Exception as e:  # noqa: BLE001 - not this episode's failure: the learner's
+                # (a sync rollout raises it too; as an infra failure it would repeat unseen)
+                error = e if isinstance(e, LoopError) else LoopError(f"desktop {slot}: {e!r}")
+                if error is not e:
+                    error.__cause__ = e
+                log.error("desktop %d: the async loop stops: %s", slot, error, exc_info=True)
+                with self._lock:
+                    self.error = self.error or error
+                return
             self.timeline.add_episode(len(played.trajectory.turns))
             self.episodes_per_desktop[slot] += 1
             with self._lock:
@@ -516,7 +559,16 @@ class AsyncCollector:
                 oldest = self._group_first[job.group]
             traj.step = oldest
             return Played(job, traj, oldest)
-        frames, infos = pool.reset([job.task])
+        try:
+            frames, infos = pool.reset([job.task])
+        except Exception as e:
+            raise _DesktopFailed from e
+        if not self.allow_unseparated and infos[0].get("separated") is False:
+            raise LoopError(
+                "a desktop runs the agent with the judge's identity (reset info['separated'] is "
+                "False): under RL the policy could forge its own scores. Run as root for judge "
+                "separation, or set allow_unseparated_desktops=True to train anyway."
+            )
         task_id, instruction = _task_fields(job.task, infos[0])
         traj = Trajectory(task_id=task_id, instruction=instruction)
         version = self.generator.version
@@ -527,7 +579,12 @@ class AsyncCollector:
         versions: list[int] = []
         for _turn in range(self.max_turns):
             context = self.encoder.encode(instruction, shots, [t.action_ids for t in traj.turns])
-            sample, v = self.generator.submit(context, job.uid).result()
+            try:
+                sample, v = self.generator.submit(context, job.uid).result()
+            except Exception as e:
+                # the policy's failure, not the desktop's: a sync rollout raises it, and as an
+                # infra-failed episode every later one would fail too, unseen by the learner
+                raise LoopError(f"the generator failed: {e!r}") from e
             versions.append(v)
             if len(versions) == 1:
                 with self._lock:
@@ -543,7 +600,10 @@ class AsyncCollector:
             action = (
                 self._done_text if (error is not None and self.end_on_format_error) else sample.text
             )
-            res = pool.step([action])[0]
+            try:
+                res = pool.step([action])[0]
+            except Exception as e:
+                raise _DesktopFailed from e
             if res is None:
                 traj.infra_error, traj.end = "desktop slot ended unexpectedly", "infra_error"
                 break
@@ -704,8 +764,9 @@ class GroupFeed:
 
     **The version gate** (``gate=True``, the default; bounded staleness by admission, as
     AReaL does, instead of by dropping): the ``i``-th group submitted is meant for learner step
-    ``start_version + (i // groups_per_step) * steps_per_take`` (its *target*), and none of its
-    members starts (resets) before the generator's version reaches ``target - max_staleness``.
+    ``start_version + floor((i // groups_per_step) * steps_per_take)`` (its *target*), and none
+    of its members starts (resets) before the generator's version reaches
+    ``target - max_staleness``.
     The learner takes groups strictly in submission order, ``groups_per_step`` per step, so a
     group is taken at its target step or earlier (earlier only once a group before it was
     dropped). Its oldest turn was sampled at version ``target - max_staleness`` or later, so it is
@@ -727,7 +788,9 @@ class GroupFeed:
         budget: most groups to hand out in all (``None``: no end); dropped groups are replaced.
         start_version: the learner version of the first step.
         steps_per_take: learner versions between two takes (the trainer's optimizer steps per
-            generation batch).
+            generation batch), a fraction where that is not whole: with TRL generating every 3
+            micro-batches and stepping the optimizer every 2, take ``k`` comes at step
+            ``floor(3k / 2)``, i.e. 0, 1, 3, 4, 6.
     """
 
     def __init__(
@@ -741,7 +804,7 @@ class GroupFeed:
         gate: bool = True,
         budget: int | None = None,
         start_version: int = 0,
-        steps_per_take: int = 1,
+        steps_per_take: int | Fraction = 1,
     ):
         if groups_per_step < 1:
             raise ValueError(f"groups_per_step must be at least 1, got {groups_per_step}")
@@ -752,14 +815,18 @@ class GroupFeed:
         self.groups_per_step = groups_per_step
         self.prefetch = max(prefetch, groups_per_step)
         self.gate, self.budget = gate, budget
-        self.start_version, self.steps_per_take = start_version, max(1, steps_per_take)
+        if steps_per_take <= 0:
+            raise ValueError(f"steps_per_take must be positive, got {steps_per_take}")
+        self.start_version, self.steps_per_take = start_version, Fraction(steps_per_take)
         self.submitted = 0
         self.rebased = 0  # times the schedule was moved to the learner's actual version
         self._jobs: dict[int, list[EpisodeJob]] = {}  # group -> its jobs, until taken or dropped
 
     def target(self, index: int) -> int:
         """The learner step group ``index`` is meant for (taken then or earlier)."""
-        return self.start_version + (index // self.groups_per_step) * self.steps_per_take
+        return self.start_version + math.floor(
+            (index // self.groups_per_step) * self.steps_per_take
+        )
 
     def top_up(self) -> None:
         """Queue groups until ``prefetch`` are submitted and not yet taken or dropped (and no
@@ -803,10 +870,12 @@ class GroupFeed:
 
     def take(self, n: int, version: int, *, poll_s: float = 1.0) -> list[list[Trajectory]]:
         """``n`` complete groups for the learner at ``version`` (waits for the desktops as long
-        as any desktop thread is alive). The queue is topped up right after the groups are
-        taken, *before* the learner step, so the desktops keep playing while it runs."""
+        as any desktop thread is alive; raises the :class:`LoopError` a desktop thread met). The
+        queue is topped up right after the groups are taken, *before* the learner step, so the
+        desktops keep playing while it runs."""
         out: list[list[Trajectory]] = []
         while len(out) < n:
+            self.collector.check()  # a desktop thread stopped the loop
             self._keep_schedule(version)  # the oldest group waiting is needed now
             self.top_up()
             if self.assembler.ready:
@@ -815,6 +884,7 @@ class GroupFeed:
             try:
                 self.assembler.add(self.collector.results.get(timeout=poll_s))
             except queue.Empty:
+                self.collector.check()
                 if not any(t.is_alive() for t in self.collector._threads):  # noqa: SLF001
                     raise RuntimeError("every desktop thread of the async loop ended") from None
                 continue
@@ -922,9 +992,12 @@ class TrainerRollouts:
         rows: the training rows (``task_id``, ``prompt``); ``task_of(row)`` is the row's task.
         policy: the generator's policy (its own copy of the weights; see :meth:`sync`).
         groups_per_step: groups each :meth:`take` asks for (what the version gate's targets
-            count in); ``steps_per_take``: learner versions between two takes.
+            count in); ``steps_per_take``: learner versions between two takes (see
+            :class:`GroupFeed`; a fraction where not whole).
         start_version: the learner's step at the first :meth:`take`.
         gate: the version gate (``False``: take whatever is complete, drop too stale groups).
+        allow_unseparated: train on desktops whose agent is not separated from the judge
+            (``allow_unseparated_desktops``; see :class:`AsyncCollector`).
     """
 
     def __init__(
@@ -945,9 +1018,10 @@ class TrainerRollouts:
         rank: int = 0,
         processes: int = 1,
         groups_per_step: int = 1,
-        steps_per_take: int = 1,
+        steps_per_take: int | Fraction = 1,
         start_version: int = 0,
         gate: bool = True,
+        allow_unseparated: bool = True,
     ):
         if not rows:
             raise ValueError("TrainerRollouts needs at least one training row")
@@ -962,6 +1036,7 @@ class TrainerRollouts:
             end_on_format_error=end_on_format_error,
             timeline=self.timeline,
             max_staleness=max_staleness,
+            allow_unseparated=allow_unseparated,
         )
         self.assembler = GroupAssembler(group_size, max_staleness, replay=None)
         self.rows, self.task_of = rows, task_of

@@ -37,6 +37,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, cast
 
@@ -289,7 +290,9 @@ class ARPOTrainer(GRPOTrainer):
     def collector(self, n: int) -> Collector:
         """The collector over a pool of ``n`` desktops (started on first use, reused afterwards)."""
         if self._pool is not None and self._pool.n != n:
-            self.close_desktops()
+            # only the lock-step pool: the async loop (if any) plays on
+            self._pool.close()
+            self._pool, self._collector = None, None
         if self._pool is None:
             self._pool = DesktopPool(
                 n,
@@ -691,20 +694,23 @@ class ARPOTrainer(GRPOTrainer):
                 rank=self.ranks.process_index,
                 processes=self.accelerator.num_processes,
                 groups_per_step=rows // G,
-                # optimizer steps (policy versions) between two generation batches
-                steps_per_take=max(
-                    1,
-                    self.args.generation_steps
-                    * self.num_iterations
-                    // self.args.gradient_accumulation_steps,
+                # optimizer steps (policy versions) between two generation batches: TRL
+                # generates every steps_per_generation * num_iterations micro-batches and steps
+                # every gradient_accumulation_steps, so not always a whole number (rounded, the
+                # gates drifted off the learner's steps and played groups were dropped)
+                steps_per_take=Fraction(
+                    self.args.generation_steps * self.num_iterations,
+                    self.args.gradient_accumulation_steps,
                 ),
                 start_version=step,
                 gate=self.args.async_version_gate,
+                allow_unseparated=self.args.allow_unseparated_desktops,
             )
             if self.vllm_engine is not None and self.vllm_engine.synced_step != step:
                 self.vllm_engine.push_weights(step)  # before the first request
             self._async.generator.version = step
             self._synced_at = step
+            self._desktop_busy_seen = 0.0  # a new loop, a new timeline
         elif step - self._synced_at >= self.args.weight_sync_every:
             self._sync_async_generator(step)
         t0 = time.monotonic()
