@@ -197,3 +197,26 @@ def test_a_restarted_async_loop_counts_its_desktop_seconds_from_zero(tmp_path):
         assert stats.env_seconds > 0
     finally:
         trainer.close_desktops()
+
+
+def test_the_warm_starts_lock_step_desktops_close_when_the_async_loop_starts(tmp_path):
+    """The oracle warm start plays on the lock-step pool; in async mode nothing else uses it,
+    and its desktops idled beside the loop's own for the whole run."""
+    args = make_config(
+        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
+        max_staleness=1,
+    )  # fmt: skip
+    vlm = build_tiny_vlm(seed=0)
+    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    try:
+        pool = trainer.collector(2)  # the warm start's pool
+        assert trainer._pool is not None  # noqa: SLF001
+        lock_step = trainer._pool  # noqa: SLF001
+        assert pool is not None
+        rows, trajs, _ = trainer._async_groups(2, 2, 0)  # noqa: SLF001 - the loop starts
+        assert len(rows) == len(trajs) == 2
+        assert trainer._pool is None and lock_step.vec.closed  # noqa: SLF001
+        trainer.collector(2)  # an evaluation re-opens it, beside the loop
+        assert trainer._pool is not None and trainer._async is not None  # noqa: SLF001
+    finally:
+        trainer.close_desktops()

@@ -659,6 +659,11 @@ class ARPOTrainer(GRPOTrainer):
         training rows, and the rollout stats of the wait. Weights go to the generator every
         ``weight_sync_every`` steps, tagged with the learner's step as the policy version."""
         if self._async is None:
+            if self._pool is not None:
+                # the oracle warm start's lock-step desktops would idle beside the loop's own for
+                # the whole run (an evaluation re-opens them when it needs them)
+                self._pool.close()
+                self._pool, self._collector = None, None
             if self.vllm_engine is not None:
                 # the vLLM server samples: no copy of the model on the learner's device
                 policy: Any = ServerPolicy(self.vllm_engine, self.encoder)
