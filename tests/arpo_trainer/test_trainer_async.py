@@ -12,6 +12,7 @@ import copy
 import os
 import tempfile
 import threading
+import warnings
 from fractions import Fraction
 
 import pytest
@@ -279,6 +280,20 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
 def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):
     with pytest.raises(ValueError, match=match):
         ARPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", **overrides)
+
+
+def test_config_warns_when_stale_async_samples_would_train_uncorrected(tmp_path):
+    base = {"output_dir": str(tmp_path), "use_cpu": True, "report_to": "none"}
+    with pytest.warns(UserWarning, match="trained as if on-policy"):
+        ARPOConfig(**base, rollout_mode="async", vllm_importance_sampling_correction=False)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*as if on-policy.*")
+        ARPOConfig(**base, rollout_mode="async")  # corrected: the default
+        never_stale = {"max_staleness": 0, "weight_sync_every": 1}
+        ARPOConfig(
+            **base, **never_stale, rollout_mode="async", vllm_importance_sampling_correction=False
+        )
+        ARPOConfig(**base, vllm_importance_sampling_correction=False)  # sync: nothing stale
 
 
 def test_the_driver_refills_the_desktops_queue_before_each_learner_step(setup):

@@ -15,6 +15,7 @@ help says so (see also ``configs/arpo_uitars_osworld.yaml``).
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -453,6 +454,19 @@ class ARPOConfig(GRPOConfig):
                 f"weight_sync_every={self.weight_sync_every} needs max_staleness >= "
                 f"{self.weight_sync_every - 1} (got {self.max_staleness}): groups played between "
                 "two weight syncs would all be too stale to train on"
+            )
+        if (
+            self.rollout_mode == "async"
+            and self.max_staleness > 0
+            and not self.vllm_importance_sampling_correction
+        ):
+            warnings.warn(
+                f"rollout_mode='async' with max_staleness={self.max_staleness} and "
+                "vllm_importance_sampling_correction=False: groups sampled by a policy up to "
+                f"{self.max_staleness} version(s) behind the learner are trained as if on-policy "
+                "(ratio 1); turn the correction on unless that is the ablation you want",
+                UserWarning,
+                stacklevel=2,
             )
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {self.max_turns}")
