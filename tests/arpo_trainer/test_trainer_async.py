@@ -27,6 +27,7 @@ from arpo_trainer.async_rollout import (
     TrainerRollouts,
     row_stream,
     run_async,
+    takes_before,
 )
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.desktops import DesktopPool
@@ -96,6 +97,30 @@ def test_the_processes_split_every_epoch_of_rows_and_one_process_plays_them_all(
         assert sorted(alone[e * n_rows : (e + 1) * n_rows]) == list(range(n_rows))
     with pytest.raises(ValueError, match="rank 3 is not one of 3"):
         next(row_stream(4, 0, 3, 3))
+
+
+def test_a_resumed_loop_goes_on_with_the_rows_after_those_already_trained(setup):
+    """The rows of the takes before the resume step were trained on; a resumed run plays on
+    from the next one, as sync mode's dataloader skips its consumed batches (it restarted the
+    seeded order at its first row)."""
+    import itertools
+
+    fresh = list(itertools.islice(row_stream(5, 0, 1, 2), 12))
+    assert list(itertools.islice(row_stream(5, 0, 1, 2, skip=7), 5)) == fresh[7:]
+    assert takes_before(7, Fraction(3, 2)) == 5  # takes at steps 0, 1, 3, 4, 6
+    rows = [{"task_id": f"t{i}", "prompt": "x"} for i in range(5)]
+    # 2 groups a take, a take every 3/2 steps, resumed at step 7: 5 takes, 10 rows done
+    tr = _trainer_rollouts(
+        setup, 1, rows=rows, seed=3, groups_per_step=2, steps_per_take=Fraction(3, 2),
+        start_version=7, prefetch_groups=1,
+    )  # fmt: skip
+    try:
+        played = list(itertools.islice(tr._stream, 4))  # noqa: SLF001
+    finally:
+        tr.close()
+    assert played == list(itertools.islice(row_stream(5, 3), 10, 14))
+    with pytest.raises(ValueError, match="skip must be 0 or more"):
+        next(row_stream(4, 0, skip=-1))
 
 
 def test_bad_bounds_are_refused():
@@ -338,14 +363,12 @@ def _trainer_rollouts(setup, desktops: int, *, wrap=None, policy=None, **kw) -> 
         setup["encoder"],
         setup["action_set"],
         policy or _ByEpisode(setup["encoder"], ref),
-        rows=[{"task_id": TASK, "prompt": "x"}],
+        **{"rows": [{"task_id": TASK, "prompt": "x"}], "seed": 0, **kw},
         task_of=lambda row: setup["task"],
         group_size=2,
         max_staleness=1,
         max_turns=2,
         end_on_format_error=True,
-        seed=0,
-        **kw,
     )
     ref.append(tr.collector)
     return tr

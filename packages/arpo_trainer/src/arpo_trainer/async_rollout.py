@@ -950,20 +950,27 @@ def run_async(
     return steps
 
 
-def row_stream(n_rows: int, seed: int, rank: int = 0, processes: int = 1) -> Iterator[int]:
+def row_stream(
+    n_rows: int, seed: int, rank: int = 0, processes: int = 1, skip: int = 0
+) -> Iterator[int]:
     """The row indices process ``rank`` of ``processes`` plays, for ever: every process draws the
     same seeded shuffle of ``range(n_rows)``, epoch after epoch, and takes every ``processes``-th
     row of that one stream from position ``rank``. So the processes split each epoch between them
     (no row twice while the epoch lasts), as TRL's distributed sampler splits a batch's rows.
+    ``skip``: leave out this process's first ``skip`` rows (those a resumed run played before).
 
     >>> ranks = [row_stream(4, 0, r, 2) for r in (0, 1)]
     >>> [[next(s), next(s)] for s in ranks]  # one epoch of 4 rows, split between 2 processes
     [[3, 0], [1, 2]]
+    >>> next(row_stream(4, 0, 0, 2, skip=1))
+    0
     """
     if n_rows < 1:
         raise ValueError("row_stream needs at least one row")
     if not 0 <= rank < processes:
         raise ValueError(f"rank {rank} is not one of {processes} processes")
+    if skip < 0:
+        raise ValueError(f"skip must be 0 or more, not {skip}")
     rng = random.Random(seed)
     position = 0
     while True:
@@ -972,8 +979,24 @@ def row_stream(n_rows: int, seed: int, rank: int = 0, processes: int = 1) -> Ite
         while order:
             i = order.pop()
             if position % processes == rank:
-                yield i
+                if skip:
+                    skip -= 1
+                else:
+                    yield i
             position += 1
+
+
+def takes_before(step: int, steps_per_take: int | Fraction) -> int:
+    """How many takes a run whose k-th take is at learner step ``floor(k * steps_per_take)``
+    made before ``step`` (the groups a run resumed at ``step`` has already trained on, in
+    takes).
+
+    >>> takes_before(0, 1), takes_before(3, 1), takes_before(3, Fraction(3, 2)), takes_before(4, 2)
+    (0, 3, 2, 2)
+    """
+    if step < 0 or steps_per_take <= 0:
+        raise ValueError(f"need step >= 0 and steps_per_take > 0, got {step}, {steps_per_take}")
+    return math.ceil(Fraction(step) / Fraction(steps_per_take))
 
 
 class TrainerRollouts:
@@ -1040,7 +1063,15 @@ class TrainerRollouts:
         )
         self.assembler = GroupAssembler(group_size, max_staleness, replay=None)
         self.rows, self.task_of = rows, task_of
-        self._stream = row_stream(len(rows), seed, rank, processes)
+        # a resumed run goes on where it stopped: the rows of the takes before its first step
+        # were trained on already (sync mode's dataloader skips them the same way)
+        self._stream = row_stream(
+            len(rows),
+            seed,
+            rank,
+            processes,
+            skip=groups_per_step * takes_before(start_version, steps_per_take),
+        )
         self._rows_of: dict[str, dict[str, Any]] = {}  # task id -> its row
         self.feed = GroupFeed(
             self.collector,
