@@ -494,8 +494,13 @@ class AsyncCollector:
         self._stop.set()
         for _ in self._threads:
             self.jobs.put(None)
+        # one deadline for all: threads stuck on a hung generator made it 300 s per desktop
+        deadline = time.monotonic() + 300
         for t in self._threads:
-            t.join(timeout=300)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+        alive = sum(t.is_alive() for t in self._threads)
+        if alive:
+            log.warning("%d desktop thread(s) still playing 300 s after close; left behind", alive)
 
     def _work(self, slot: int) -> None:
         pool = self.pools[slot]
