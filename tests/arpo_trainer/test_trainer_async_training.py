@@ -152,18 +152,23 @@ def test_async_desktops_sets_how_many_desktops_play_beside_the_generation_batch(
     assert len(counts) == 3 and all(n > 0 for n in counts), counts
 
 
+def _small_async_trainer(tmp_path) -> ARPOTrainer:
+    """An async trainer on the tiny model: one group of 2 a step, staleness bound 1."""
+    args = make_config(
+        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
+        max_staleness=1,
+    )  # fmt: skip
+    vlm = build_tiny_vlm(seed=0)
+    return ARPOTrainer(vlm.model, args, vlm.processor)
+
+
 def test_reopening_the_lock_step_pool_at_another_size_leaves_the_async_loop_playing(tmp_path):
     """Evaluation and the oracle warm start play on the lock-step pool, which ``collector(n)``
     re-opens when ``n`` changes; that went through ``close_desktops`` and closed the async loop
     too, so an eval batch of another size than the warm start's stopped the loop mid-training:
     its desktops restarted, its row stream began again at the first row, the groups played
     ahead were lost."""
-    args = make_config(
-        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
-        max_staleness=1,
-    )  # fmt: skip
-    vlm = build_tiny_vlm(seed=0)
-    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    trainer = _small_async_trainer(tmp_path)
     try:
         trainer.collector(2)  # the warm start's pool
         rows, trajs, _ = trainer._async_groups(2, 2, 0)  # noqa: SLF001 - the loop starts
@@ -182,12 +187,7 @@ def test_a_restarted_async_loop_counts_its_desktop_seconds_from_zero(tmp_path):
     """After close_desktops (a finished train(), then another) the loop starts again with a new
     timeline; the desktop-seconds already reported were those of the old one, so the first step
     of the new loop logged a negative rollout/env_seconds."""
-    args = make_config(
-        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
-        max_staleness=1,
-    )  # fmt: skip
-    vlm = build_tiny_vlm(seed=0)
-    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    trainer = _small_async_trainer(tmp_path)
     try:
         for step in range(2):
             _, _, stats = trainer._async_groups(2, 2, step)  # noqa: SLF001
@@ -202,12 +202,7 @@ def test_a_restarted_async_loop_counts_its_desktop_seconds_from_zero(tmp_path):
 def test_the_warm_starts_lock_step_desktops_close_when_the_async_loop_starts(tmp_path):
     """The oracle warm start plays on the lock-step pool; in async mode nothing else uses it,
     and its desktops idled beside the loop's own for the whole run."""
-    args = make_config(
-        tmp_path, rollout_mode="async", per_device_train_batch_size=2, num_generations=2,
-        max_staleness=1,
-    )  # fmt: skip
-    vlm = build_tiny_vlm(seed=0)
-    trainer = ARPOTrainer(vlm.model, args, vlm.processor)
+    trainer = _small_async_trainer(tmp_path)
     try:
         pool = trainer.collector(2)  # the warm start's pool
         assert trainer._pool is not None  # noqa: SLF001

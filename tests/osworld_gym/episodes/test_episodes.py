@@ -242,3 +242,13 @@ def test_the_table_counts_a_task_that_passed_on_a_replayed_oracle():
     table = format_table([flaky, CheckResult(INFEASIBLE.id, "os", None, error="boom")])
     assert "ok (oracle tries: 0, 1)" in table
     assert table.splitlines()[-1] == "tasks: 1 ok (1 of them after a replayed oracle), 1 failing"
+
+
+@pytest.mark.parametrize("bad", ["-1", "two"])
+def test_tasks_check_refuses_a_retry_count_that_is_not_a_whole_number_from_0(bad, capsys):
+    from osworld_gym.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["tasks", "check", TASK.id, "--retries", bad])
+    assert exc.value.code == 2
+    assert "--retries" in capsys.readouterr().err
