@@ -77,6 +77,12 @@ def cell_of(x: int, y: int) -> tuple[int, int]:
     return min(sx // CELL[0], GRID[0] - 1), min(sy // CELL[1], GRID[1] - 1)
 
 
+def left_clicks(actions: list[str]) -> list[tuple[int, int]]:
+    """The model-frame points of an episode's left clicks that are clicks at all (in frame)."""
+    points = [(int(m[1]), int(m[2])) for a in actions if (m := LEFT.match(a))]
+    return [p for p in points if in_frame(*p)]
+
+
 def pressed_by(lefts: list[tuple[int, int]], lay) -> list[str]:
     """The buttons these left clicks (model frame, inside it) press on a button layout, in
     order, each once (a pressed button greys out and ignores further clicks)."""
@@ -123,8 +129,7 @@ def instruction_test(eps: list[tuple[str, list[str], float]]) -> dict[str, dict]
         solved = exact = 0
         for task, actions, _ in rows:
             lay = layout_of(task)
-            lefts = [(int(m[1]), int(m[2])) for a in actions if (m := LEFT.match(a))]
-            pressed = pressed_by([p for p in lefts if in_frame(*p)], lay)
+            pressed = pressed_by(left_clicks(actions), lay)
             exact += len(pressed) == steps
             solved += pressed == list(lay.targets)
             chances.append(1 / perm(len(lay.buttons), steps) if len(pressed) == steps else 0.0)
@@ -181,9 +186,7 @@ def spread(path: Path, last: int, shuffles: int = 200) -> dict:
         cells.update(pts)
         if task.startswith("pixels-click-"):
             lay = layout_of(task)
-            lefts = [(int(m[1]), int(m[2])) for a in actions if (m := LEFT.match(a))]
-            lefts = [p for p in lefts if in_frame(*p)]
-            plays.append((lefts, lay, score))
+            plays.append((left_clicks(actions), lay, score))
             if pts:
                 first.append((pts[0], lay))
 

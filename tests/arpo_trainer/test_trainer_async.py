@@ -839,9 +839,15 @@ def test_a_failing_generator_stops_the_async_loop_instead_of_giving_infra_failed
     """The sync collector's rollout raises what the policy raised; the async loop turned it into
     an infra-failed episode per member, so the learner went on taking groups of nothing but
     invalid rows for ever. The learner's take raises it now."""
-    tr = _trainer_rollouts(setup, desktops=2, policy=_Broken(), prefetch_groups=2)
+    _first_take_raises(
+        _trainer_rollouts(setup, desktops=2, policy=_Broken(), prefetch_groups=2), "device is gone"
+    )
+
+
+def _first_take_raises(tr: TrainerRollouts, match: str) -> None:
+    """The learner's first take raises what stopped the loop, with no group taken."""
     try:
-        with pytest.raises(RuntimeError, match="device is gone"):
+        with pytest.raises(RuntimeError, match=match):
             tr.take(1, 0)
         assert tr.assembler.stats.taken == 0
     finally:
@@ -868,12 +874,7 @@ def test_a_bug_outside_the_desktop_stops_the_async_loop_instead_of_giving_infra_
     by a sync rollout and now by the learner's take, not turned into invalid rows for ever."""
     tr = _trainer_rollouts(setup, desktops=1, prefetch_groups=1)
     tr.collector.encoder = _EncoderBug(setup["encoder"])
-    try:
-        with pytest.raises(RuntimeError, match="a bug in the encoder"):
-            tr.take(1, 0)
-        assert tr.assembler.stats.taken == 0
-    finally:
-        tr.close()
+    _first_take_raises(tr, "a bug in the encoder")
 
 
 class _OneShort:

@@ -290,9 +290,7 @@ class ARPOTrainer(GRPOTrainer):
     def collector(self, n: int) -> Collector:
         """The collector over a pool of ``n`` desktops (started on first use, reused afterwards)."""
         if self._pool is not None and self._pool.n != n:
-            # only the lock-step pool: the async loop (if any) plays on
-            self._pool.close()
-            self._pool, self._collector = None, None
+            self._close_lock_step()  # only that pool: the async loop (if any) plays on
         if self._pool is None:
             self._pool = DesktopPool(
                 n,
@@ -339,6 +337,10 @@ class ARPOTrainer(GRPOTrainer):
         if self._async is not None:
             self._async.close()
             self._async = None
+        self._close_lock_step()
+
+    def _close_lock_step(self) -> None:
+        """Stop the lock-step pool's desktops (warm start, evaluation, sync rollouts), if open."""
         if self._pool is not None:
             self._pool.close()
             self._pool, self._collector = None, None
@@ -659,11 +661,9 @@ class ARPOTrainer(GRPOTrainer):
         training rows, and the rollout stats of the wait. Weights go to the generator every
         ``weight_sync_every`` steps, tagged with the learner's step as the policy version."""
         if self._async is None:
-            if self._pool is not None:
-                # the oracle warm start's lock-step desktops would idle beside the loop's own for
-                # the whole run (an evaluation re-opens them when it needs them)
-                self._pool.close()
-                self._pool, self._collector = None, None
+            # the oracle warm start's lock-step desktops would idle beside the loop's own for
+            # the whole run (an evaluation re-opens them when it needs them)
+            self._close_lock_step()
             if self.vllm_engine is not None:
                 # the vLLM server samples: no copy of the model on the learner's device
                 policy: Any = ServerPolicy(self.vllm_engine, self.encoder)
