@@ -300,6 +300,13 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
         ),
         ({"rollout_mode": "async", "async_desktops": -1}, "async_desktops must be >= 0"),
         ({"async_desktops": 4}, "async_desktops=4 is for rollout_mode='async'"),
+        ({"async_requests_in_flight": 0}, "async_requests_in_flight must be >= 1"),
+        # concurrent batches are requests to a vLLM server; one model copy answers one at a time
+        (
+            {"rollout_mode": "async", "async_requests_in_flight": 2},
+            "async_requests_in_flight=2 sends concurrent requests to a vLLM server",
+        ),
+        ({"async_requests_in_flight": 2}, "needs rollout_mode='async', use_vllm=True"),
     ],
 )
 def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):
@@ -901,4 +908,147 @@ def test_a_policy_answering_the_wrong_number_of_rows_fails_its_requests_not_the_
         sample, version = gen.submit(None, 1).result(timeout=60)  # pyright: ignore[reportArgumentType]
         assert (sample.text, version) == ("x", 0)
     finally:
+        gen.close()
+
+
+# -- several generation batches in flight (async_requests_in_flight) --------------------------
+
+
+class _Held:
+    """Each ``sample`` call blocks until the test releases it; records what was in flight."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.started: list[list[int]] = []  # rows of each call, in call order
+        self.release: list[threading.Event] = []
+        self.running = 0
+        self.most_running = 0
+        self.arrived = threading.Semaphore(0)
+
+    def sample(self, contexts, rows):
+        done = threading.Event()
+        with self.lock:
+            self.started.append(list(rows))
+            self.release.append(done)
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        self.arrived.release()
+        assert done.wait(60), "the test never released this batch"
+        with self.lock:
+            self.running -= 1
+        return [TurnSample([r], [0.0], f"row {r}") for r in rows]
+
+    def wait_calls(self, n: int) -> None:
+        for _ in range(n):
+            assert self.arrived.acquire(timeout=60), "a batch the test waited for never started"
+
+
+def _submit(gen: BatchingGenerator, row: int):
+    return gen.submit(None, row)  # pyright: ignore[reportArgumentType] - the policy ignores it
+
+
+def _until(cond, what: str) -> None:
+    deadline = threading.Event()
+    for _ in range(600):  # a bound on waiting for another thread, not a timing assertion
+        if cond():
+            return
+        deadline.wait(0.1)
+    raise AssertionError(f"never happened: {what}")
+
+
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_a_turn_waiting_behind_a_batch_goes_out_at_once_only_with_requests_in_flight(in_flight):
+    policy = _Held()
+    gen = BatchingGenerator(policy, max_in_flight=in_flight)
+    try:
+        first = _submit(gen, 0)
+        policy.wait_calls(1)  # batch 1 is being sampled
+        second = _submit(gen, 1)
+        if in_flight == 1:
+            # the server holds the turn until batch 1 is answered
+            assert not policy.arrived.acquire(timeout=1.0)
+            assert policy.started == [[0]]
+            policy.release[0].set()
+            policy.wait_calls(1)
+        else:
+            policy.wait_calls(1)  # sent while batch 1 is still out
+            assert policy.most_running == 2 and gen.peak_in_flight == 2
+        assert policy.started == [[0], [1]]
+        for ev in policy.release:
+            ev.set()
+        assert first.result(timeout=60)[0].text == "row 0"
+        assert second.result(timeout=60)[0].text == "row 1"
+        assert gen.peak_in_flight == in_flight
+    finally:
+        for ev in policy.release:
+            ev.set()
+        gen.close()
+
+
+def test_a_weight_swap_waits_for_every_batch_in_flight_and_holds_new_ones_back():
+    """Each answer carries the version whose weights sampled it: the swap (``update``) runs only
+    once no batch is in flight, and a turn submitted while the swap waits is sampled after it,
+    with the new version."""
+    policy = _Held()
+    gen = BatchingGenerator(policy, max_in_flight=3, max_batch=1)
+    swapped = threading.Event()
+    in_flight_at_swap: list[int] = []
+
+    def update():
+        in_flight_at_swap.append(policy.running)
+        swapped.set()
+
+    try:
+        old = [_submit(gen, r) for r in (0, 1)]
+        policy.wait_calls(2)  # two batches of one row, both in flight
+        syncer = threading.Thread(target=gen.sync, args=(None, 7, update))
+        syncer.start()
+        _until(lambda: gen._swapping, "the swap began waiting")  # noqa: SLF001
+        new = _submit(gen, 9)  # arrives while the swap waits: must not start before it
+        assert not policy.arrived.acquire(timeout=1.0)
+        assert not swapped.is_set()
+        policy.release[0].set()
+        assert not swapped.wait(1.0)  # one batch is still in flight
+        for ev in policy.release:
+            ev.set()
+        syncer.join(60)
+        assert swapped.is_set() and in_flight_at_swap == [0]
+        policy.wait_calls(1)
+        policy.release[-1].set()
+        assert [f.result(timeout=60)[1] for f in old] == [0] * len(old)
+        sample, version = new.result(timeout=60)
+        assert (sample.text, version) == ("row 9", 7)
+    finally:
+        for ev in policy.release:
+            ev.set()
+        gen.close()
+
+
+def test_a_failing_batch_in_flight_fails_its_own_requests_only():
+    class FailsRowZero(_Held):
+        def sample(self, contexts, rows):
+            out = super().sample(contexts, rows)
+            if 0 in rows:
+                raise RuntimeError("the server answered 500")
+            return out
+
+    policy = FailsRowZero()
+    gen = BatchingGenerator(policy, max_in_flight=2, max_batch=1)
+    try:
+        bad = _submit(gen, 0)
+        policy.wait_calls(1)
+        good = _submit(gen, 1)
+        policy.wait_calls(1)
+        for ev in policy.release:
+            ev.set()
+        assert "500" in str(bad.exception(timeout=60))
+        assert good.result(timeout=60)[0].text == "row 1"
+        again = _submit(gen, 2)  # the generator still serves
+        policy.wait_calls(1)
+        policy.release[-1].set()
+        assert again.result(timeout=60)[0].text == "row 2"
+        assert gen.batches == 2  # answered batches; the failed one is not counted
+    finally:
+        for ev in policy.release:
+            ev.set()
         gen.close()

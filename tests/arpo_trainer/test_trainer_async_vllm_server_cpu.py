@@ -163,3 +163,48 @@ def test_async_mode_samples_from_the_vllm_server_and_pushes_weights_to_it(server
 def test_colocate_mode_with_async_rollouts_is_refused(tmp_path):
     with pytest.raises(ValueError, match="needs vllm_mode='server'"):
         make_config(tmp_path, rollout_mode="async", use_vllm=True, vllm_mode="colocate")
+
+
+def test_requests_in_flight_are_sampled_by_the_weights_their_version_names(server, tmp_path):
+    """``async_requests_in_flight=2``: the generator sends a batch while another is still being
+    generated, and a weight push waits for both. On-policy (``max_staleness=0``) every group a
+    step trains on is tagged with the learner's own version, so every sampled token must score
+    the same under the learner as under the server; a request that overlapped a push would be
+    sampled (in part) by the weights of the step before, which score differently (the stale step
+    of the test above)."""
+    srv, path = server
+    loads_before = weight_loads(srv.base_url)
+    args = make_config(
+        tmp_path,
+        rollout_mode="async",
+        per_device_train_batch_size=4,  # one group of four a step: four episodes at once
+        num_generations=4,
+        max_steps=3,
+        max_staleness=0,
+        weight_sync_every=1,
+        async_desktops=4,
+        async_requests_in_flight=2,
+        use_vllm=True,
+        vllm_mode="server",
+        vllm_server_base_url=srv.base_url,
+        vllm_weight_transfer="disk",
+        vllm_max_model_length=2048,
+    )
+    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
+    trainer = RecordingTrainer(
+        model, args, AutoProcessor.from_pretrained(path), peft_config=lora_config(model, r=4)
+    )
+    train_from_a_stored_success(trainer)
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert trainer.state.global_step == 3 and len(history) == 3
+    assert [h["async/staleness_max"] for h in history] == [0.0, 0.0, 0.0]
+    assert weight_loads(srv.base_url) - loads_before == 3  # a push before each step
+    peak = history[-1]["async/requests_in_flight_peak"]
+    print(f"most batches in flight at once: {peak:.0f}")
+    assert 1 <= peak <= 2
+    gaps = [
+        policy_logp_gap(out, taken)
+        for out, taken in zip(trainer.outputs, trainer.taken, strict=True)
+    ]
+    print("logp gaps per step: " + ", ".join(f"{g:.2e}" for g in gaps))
+    assert all(g < 1e-3 for g in gaps)

@@ -191,6 +191,13 @@ class BatchingGenerator:
             after its batch was computed, without holding the server. Recorded as ``generate``
             spans on ``timeline``.
         timeline: where the simulated request spans go.
+        max_in_flight: batches being sampled at once. 1: a batch waits for the one before it
+            (one model copy answers one call at a time). More: a batch whose contexts arrived
+            while earlier ones are still being sampled goes out at once, on its own thread, as
+            concurrent requests to a vLLM server (which batches them into its running batch)
+            should; ``policy.sample`` must then be safe to call from several threads.
+            :meth:`sync` stops new batches, waits for every one in flight and only then swaps
+            the weights, so each answer is tagged with the version that sampled it.
     """
 
     def __init__(
@@ -201,9 +208,12 @@ class BatchingGenerator:
         version: int = 0,
         request_latency_s: float = 0.0,
         timeline: Timeline | None = None,
+        max_in_flight: int = 1,
     ):
         if max_batch is not None and max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
         self.policy = policy
         self.max_batch = max_batch
         self._version_changed = threading.Condition()
@@ -213,7 +223,14 @@ class BatchingGenerator:
         self.request_latency_s = request_latency_s
         self.timeline = timeline
         self._pending: queue.Queue[tuple[EncodedSequence, int, Future] | None] = queue.Queue()
-        self._swap_lock = threading.Lock()
+        self.max_in_flight = max_in_flight
+        # batches being sampled, and whether a weight swap waits for them to end (it keeps new
+        # batches out meanwhile, so a push is never starved by a steady stream of requests)
+        self._flight = threading.Condition()
+        self._in_flight = 0
+        self._swapping = False
+        self.peak_in_flight = 0  # most batches ever sampled at once
+        self._samplers: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._serve, name="batching-generator", daemon=True)
         self._closed = False
         self._thread.start()
@@ -261,25 +278,53 @@ class BatchingGenerator:
         self, policy: Policy | None, version: int, update: Callable[[], None] | None = None
     ) -> None:
         """New weights: later batches sample with ``policy`` (or the same object, whose weights
-        ``update`` copies in, between batches) and are tagged ``version``. Waits for the batch in
-        flight."""
-        with self._swap_lock:
+        ``update`` copies in, between batches) and are tagged ``version``. Starts no new batch
+        and waits for every batch in flight first."""
+        with self._flight:
+            while self._swapping:  # one swap at a time
+                self._flight.wait()
+            self._swapping = True
+            while self._in_flight:
+                self._flight.wait()
+        try:
             if update is not None:
                 update()
             if policy is not None:
                 self.policy = policy
             self.version = version
+        finally:
+            with self._flight:
+                self._swapping = False
+                self._flight.notify_all()
 
     def close(self) -> None:
         self._closed = True
         self._pending.put(None)
         self._thread.join(timeout=60)
+        for t in list(self._samplers):
+            t.join(timeout=60)
+
+    def _begin_batch(self) -> int:
+        """Wait for a free slot and no swap pending; the version the batch samples with."""
+        with self._flight:
+            while self._swapping or self._in_flight >= self.max_in_flight:
+                self._flight.wait()
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+            return self._version
+
+    def _end_batch(self) -> None:
+        with self._flight:
+            self._in_flight -= 1
+            self._flight.notify_all()
 
     def _serve(self) -> None:
         while True:
             first = self._pending.get()
             if first is None:
                 return
+            # a slot first, then whatever else arrived while waiting for it joins the batch
+            version = self._begin_batch()
             batch = [first]
             while self.max_batch is None or len(batch) < self.max_batch:
                 try:
@@ -290,37 +335,49 @@ class BatchingGenerator:
                     self._pending.put(None)
                     break
                 batch.append(item)
-            t0 = time.monotonic()
-            with self._swap_lock:
-                version = self.version
-                try:
-                    samples = self.policy.sample([b[0] for b in batch], [b[1] for b in batch])
-                    if len(samples) != len(batch):
-                        # checked here, not by a strict zip below: an error raised outside this
-                        # try would end the server thread and leave every desktop waiting
-                        raise ValueError(
-                            f"the policy answered {len(samples)} samples for {len(batch)} contexts"
-                        )
-                except BaseException as e:  # noqa: BLE001 - handed to every waiting desktop
-                    for _, _, fut in batch:
-                        fut.set_exception(e)
-                    continue
+            if self.max_in_flight == 1:
+                self._sample(batch, version)
+                continue
+            self._samplers = [t for t in self._samplers if t.is_alive()]
+            sampler = threading.Thread(
+                target=self._sample, args=(batch, version), name="generator-batch", daemon=True
+            )
+            self._samplers.append(sampler)
+            sampler.start()
+
+    def _sample(self, batch: list[tuple[EncodedSequence, int, Future]], version: int) -> None:
+        """One batch, begun by :meth:`_begin_batch`: its answers, or its error, to its futures."""
+        t0 = time.monotonic()
+        try:
+            policy = self.policy
+            samples = policy.sample([b[0] for b in batch], [b[1] for b in batch])
+            if len(samples) != len(batch):
+                # checked here, not by a strict zip below: an error raised outside this try
+                # would end the serving thread and leave every desktop waiting
+                raise ValueError(
+                    f"the policy answered {len(samples)} samples for {len(batch)} contexts"
+                )
+        except BaseException as e:  # noqa: BLE001 - handed to every waiting desktop
+            for _, _, fut in batch:
+                fut.set_exception(e)
+            return
+        finally:
+            self._end_batch()
+        with self._flight:
             self.batches += 1
             self.batch_sizes.append(len(batch))
-            if self.request_latency_s > 0:
-                if self.timeline is not None:
-                    self.timeline.add_span(
-                        "generate", t0, time.monotonic() + self.request_latency_s
-                    )
-                for (_, _, fut), sample in zip(batch, samples, strict=True):
-                    timer = threading.Timer(
-                        self.request_latency_s, fut.set_result, ((sample, version),)
-                    )
-                    timer.daemon = True
-                    timer.start()
-                continue
+        if self.request_latency_s > 0:
+            if self.timeline is not None:
+                self.timeline.add_span("generate", t0, time.monotonic() + self.request_latency_s)
             for (_, _, fut), sample in zip(batch, samples, strict=True):
-                fut.set_result((sample, version))
+                timer = threading.Timer(
+                    self.request_latency_s, fut.set_result, ((sample, version),)
+                )
+                timer.daemon = True
+                timer.start()
+            return
+        for (_, _, fut), sample in zip(batch, samples, strict=True):
+            fut.set_result((sample, version))
 
 
 class ServerPolicy:
@@ -1050,11 +1107,14 @@ class TrainerRollouts:
         start_version: int = 0,
         gate: bool = True,
         allow_unseparated: bool = True,
+        requests_in_flight: int = 1,
     ):
         if not rows:
             raise ValueError("TrainerRollouts needs at least one training row")
         self.timeline = Timeline()
-        self.generator = BatchingGenerator(policy, version=start_version)
+        self.generator = BatchingGenerator(
+            policy, version=start_version, max_in_flight=requests_in_flight
+        )
         self.collector = AsyncCollector(
             [InstrumentedPool(p, self.timeline) for p in pools],  # desktop-seconds counted
             encoder,

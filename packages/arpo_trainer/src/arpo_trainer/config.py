@@ -211,6 +211,16 @@ class ARPOConfig(GRPOConfig):
             "learner fed while episodes of uneven length finish; the generator batches their turns."
         },
     )
+    async_requests_in_flight: int = field(
+        default=1,
+        metadata={
+            "help": "async with vllm_mode='server': generation batches sent to the server at "
+            "once. 1: a batch waits for the answer to the one before it. More: the turns that "
+            "arrive while earlier batches are being generated go out at once, and the server "
+            "batches them into its running batch (continuous batching); a weight push waits "
+            "for every batch in flight. The transformers generator (one model copy) takes 1."
+        },
+    )
     vllm_weight_transfer: str = field(
         default="nccl",
         metadata={
@@ -444,6 +454,19 @@ class ARPOConfig(GRPOConfig):
             raise ValueError(
                 f"async_desktops={self.async_desktops} is for rollout_mode='async'; sync mode "
                 "plays one desktop per row of the generation batch"
+            )
+        if self.async_requests_in_flight < 1:
+            raise ValueError(
+                f"async_requests_in_flight must be >= 1, got {self.async_requests_in_flight}"
+            )
+        if self.async_requests_in_flight > 1 and not (
+            self.rollout_mode == "async" and self.use_vllm and self.vllm_mode == "server"
+        ):
+            raise ValueError(
+                f"async_requests_in_flight={self.async_requests_in_flight} sends concurrent "
+                "requests to a vLLM server: it needs rollout_mode='async', use_vllm=True and "
+                "vllm_mode='server' (the transformers generator is one model copy, which "
+                "answers one batch at a time)"
             )
         if self.rollout_mode == "async" and self.weight_sync_every > self.max_staleness + 1:
             # between two syncs every episode is sampled with the last synced version, up to

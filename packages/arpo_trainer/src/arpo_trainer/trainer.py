@@ -525,6 +525,8 @@ class ARPOTrainer(GRPOTrainer):
             # episodes whose start waited at the version gate (cumulative): desktops held back
             m["async/gated_waits"].append(float(sum(r[3] for r in ranks)))
             m["async/generator_version"].append(float(self._async.generator.version))
+            # most generation batches this process had in flight at once (cumulative)
+            m["async/requests_in_flight_peak"].append(float(self._async.generator.peak_in_flight))
         self._record_metrics(
             mode,
             [t for r in shared for t in r["fresh"]],
@@ -710,6 +712,7 @@ class ARPOTrainer(GRPOTrainer):
                 start_version=step,
                 gate=self.args.async_version_gate,
                 allow_unseparated=self.args.allow_unseparated_desktops,
+                requests_in_flight=self.args.async_requests_in_flight,
             )
             if self.vllm_engine is not None and self.vllm_engine.synced_step != step:
                 self.vllm_engine.push_weights(step)  # before the first request

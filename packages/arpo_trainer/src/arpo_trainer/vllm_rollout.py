@@ -52,6 +52,7 @@ import contextlib
 import importlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,6 +224,9 @@ class VLLMRolloutEngine:
         self.counts = EngineCounts()
         self._open = False
         self._client: Any = None
+        # the asynchronous generator may call serve() from several threads at once
+        # (async_requests_in_flight > 1): the counts and the lazily made client are shared
+        self._lock = threading.Lock()
 
     @property
     def llm(self) -> Any:
@@ -313,7 +317,8 @@ class VLLMRolloutEngine:
         between two of its batches."""
         if self.mode != "server":
             raise RuntimeError("only a vLLM server samples outside a rollout")
-        self.counts.turns += 1
+        with self._lock:
+            self.counts.turns += 1
         return self._server_generate(prompts, images)
 
     def generate(
@@ -338,6 +343,10 @@ class VLLMRolloutEngine:
     def client(self) -> Any:
         """This rank's HTTP client of the server (the main process reuses TRL's, which also holds
         the weight-transfer communicator)."""
+        with self._lock:
+            return self._make_client()
+
+    def _make_client(self) -> Any:
         if self._client is None:
             gen = self.generation
             own = getattr(gen, "vllm_client", None)
