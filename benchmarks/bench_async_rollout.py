@@ -188,6 +188,12 @@ def _report(tl: Any, start: float, end: float, n: int, gen_latency_s: float) -> 
     return rep
 
 
+def in_flight_of(mode: str) -> int | None:
+    """N of an ``async@N`` mode (None for any other mode or a bad N)."""
+    head, _, n = mode.partition("@")
+    return int(n) if head == "async" and n.isdigit() and int(n) >= 1 else None
+
+
 def learner_s(args: argparse.Namespace, turns: int) -> float:
     """The simulated learner step over episodes of ``turns`` turns in all."""
     return args.learn_s + args.learn_s_per_turn * turns
@@ -246,7 +252,12 @@ def run_sync(b: dict[str, Any], args: argparse.Namespace) -> dict[str, float]:
     return rep
 
 
-def run_async(b: dict[str, Any], args: argparse.Namespace, gate: bool) -> dict[str, float]:
+def run_async(
+    b: dict[str, Any], args: argparse.Namespace, gate: bool, in_flight: int | None = None
+) -> dict[str, float]:
+    """``in_flight``: the trainer's generator with that many batches out at once
+    (``async_requests_in_flight``), each paying the per-call latency; ``None``: the
+    ``--latency-model``'s generator."""
     from arpo_trainer import async_rollout as ar
     from arpo_trainer.desktops import DesktopPool
 
@@ -254,7 +265,11 @@ def run_async(b: dict[str, Any], args: argparse.Namespace, gate: bool) -> dict[s
     G, n, per_step = args.group_size, args.desktops, args.groups_per_step
     pools = [ar.InstrumentedPool(DesktopPool(1, b["env"], backend="async"), tl) for _ in range(n)]
     scripted = ScriptedLengths(b["policy"], b["click"], b["done"], b["lengths"])
-    if args.latency_model == "per-call":
+    if in_flight is not None:
+        gen = ar.BatchingGenerator(
+            ar.InstrumentedPolicy(scripted, tl, args.gen_latency_s), max_in_flight=in_flight
+        )
+    elif args.latency_model == "per-call":
         gen = ar.BatchingGenerator(ar.InstrumentedPolicy(scripted, tl, args.gen_latency_s))
     else:  # a continuous-batching server: every request pays the latency, concurrently
         gen = ar.BatchingGenerator(
@@ -324,6 +339,7 @@ def run_async(b: dict[str, Any], args: argparse.Namespace, gate: bool) -> dict[s
     st = asm.stats.staleness
     rep["staleness_mean"] = sum(st) / max(len(st), 1)
     rep["mean_batch"] = sum(gen.batch_sizes) / max(len(gen.batch_sizes), 1)
+    rep["peak_in_flight"] = float(gen.peak_in_flight)
     return rep
 
 
@@ -364,6 +380,9 @@ def pooled(runs: list[dict[str, float]]) -> dict[str, float]:
     for k in ("dropped_stale", "abandoned_stale", "played_episodes", "gated_waits"):
         if k in runs[0]:
             out[k] = sum(r[k] for r in runs)
+    if "mean_batch" in runs[0]:
+        out["mean_batch"] = sum(r["mean_batch"] for r in runs) / len(runs)
+        out["peak_in_flight"] = max(r["peak_in_flight"] for r in runs)
     return out
 
 
@@ -421,7 +440,9 @@ def main() -> None:
         "--modes",
         default="sync,async",
         help="comma list of sync, async (with the version gate), async-nogate (the earlier "
-        "take-whatever-is-complete loop that drops too stale groups)",
+        "take-whatever-is-complete loop that drops too stale groups), async@N (the gate, and "
+        "the trainer's generator with N batches in flight, each paying --gen-latency-s: "
+        "async_requests_in_flight=N; async@1 is async under --latency-model per-call)",
     )
     ap.add_argument("--json", help="also write every round's figures and the settings here")
     args = ap.parse_args()
@@ -439,8 +460,9 @@ def main() -> None:
     if args.max_turns < lengths.hi:
         raise SystemExit(f"--max-turns {args.max_turns} < the longest episode {lengths.hi}")
     modes = args.modes.split(",")
-    if not set(modes) <= {"sync", "async", "async-nogate"}:
-        raise SystemExit(f"--modes {args.modes!r}: use sync, async, async-nogate")
+    in_flight = {m: in_flight_of(m) for m in modes}
+    if not all(m in ("sync", "async", "async-nogate") or in_flight[m] for m in modes):
+        raise SystemExit(f"--modes {args.modes!r}: use sync, async, async-nogate, async@N (N >= 1)")
     runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as tmp:
         b = build(args, tmp)
@@ -450,7 +472,7 @@ def main() -> None:
                 if mode == "sync":
                     rep = run_sync(b, args)
                 else:
-                    rep = run_async(b, args, gate=mode == "async")
+                    rep = run_async(b, args, gate=mode != "async-nogate", in_flight=in_flight[mode])
                 runs[mode].append(rep)
                 print(f"round {r + 1} {mode}: {rep}", flush=True)
     prefetch = args.prefetch_groups or 2 * args.groups_per_step
@@ -487,7 +509,8 @@ def main() -> None:
             f"\n{m}: {a['played_episodes']:.0f} episodes played for {a['episodes']:.0f} taken, "
             f"{a['dropped_stale']:.0f} groups dropped as stale, {a['abandoned_stale']:.0f} "
             f"episodes abandoned as stale, {a['gated_waits']:.0f} episode starts waited at the "
-            "version gate"
+            f"version gate, mean batch {a['mean_batch']:.2f}, at most {a['peak_in_flight']:.0f} "
+            "batch(es) in flight"
         )
     if args.json:
         with open(args.json, "w") as fh:
