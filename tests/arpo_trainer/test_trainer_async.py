@@ -300,7 +300,7 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
         ),
         ({"rollout_mode": "async", "async_desktops": -1}, "async_desktops must be >= 0"),
         ({"async_desktops": 4}, "async_desktops=4 is for rollout_mode='async'"),
-        ({"async_requests_in_flight": 0}, "async_requests_in_flight must be >= 1"),
+        ({"async_requests_in_flight": -1}, "async_requests_in_flight must be >= 0"),
         # concurrent batches are requests to a vLLM server; one model copy answers one at a time
         (
             {"rollout_mode": "async", "async_requests_in_flight": 2},

@@ -26,12 +26,14 @@ class RecordingTrainer(ARPOTrainer):
         self.taken: list[list[Trajectory]] = []
         self.outputs: list[dict[str, Any]] = []
         self.episodes_per_desktop: list[int] = []
+        self.max_in_flight = 0  # the async generator's batches-in-flight bound
 
     def _async_groups(self, rows: int, G: int, step: int):
         out = super()._async_groups(rows, G, step)
         self.taken.append(out[1])
         assert self._async is not None
         self.episodes_per_desktop = list(self._async.collector.episodes_per_desktop)
+        self.max_in_flight = self._async.generator.max_in_flight
         return out
 
     def _generate_and_score_completions(self, inputs):
@@ -123,6 +125,9 @@ def test_async_mode_trains_on_the_fake_desktop_with_stale_groups_corrected(tmp_p
     ratio = trainer.outputs[1]["importance_sampling_ratio"]
     assert not torch.allclose(ratio, torch.ones_like(ratio))
     assert torch.allclose(trainer.outputs[0]["importance_sampling_ratio"][0], torch.ones(1))
+    # the transformers generator (one model copy) answers one batch at a time by default
+    assert trainer.max_in_flight == 1
+    assert all(h["async/requests_in_flight_peak"] == 1 for h in history)
 
 
 @pytest.mark.desktop

@@ -55,10 +55,13 @@ class RecordingTrainer(ARPOTrainer):
         super().__init__(*args, **kwargs)
         self.taken: list[list[Trajectory]] = []
         self.outputs: list[dict[str, Any]] = []
+        self.max_in_flight = 0  # the async generator's batches-in-flight bound
 
     def _async_groups(self, rows: int, G: int, step: int):
         out = super()._async_groups(rows, G, step)
         self.taken.append(out[1])
+        assert self._async is not None
+        self.max_in_flight = self._async.generator.max_in_flight
         return out
 
     def _generate_and_score_completions(self, inputs):
@@ -127,6 +130,8 @@ def test_async_mode_samples_from_the_vllm_server_and_pushes_weights_to_it(server
     # from what the server holds until the next push
     train_from_a_stored_success(trainer)
     assert trainer._generator_model is None  # noqa: SLF001 - no copy of the model on the learner
+    # a vLLM server takes one batch in flight per desktop by default (2 desktops here)
+    assert trainer.max_in_flight == 2
     engine = trainer.vllm_engine
     assert engine is not None
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]

@@ -212,13 +212,15 @@ class ARPOConfig(GRPOConfig):
         },
     )
     async_requests_in_flight: int = field(
-        default=1,
+        default=0,
         metadata={
-            "help": "async with vllm_mode='server': generation batches sent to the server at "
-            "once. 1: a batch waits for the answer to the one before it. More: the turns that "
-            "arrive while earlier batches are being generated go out at once, and the server "
-            "batches them into its running batch (continuous batching); a weight push waits "
-            "for every batch in flight. The transformers generator (one model copy) takes 1."
+            "help": "async: generation batches out at once. 0 (default): one per desktop of the "
+            "process with vllm_mode='server', 1 otherwise. 1: a batch waits for the answer to "
+            "the one before it. More (vLLM server only): the turns that arrive while earlier "
+            "batches are being generated go out at once, and the server batches them into its "
+            "running batch (continuous batching); a weight push waits for every batch in "
+            "flight. The transformers generator (one model copy) takes 1. Measured in "
+            "docs/async.md: with one in flight the async loop is slower than sync."
         },
     )
     vllm_weight_transfer: str = field(
@@ -455,9 +457,10 @@ class ARPOConfig(GRPOConfig):
                 f"async_desktops={self.async_desktops} is for rollout_mode='async'; sync mode "
                 "plays one desktop per row of the generation batch"
             )
-        if self.async_requests_in_flight < 1:
+        if self.async_requests_in_flight < 0:
             raise ValueError(
-                f"async_requests_in_flight must be >= 1, got {self.async_requests_in_flight}"
+                f"async_requests_in_flight must be >= 0 (0: one per desktop with a vLLM server, "
+                f"else 1), got {self.async_requests_in_flight}"
             )
         if self.async_requests_in_flight > 1 and not (
             self.rollout_mode == "async" and self.use_vllm and self.vllm_mode == "server"

@@ -712,7 +712,10 @@ class ARPOTrainer(GRPOTrainer):
                 start_version=step,
                 gate=self.args.async_version_gate,
                 allow_unseparated=self.args.allow_unseparated_desktops,
-                requests_in_flight=self.args.async_requests_in_flight,
+                # a vLLM server batches concurrent requests itself: by default one per desktop,
+                # so no desktop's turn waits for a batch it missed (docs/async.md measures it)
+                requests_in_flight=self.args.async_requests_in_flight
+                or (desktops if self.vllm_engine is not None else 1),
             )
             if self.vllm_engine is not None and self.vllm_engine.synced_step != step:
                 self.vllm_engine.push_weights(step)  # before the first request
