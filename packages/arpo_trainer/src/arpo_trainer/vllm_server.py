@@ -23,6 +23,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -132,6 +133,10 @@ def server_command(
 class VLLMServer:
     """A vLLM server subprocess on loopback; a context manager that waits until it is healthy.
 
+    The server lives no longer than the thread that called :meth:`start` (``setpriv
+    --pdeathsig``, where util-linux has it): start it from the main thread or one that outlives
+    its use.
+
     >>> cmd = server_command("/models/tiny", port=8123, enforce_eager=True)
     >>> "--enable-scale-out" in cmd and "--weight-transfer-config" not in cmd
     True
@@ -176,9 +181,17 @@ class VLLMServer:
         env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", **self.env}
         self.log_path = self.log_path or Path(f"/tmp/vllm-server-{self.port}.log")
         log.info("starting vLLM server: %s (log %s)", " ".join(cmd), self.log_path)
+        # the server ends with the thread that started it (SIGTERM when it exits, however it
+        # exits): a trainer or test killed outright would otherwise leave it, its engine and
+        # their memory (a GPU's, on a GPU) behind, in a session of its own
+        die_with_us = ["setpriv", "--pdeathsig", "TERM", "--"] if shutil.which("setpriv") else []
         with open(self.log_path, "wb") as out:
             self._proc = subprocess.Popen(
-                cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                die_with_us + cmd,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
