@@ -105,30 +105,41 @@ def server(tmp_path_factory):
         yield srv, path
 
 
-def test_async_mode_samples_from_the_vllm_server_and_pushes_weights_to_it(server, tmp_path):
+def train_async_on_the_server(server, tmp_path, **overrides: Any) -> RecordingTrainer:
+    """3 async steps of the tiny model with LoRA, sampled by ``server``, weights pushed to it
+    through disk. Replay of the oracle's success gives every step an advantage, so the learner
+    moves away from what the server holds until the next push."""
     srv, path = server
-    loads_before = weight_loads(srv.base_url)
     args = make_config(
         tmp_path,
         rollout_mode="async",
-        per_device_train_batch_size=2,
-        num_generations=2,
         max_steps=3,
-        max_staleness=1,
-        weight_sync_every=2,
         use_vllm=True,
         vllm_mode="server",
         vllm_server_base_url=srv.base_url,
         vllm_weight_transfer="disk",
         vllm_max_model_length=2048,
+        **overrides,
     )
     model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
     trainer = RecordingTrainer(
         model, args, AutoProcessor.from_pretrained(path), peft_config=lora_config(model, r=4)
     )
-    # replay of the oracle's success gives every step an advantage, so the learner moves away
-    # from what the server holds until the next push
     train_from_a_stored_success(trainer)
+    return trainer
+
+
+def test_async_mode_samples_from_the_vllm_server_and_pushes_weights_to_it(server, tmp_path):
+    srv, _ = server
+    loads_before = weight_loads(srv.base_url)
+    trainer = train_async_on_the_server(
+        server,
+        tmp_path,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_staleness=1,
+        weight_sync_every=2,
+    )
     assert trainer._generator_model is None  # noqa: SLF001 - no copy of the model on the learner
     # a vLLM server takes one batch in flight per desktop by default (2 desktops here)
     assert trainer.max_in_flight == 2
@@ -177,29 +188,18 @@ def test_requests_in_flight_are_sampled_by_the_weights_their_version_names(serve
     the same under the learner as under the server; a request that overlapped a push would be
     sampled (in part) by the weights of the step before, which score differently (the stale step
     of the test above)."""
-    srv, path = server
+    srv, _ = server
     loads_before = weight_loads(srv.base_url)
-    args = make_config(
+    trainer = train_async_on_the_server(
+        server,
         tmp_path,
-        rollout_mode="async",
         per_device_train_batch_size=4,  # one group of four a step: four episodes at once
         num_generations=4,
-        max_steps=3,
         max_staleness=0,
         weight_sync_every=1,
         async_desktops=4,
         async_requests_in_flight=2,
-        use_vllm=True,
-        vllm_mode="server",
-        vllm_server_base_url=srv.base_url,
-        vllm_weight_transfer="disk",
-        vllm_max_model_length=2048,
     )
-    model = Qwen2_5_VLForConditionalGeneration.from_pretrained(path)
-    trainer = RecordingTrainer(
-        model, args, AutoProcessor.from_pretrained(path), peft_config=lora_config(model, r=4)
-    )
-    train_from_a_stored_success(trainer)
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert trainer.state.global_step == 3 and len(history) == 3
     assert [h["async/staleness_max"] for h in history] == [0.0, 0.0, 0.0]
