@@ -344,20 +344,17 @@ class VLLMRolloutEngine:
         """This rank's HTTP client of the server (the main process reuses TRL's, which also holds
         the weight-transfer communicator)."""
         with self._lock:
-            return self._make_client()
+            if self._client is None:
+                gen = self.generation
+                own = getattr(gen, "vllm_client", None)
+                if own is not None:
+                    self._client = own
+                else:
+                    from trl.generation.vllm_client import VLLMClient
 
-    def _make_client(self) -> Any:
-        if self._client is None:
-            gen = self.generation
-            own = getattr(gen, "vllm_client", None)
-            if own is not None:
-                self._client = own
-            else:
-                from trl.generation.vllm_client import VLLMClient
-
-                url = gen.server_base_url or f"http://{gen.server_host}:{gen.server_port}"
-                self._client = VLLMClient(base_url=url, connection_timeout=gen.server_timeout)
-        return self._client
+                    url = gen.server_base_url or f"http://{gen.server_host}:{gen.server_port}"
+                    self._client = VLLMClient(base_url=url, connection_timeout=gen.server_timeout)
+            return self._client
 
     def _server_generate(
         self, prompts: list[list[int]], images: list[list[Any] | None]

@@ -23,7 +23,6 @@ import importlib.metadata
 import json
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import requests
+from osworld_gym.guest.processes import die_with_us
 
 log = logging.getLogger(__name__)
 
@@ -133,9 +133,8 @@ def server_command(
 class VLLMServer:
     """A vLLM server subprocess on loopback; a context manager that waits until it is healthy.
 
-    The server lives no longer than the thread that called :meth:`start` (``setpriv
-    --pdeathsig``, where util-linux has it): start it from the main thread or one that outlives
-    its use.
+    Started from the main thread, the server lives no longer than its process
+    (:func:`~osworld_gym.guest.processes.die_with_us`, where util-linux has ``setpriv``).
 
     >>> cmd = server_command("/models/tiny", port=8123, enforce_eager=True)
     >>> "--enable-scale-out" in cmd and "--weight-transfer-config" not in cmd
@@ -181,13 +180,12 @@ class VLLMServer:
         env = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", **self.env}
         self.log_path = self.log_path or Path(f"/tmp/vllm-server-{self.port}.log")
         log.info("starting vLLM server: %s (log %s)", " ".join(cmd), self.log_path)
-        # the server ends with the thread that started it (SIGTERM when it exits, however it
-        # exits): a trainer or test killed outright would otherwise leave it, its engine and
-        # their memory (a GPU's, on a GPU) behind, in a session of its own
-        die_with_us = ["setpriv", "--pdeathsig", "TERM", "--"] if shutil.which("setpriv") else []
         with open(self.log_path, "wb") as out:
             self._proc = subprocess.Popen(
-                die_with_us + cmd,
+                # SIGTERM when the process that started it ends, however it ends: a trainer or
+                # test killed outright would otherwise leave the server, its engine and their
+                # memory (a GPU's, on a GPU) behind, in a session of its own
+                die_with_us("TERM") + cmd,
                 env=env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -25,7 +25,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 
 from osworld_gym.errors import GuestError, MissingDependencyError
-from osworld_gym.guest.processes import ProcessRegistry, descendants
+from osworld_gym.guest.processes import ProcessRegistry, descendants, die_with_us
 from osworld_gym.guest.profiles import PROFILES, UbuntuSession
 from osworld_gym.guest.xgrab import GrabControlError, make_impervious
 
@@ -93,18 +93,6 @@ def _wait_for(
         delay = min(delay * 1.5, 0.1)
 
 
-def _die_with_us() -> list[str]:
-    """Prefix that makes a child get SIGKILL if the guest dies without cleaning up.
-
-    Only for children started from the main thread: the kernel signals when the *thread* that
-    forked exits, and request-handler threads exit after every request (a reset restarts the
-    session bus from one: it gets no prefix, and dies with the sandbox or :meth:`Desktop.stop`).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return []
-    return ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
-
-
 def _program(pid: int) -> str:
     """Basename of the file a process executes ('' if unreadable). Its executable, not its
     argv[0]: a player process can call itself anything (``exec -a at-spi-bus-launcher``) and
@@ -169,7 +157,7 @@ class Desktop:
         w, h, depth = self.screen
         log_path = self.state_dir / "xvfb.log"
         argv = [
-            *_die_with_us(),
+            *die_with_us(),  # SIGKILL if the guest dies without cleaning up
             "Xvfb",
             self.display,
             "-screen",
@@ -240,7 +228,10 @@ class Desktop:
         with open(log_path, "wb") as out:
             self.bus = self.registry.popen(
                 [
-                    *_die_with_us(),
+                    # a reset restarts the bus from a request-handler thread, which exits after
+                    # every request: there the prefix is empty, and the bus dies with the
+                    # sandbox or Desktop.stop()
+                    *die_with_us(),
                     "dbus-daemon",
                     "--session",
                     "--nofork",

@@ -35,6 +35,7 @@ import logging
 import os
 import select
 import selectors
+import shutil
 import signal
 import subprocess
 import threading
@@ -71,6 +72,19 @@ def become_subreaper() -> bool:
 def exit_with_parent(sig: int = signal.SIGTERM) -> bool:
     """Ask the kernel to send ``sig`` to this process when its parent exits."""
     return _prctl(_PR_SET_PDEATHSIG, int(sig))
+
+
+def die_with_us(sig: str = "KILL") -> list[str]:
+    """Command prefix (``setpriv --pdeathsig SIG --``) that makes a child get ``sig`` when the
+    thread that starts it exits, however it exits: a parent killed outright leaves nothing behind.
+
+    Only for children started from the main thread: the kernel signals when the *thread* that
+    forked exits, so a child started from a short-lived thread would die with that thread. Off the
+    main thread, and where util-linux's ``setpriv`` is missing, the prefix is empty.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    return ["setpriv", "--pdeathsig", sig, "--"] if shutil.which("setpriv") else []
 
 
 @dataclass(frozen=True)
