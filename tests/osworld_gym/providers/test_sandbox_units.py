@@ -398,3 +398,29 @@ def test_the_v2_freezer_holds_a_writer_and_keeps_a_trusted_process_running(tmp_p
                     d.rmdir()
                 except OSError:
                     time.sleep(0.01)
+
+
+def test_sweep_removes_only_desktops_whose_owner_is_gone(tmp_path):
+    """Every local desktop sweeps the state dirs of dead owners as it starts, while other
+    desktops start beside it. A dir without an owner record, or with one still being written
+    (empty), belongs to a desktop between ``mkdtemp`` and :func:`write_owner`: it stays (an
+    8-desktop benchmark lost a desktop's home to a sweep that read an empty record as a dead
+    owner). A dir whose recorded owner has exited is removed; the live owner's stays."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    dirs = {
+        name: tmp_path / f"osworld-gym-{name}" for name in ("norecord", "empty", "dead", "live")
+    }
+    for d in dirs.values():
+        (d / "home").mkdir(parents=True)
+    (dirs["empty"] / limits.OWNER_FILE).write_text("")
+    (dirs["dead"] / limits.OWNER_FILE).write_text(f"{dead.pid} 12345")
+    limits.write_owner(dirs["live"])
+    assert limits.sweep_stale(tmp_path) == 1
+    assert {d.name for d in tmp_path.iterdir()} == {
+        f"osworld-gym-{n}" for n in ("norecord", "empty", "live")
+    }
+    # the record is published whole: nothing but it is left in the dir
+    assert {p.name for p in dirs["live"].iterdir()} == {"home", limits.OWNER_FILE}
+    pid, start = (dirs["live"] / limits.OWNER_FILE).read_text().split()
+    assert int(pid) == os.getpid() and start == limits._start_time(os.getpid())

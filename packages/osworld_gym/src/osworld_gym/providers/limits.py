@@ -374,16 +374,25 @@ def _start_time(pid: int) -> str | None:
 
 
 def write_owner(state_dir: Path) -> None:
-    """Record which process owns a state dir (pid and start time: pids are reused)."""
-    (state_dir / OWNER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid())}")
+    """Record which process owns a state dir (pid and start time: pids are reused).
+
+    Written whole or not at all (a temporary file renamed into place): another process's
+    :func:`sweep_stale` may read it at any moment, and a half-written record must never read as
+    a dead owner."""
+    tmp = state_dir / f".{OWNER_FILE}.{os.getpid()}"
+    tmp.write_text(f"{os.getpid()} {_start_time(os.getpid())}")
+    os.replace(tmp, state_dir / OWNER_FILE)
 
 
-def _owner_alive(state_dir: Path) -> bool:
+def _owner_dead(state_dir: Path) -> bool:
+    """Whether the state dir's owner record names a process that is gone. A dir without a
+    readable record proves nothing (its owner may be between ``mkdtemp`` and
+    :func:`write_owner`) and is left alone."""
     try:
         pid, start = (state_dir / OWNER_FILE).read_text().split()
+        return _start_time(int(pid)) != start
     except (OSError, ValueError):
         return False
-    return _start_time(int(pid)) == start
 
 
 def _home_mounted(state: Path) -> bool:
@@ -420,7 +429,7 @@ def sweep_stale(root: Path) -> int:
     :func:`start_janitor`, did not either). Returns how many."""
     swept = 0
     for state in root.glob("osworld-gym-*"):
-        if not (state / OWNER_FILE).is_file() or _owner_alive(state):
+        if not _owner_dead(state):
             continue
         clean_state(state)
         swept += 1
