@@ -40,7 +40,7 @@ from arpo_trainer.testing.base_policy import (
     GROUNDING_FILLS,
     GROUNDING_SIZE,
     _inside,
-    completion_logits,
+    clone_step,
     draw_scene,
     tiny_encoder,
 )
@@ -192,19 +192,7 @@ def main() -> None:
             ]
             pngs = [enc.screenshot_png(s) for s in shots]
             seqs.append(enc.encode(instruction, pngs, [enc.action_ids(a) for a in actions]))
-        logits, batch = completion_logits(model, enc, seqs)
-        mask = batch["tool_mask"].float()
-        nll = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.size(-1)),
-            batch["completion_ids"].reshape(-1),
-            reduction="none",
-        ).view_as(mask)
-        loss = (nll * mask).sum() / mask.sum()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
+        losses.append(clone_step(model, enc, seqs, opt))
     out = {"args": vars(args), "seconds": time.monotonic() - t0, "curve": curve}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     print("| step | loss | clicks | in the named widget | in any widget | blind to the name |")

@@ -370,19 +370,7 @@ def behaviour_clone(
             seqs.append(
                 encoder.encode(instruction, shots, [encoder.action_ids(a) for a in actions])
             )
-        logits, batch = completion_logits(model, encoder, seqs)
-        mask = batch["tool_mask"].float()
-        nll = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.size(-1)),
-            batch["completion_ids"].reshape(-1),
-            reduction="none",
-        ).view_as(mask)
-        loss = (nll * mask).sum() / mask.sum()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
+        losses.append(clone_step(model, encoder, seqs, opt))
         if step % 25 == 0 or step == steps - 1:
             log.info("behaviour cloning step %d/%d: loss %.3f", step + 1, steps, losses[-1])
     if eval_every:
@@ -391,6 +379,29 @@ def behaviour_clone(
     return CloneReport(
         steps, losses[0], float(np.mean(losses[-10:])), time.monotonic() - t0, losses, curve
     )
+
+
+def clone_step(
+    model: torch.nn.Module,
+    encoder: TurnEncoder,
+    seqs: list[EncodedSequence],
+    opt: torch.optim.Optimizer,
+) -> float:
+    """One supervised step on the encoded episodes ``seqs``: the mean next-token loss over their
+    action tokens, backpropagated, clipped to norm 1 and applied by ``opt``. Returns the loss."""
+    logits, batch = completion_logits(model, encoder, seqs)
+    mask = batch["tool_mask"].float()
+    nll = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.size(-1)),
+        batch["completion_ids"].reshape(-1),
+        reduction="none",
+    ).view_as(mask)
+    loss = (nll * mask).sum() / mask.sum()
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss.item()
 
 
 def completion_logits(
