@@ -20,9 +20,9 @@ hit weighted by 1 / widgets on its screen). Following the instruction is ``targe
 always the target. If the model learns that and not the named probe, it tells the colours apart
 and fails at binding the word to one.
 
-The probe's models are not a base policy for the family (they are never saved unless asked):
-its colour words are generic, and the question is only whether 64-wide, 2-layer text can
-condition a point on a word.
+The probe's models are not a base policy for the family (it saves none): its colour words are
+generic, and the question is only whether 64-wide, 2-layer text can condition a point on a
+word.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ import argparse
 import json
 import logging
 import random
-import re
 import time
 from pathlib import Path
 
 import torch
 from arpo_trainer.testing.base_policy import (
+    _POINT,
     GROUNDING_FILLS,
     GROUNDING_SIZE,
     _inside,
@@ -48,7 +48,6 @@ from arpo_trainer.tiny import load_tiny_vlm
 
 #: The names of :data:`GROUNDING_FILLS`, in its order (its comments name them).
 NAMES = ("teal", "sky", "pink", "lime", "periwinkle", "brown", "khaki", "mint")
-_POINT = re.compile(r"^Action: (click|left_double|right_single)\(start_box='\((\d+),(\d+)\)'\)")
 Widget = tuple[tuple[int, int, int, int], tuple[int, int, int], str]
 
 
