@@ -1,0 +1,64 @@
+"""The grounded base again, with colour words as whole tokens (the named-colour probe's follow-up).
+
+    uv run --frozen python benchmarks/ablation/grounding/words_base.py \
+        --output runs/base-grounded-words
+
+The named-colour probe (docs/learning.md) found the tiny model does not bind a colour word to a
+colour even from labels, and its tokenizer splits every colour word into letter fragments. This
+builds the grounded base exactly as ``base_policy --mix pointer --grounding 1 --steps 4000
+--rope_theta 100 --mrope 0,1,1,0,...`` does, but learns the tokenizer with an extra corpus of
+the probe's eight generic colour words (none a pixel-family colour), so each
+becomes a token of its own; then ``named_probe.py --base`` on the output asks the question again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+import torch
+from arpo_trainer.testing.base_policy import MIXES, behaviour_clone, tiny_encoder
+from arpo_trainer.tiny import build_tiny_vlm
+
+NAMES = ("teal", "sky", "pink", "lime", "periwinkle", "brown", "khaki", "mint")
+INTERLEAVED = [0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("--repeat", type=int, default=40, help="times each colour word is repeated")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    torch.set_num_threads(1)
+    corpus = NAMES * args.repeat
+    vlm = build_tiny_vlm(
+        seed=0,
+        hidden_size=64,
+        num_layers=2,
+        vocab_size=1024,
+        extra_corpus=corpus,
+        rope_theta=100,
+        mrope_section=INTERLEAVED,
+    )
+    tok = vlm.processor.tokenizer
+    for n in NAMES:
+        logging.info("%s -> %s", n, tok.convert_ids_to_tokens(tok.encode(f"Click the {n} box.")))
+    report = behaviour_clone(
+        vlm,
+        tiny_encoder(vlm, max_turns=3),
+        max_turns=3,
+        steps=args.steps,
+        seed=0,
+        weights=dict(MIXES["pointer"]),
+        grounding=1.0,
+    )
+    logging.info(
+        "cloned %d steps, loss %.3f -> %.3f", report.steps, report.first_loss, report.last_loss
+    )
+    vlm.save(args.output)
+
+
+if __name__ == "__main__":
+    main()
