@@ -40,6 +40,8 @@ CHILD = textwrap.dedent("""
     faulthandler.register(signal.SIGUSR1)     # the test asks where a program that hangs is stuck
     from osworld_gym.providers.docker import DockerProvider
     tag, mode = sys.argv[1], sys.argv[2]
+    if mode == "int":  # Ctrl+C in a terminal: a runner started in the background (`cmd &`) hands
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # its children SIGINT ignored
     if mode == "term":
         def previous(signum, frame):          # the program's own handler: must still run
             print("previous handler ran", flush=True)
