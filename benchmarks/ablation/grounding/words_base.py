@@ -17,8 +17,8 @@ import argparse
 import logging
 
 import torch
-from arpo_trainer.testing.base_policy import MIXES, behaviour_clone, tiny_encoder
-from arpo_trainer.tiny import build_tiny_vlm
+from arpo_trainer.testing.base_policy import build_base_policy
+from arpo_trainer.tiny import load_tiny_vlm
 
 NAMES = ("teal", "sky", "pink", "lime", "periwinkle", "brown", "khaki", "mint")
 INTERLEAVED = [0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1]
@@ -32,32 +32,21 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(1)
-    corpus = NAMES * args.repeat
-    vlm = build_tiny_vlm(
-        seed=0,
-        hidden_size=64,
-        num_layers=2,
-        vocab_size=1024,
-        extra_corpus=corpus,
+    out, report = build_base_policy(
+        args.output,
+        steps=args.steps,
+        mix="pointer",
+        grounding=1.0,
         rope_theta=100,
         mrope_section=INTERLEAVED,
-    )
-    tok = vlm.processor.tokenizer
-    for n in NAMES:
-        logging.info("%s -> %s", n, tok.convert_ids_to_tokens(tok.encode(f"Click the {n} box.")))
-    report = behaviour_clone(
-        vlm,
-        tiny_encoder(vlm, max_turns=3),
-        max_turns=3,
-        steps=args.steps,
-        seed=0,
-        weights=dict(MIXES["pointer"]),
-        grounding=1.0,
+        extra_corpus=NAMES * args.repeat,
     )
     logging.info(
         "cloned %d steps, loss %.3f -> %.3f", report.steps, report.first_loss, report.last_loss
     )
-    vlm.save(args.output)
+    tok = load_tiny_vlm(out).processor.tokenizer
+    for n in NAMES:
+        logging.info("%s -> %s", n, tok.convert_ids_to_tokens(tok.encode(f"Click the {n} box.")))
 
 
 if __name__ == "__main__":

@@ -527,12 +527,14 @@ def build_base_policy(
     grounding: float = 0.0,
     rope_theta: float | None = None,
     mrope_section: list[int] | None = None,
+    extra_corpus: tuple[str, ...] = (),
 ) -> tuple[Path, CloneReport]:
     """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions (drawn by the ``mix``
     of :data:`MIXES`; a share ``grounding`` of the episodes are :func:`grounding_episode` s
     instead), saved to ``output``. ``rope_theta`` and ``mrope_section`` go to
     :func:`~arpo_trainer.tiny.build_tiny_vlm` (the grounded base of docs/learning.md needs the
-    interleaved section)."""
+    interleaved section); ``extra_corpus`` joins the tokenizer's corpus (the named-colour probe's
+    follow-up, benchmarks/ablation/grounding/words_base.py)."""
     if mix not in MIXES:
         raise ValueError(f"unknown action mix {mix!r}; one of {sorted(MIXES)}")
     vlm = build_tiny_vlm(
@@ -542,6 +544,7 @@ def build_base_policy(
         vocab_size=vocab_size,
         rope_theta=rope_theta,
         mrope_section=mrope_section,
+        extra_corpus=extra_corpus,
     )
     weights = dict(MIXES[mix])
     if fail_weight is not None:
