@@ -69,6 +69,8 @@ def run_one(mode: str, seed: int, args: argparse.Namespace) -> Path:
         "--save_strategy", "steps", "--save_steps", str(args.steps), "--save_total_limit", "1",
         "--report_to", "none",
     ]  # fmt: skip
+    if mode == "async" and args.async_desktops:
+        cmd += ["--async_desktops", str(args.async_desktops)]
     t0 = time.monotonic()
     print(f"{run_dir.name}: {' '.join(cmd)}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -162,6 +164,13 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=80)
     p.add_argument("--max-staleness", type=int, default=1)
     p.add_argument("--parallel", type=int, default=2)
+    p.add_argument(
+        "--async-desktops",
+        type=int,
+        default=0,
+        help="desktops of the async runs (0: the config's, one per row); sync mode always plays "
+        "one per row",
+    )
     p.add_argument("--out", type=Path, default=ROOT / "runs/async-learning")
     p.add_argument(
         "--recorded",

@@ -2,6 +2,9 @@
 
     uv run --frozen python benchmarks/ablation/grounding/words_base.py \
         --output runs/base-grounded-words
+    # the wider, deeper text model the probe asked for next (about 25 min on 2 threads)
+    uv run --frozen python benchmarks/ablation/grounding/words_base.py \
+        --output runs/base-grounded-words-128x4 --hidden_size 128 --layers 4 --threads 2
 
 The named-colour probe (docs/learning.md) found the tiny model does not bind a colour word to a
 colour even from labels, and its tokenizer splits every colour word into letter fragments. This
@@ -21,7 +24,13 @@ from arpo_trainer.testing.base_policy import build_base_policy
 from arpo_trainer.tiny import load_tiny_vlm
 
 NAMES = ("teal", "sky", "pink", "lime", "periwinkle", "brown", "khaki", "mint")
-INTERLEAVED = [0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1]
+
+
+def interleaved(hidden_size: int) -> list[int]:
+    """The interleaved ``mrope_section`` the grounded base needs, for a text width: ``[0, 1, 1]``
+    repeated until it sums to half a head's dimension (4 heads), so height and width take turns
+    over every frequency."""
+    return [0, 1, 1] * (hidden_size // 16)
 
 
 def main() -> None:
@@ -29,16 +38,25 @@ def main() -> None:
     ap.add_argument("--output", required=True)
     ap.add_argument("--steps", type=int, default=4000)
     ap.add_argument("--repeat", type=int, default=40, help="times each colour word is repeated")
+    ap.add_argument("--hidden_size", type=int, default=64, help="the text model's width")
+    ap.add_argument("--layers", type=int, default=2, help="the text model's layers")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads")
     args = ap.parse_args()
+    if args.hidden_size <= 0 or args.hidden_size % 16:
+        ap.error(f"--hidden_size must be a positive multiple of 16, got {args.hidden_size}")
+    if args.layers <= 0:
+        ap.error(f"--layers must be positive, got {args.layers}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     out, report = build_base_policy(
         args.output,
         steps=args.steps,
         mix="pointer",
         grounding=1.0,
         rope_theta=100,
-        mrope_section=INTERLEAVED,
+        mrope_section=interleaved(args.hidden_size),
+        hidden_size=args.hidden_size,
+        layers=args.layers,
         extra_corpus=NAMES * args.repeat,
     )
     logging.info(
