@@ -69,6 +69,8 @@ def run_one(mode: str, seed: int, args: argparse.Namespace) -> Path:
         "--save_strategy", "steps", "--save_steps", str(args.steps), "--save_total_limit", "1",
         "--report_to", "none",
     ]  # fmt: skip
+    if args.episodes_per_step:
+        cmd += ["--per_device_train_batch_size", str(args.episodes_per_step)]
     if mode == "async" and args.async_desktops:
         cmd += ["--async_desktops", str(args.async_desktops)]
     t0 = time.monotonic()
@@ -165,6 +167,13 @@ def main() -> None:
     p.add_argument("--max-staleness", type=int, default=1)
     p.add_argument("--parallel", type=int, default=2)
     p.add_argument(
+        "--episodes-per-step",
+        type=int,
+        default=0,
+        help="episodes a learner step takes, in groups of the config's num_generations (0: the "
+        "config's per_device_train_batch_size); sync mode plays one desktop per episode",
+    )
+    p.add_argument(
         "--async-desktops",
         type=int,
         default=0,
@@ -178,6 +187,9 @@ def main() -> None:
         help="an earlier learning.json: its runs join the table where not run or kept here",
     )
     args = p.parse_args()
+    for name in ("episodes_per_step", "async_desktops"):
+        if getattr(args, name) < 0:
+            p.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     args.out = args.out.resolve()
     jobs = [(m, s) for s in args.seeds for m in args.modes]  # sync and async side by side
     with ThreadPoolExecutor(args.parallel) as ex:
