@@ -14,10 +14,12 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from arpo_trainer.generation import TurnSample
 from arpo_trainer.testing.base_policy import (
     GROUNDING_FILLS,
     behaviour_clone,
+    build_base_policy,
     grounding_episode,
     grounding_hit_rate,
     grounding_scene,
@@ -140,3 +142,16 @@ def test_the_cli_builds_the_grounded_base_s_position_encoding(tmp_path):
           "--mrope", "0,1,1,0,1,1,0,1,1,0,1,1"])  # fmt: skip
     rope = load_tiny_vlm(out).model.config.get_text_config().rope_parameters
     assert rope["rope_theta"] == 100 and rope["mrope_section"] == [0, 1, 1] * 4
+
+
+def test_the_builder_passes_its_learning_rate_and_curve_to_the_cloning(tmp_path):
+    """``words_base.py --lr --eval_every`` go through ``build_base_policy``: at learning rate 0
+    the saved weights are the freshly built model's, and the report holds the hit-rate curve."""
+    out, rep = build_base_policy(tmp_path / "base", steps=2, grounding=1.0, lr=0.0, eval_every=2)
+    assert [c["step"] for c in rep.curve] == [0, 2]
+    saved = load_tiny_vlm(out).model.state_dict()
+    fresh = build_tiny_vlm(seed=0, vocab_size=1024).model.state_dict()  # the builder's vocabulary
+    assert saved.keys() == fresh.keys()
+    assert all(torch.equal(saved[k], fresh[k]) for k in fresh)
+    moved = load_tiny_vlm(build_base_policy(tmp_path / "moved", steps=2)[0]).model.state_dict()
+    assert not all(torch.equal(v, fresh[k]) for k, v in moved.items())  # the default rate moves it

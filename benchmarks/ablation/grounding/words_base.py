@@ -41,11 +41,22 @@ def main() -> None:
     ap.add_argument("--hidden_size", type=int, default=64, help="the text model's width")
     ap.add_argument("--layers", type=int, default=2, help="the text model's layers")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--lr", type=float, default=3e-3, help="the cloning's learning rate")
+    ap.add_argument(
+        "--eval_every",
+        type=int,
+        default=0,
+        help="log the grounding hit rate (64 fresh screens) every so many steps (0: never)",
+    )
     args = ap.parse_args()
     if args.hidden_size <= 0 or args.hidden_size % 16:
         ap.error(f"--hidden_size must be a positive multiple of 16, got {args.hidden_size}")
     if args.layers <= 0:
         ap.error(f"--layers must be positive, got {args.layers}")
+    if args.lr <= 0:
+        ap.error(f"--lr must be positive, got {args.lr}")
+    if args.eval_every < 0:
+        ap.error(f"--eval_every must be >= 0, got {args.eval_every}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(args.threads)
     out, report = build_base_policy(
@@ -58,6 +69,8 @@ def main() -> None:
         hidden_size=args.hidden_size,
         layers=args.layers,
         extra_corpus=NAMES * args.repeat,
+        lr=args.lr,
+        eval_every=args.eval_every,
     )
     logging.info(
         "cloned %d steps, loss %.3f -> %.3f", report.steps, report.first_loss, report.last_loss

@@ -528,13 +528,16 @@ def build_base_policy(
     rope_theta: float | None = None,
     mrope_section: list[int] | None = None,
     extra_corpus: tuple[str, ...] = (),
+    lr: float = 3e-3,
+    eval_every: int = 0,
 ) -> tuple[Path, CloneReport]:
     """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions (drawn by the ``mix``
     of :data:`MIXES`; a share ``grounding`` of the episodes are :func:`grounding_episode` s
     instead), saved to ``output``. ``rope_theta`` and ``mrope_section`` go to
     :func:`~arpo_trainer.tiny.build_tiny_vlm` (the grounded base of docs/learning.md needs the
     interleaved section); ``extra_corpus`` joins the tokenizer's corpus (the named-colour probe's
-    follow-up, benchmarks/ablation/grounding/words_base.py)."""
+    follow-up, benchmarks/ablation/grounding/words_base.py). ``lr`` and ``eval_every`` go to
+    :func:`behaviour_clone` (the report's ``curve`` then holds the grounding hit rate)."""
     if mix not in MIXES:
         raise ValueError(f"unknown action mix {mix!r}; one of {sorted(MIXES)}")
     vlm = build_tiny_vlm(
@@ -557,6 +560,8 @@ def build_base_policy(
         seed=seed,
         weights=weights,
         grounding=grounding,
+        lr=lr,
+        eval_every=eval_every,
     )
     return vlm.save(output), report
 
