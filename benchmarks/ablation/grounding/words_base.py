@@ -21,7 +21,7 @@ import logging
 
 import torch
 from arpo_trainer.testing.base_policy import build_base_policy
-from arpo_trainer.tiny import load_tiny_vlm
+from arpo_trainer.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS, load_tiny_vlm
 
 NAMES = ("teal", "sky", "pink", "lime", "periwinkle", "brown", "khaki", "mint")
 
@@ -48,6 +48,13 @@ def main() -> None:
         default=0,
         help="log the grounding hit rate (64 fresh screens) every so many steps (0: never)",
     )
+    ap.add_argument(
+        "--max_pixels",
+        type=int,
+        default=TINY_MAX_PIXELS,
+        help="the screenshot budget of the processor (default 28*28*16: a 640x360 screen is "
+        "15 image tokens, 3 rows of 5; 28*28*64 gives 60)",
+    )
     args = ap.parse_args()
     if args.hidden_size <= 0 or args.hidden_size % 16:
         ap.error(f"--hidden_size must be a positive multiple of 16, got {args.hidden_size}")
@@ -55,6 +62,8 @@ def main() -> None:
         ap.error(f"--layers must be positive, got {args.layers}")
     if args.lr <= 0:
         ap.error(f"--lr must be positive, got {args.lr}")
+    if args.max_pixels < TINY_MIN_PIXELS:
+        ap.error(f"--max_pixels must be at least {TINY_MIN_PIXELS} (the processor's minimum)")
     if args.eval_every < 0:
         ap.error(f"--eval_every must be >= 0, got {args.eval_every}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -71,6 +80,7 @@ def main() -> None:
         extra_corpus=NAMES * args.repeat,
         lr=args.lr,
         eval_every=args.eval_every,
+        max_pixels=args.max_pixels,
     )
     logging.info(
         "cloned %d steps, loss %.3f -> %.3f", report.steps, report.first_loss, report.last_loss
