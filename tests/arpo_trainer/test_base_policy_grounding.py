@@ -159,11 +159,10 @@ def test_the_builder_passes_its_learning_rate_and_curve_to_the_cloning(tmp_path)
 
 def test_the_builder_gives_the_saved_processor_its_screenshot_budget(tmp_path):
     """``words_base.py --max_pixels`` reaches the saved processor: four times the default budget
-    makes a 640x360 screenshot 60 image tokens (6 rows of 10) instead of 15 (3 of 5), and the
-    cloning ran on that encoder (its grounding episodes are encoded with the saved processor)."""
+    makes a 640x360 screenshot 60 image tokens (6 rows of 10) instead of 15 (3 of 5)."""
     shot = np.full((360, 640, 3), 200, dtype=np.uint8)
     tokens = {}
-    for budget in (None, 4 * TINY_MAX_PIXELS):
+    for budget in (TINY_MAX_PIXELS, 4 * TINY_MAX_PIXELS):
         out, rep = build_base_policy(
             tmp_path / f"b{budget}", steps=1, grounding=1.0, max_pixels=budget
         )
@@ -171,4 +170,4 @@ def test_the_builder_gives_the_saved_processor_its_screenshot_budget(tmp_path):
         feats = enc.features(enc.screenshot_png(shot))
         tokens[budget] = (feats.num_tokens, feats.grid_thw.tolist())
         assert rep.steps == 1
-    assert tokens == {None: (15, [[1, 6, 10]]), 4 * TINY_MAX_PIXELS: (60, [[1, 12, 20]])}
+    assert tokens == {TINY_MAX_PIXELS: (15, [[1, 6, 10]]), 4 * TINY_MAX_PIXELS: (60, [[1, 12, 20]])}

@@ -51,7 +51,7 @@ import torch
 
 from arpo_trainer.batch import collate
 from arpo_trainer.chat import EncodedSequence, TurnEncoder
-from arpo_trainer.tiny import TinyVLM, build_tiny_vlm
+from arpo_trainer.tiny import TINY_MAX_PIXELS, TinyVLM, build_tiny_vlm
 
 log = logging.getLogger(__name__)
 
@@ -530,7 +530,7 @@ def build_base_policy(
     extra_corpus: tuple[str, ...] = (),
     lr: float = 3e-3,
     eval_every: int = 0,
-    max_pixels: int | None = None,
+    max_pixels: int = TINY_MAX_PIXELS,
 ) -> tuple[Path, CloneReport]:
     """A tiny VLM (grammar tokenizer), behaviour-cloned on random actions (drawn by the ``mix``
     of :data:`MIXES`; a share ``grounding`` of the episodes are :func:`grounding_episode` s
@@ -539,8 +539,8 @@ def build_base_policy(
     interleaved section); ``extra_corpus`` joins the tokenizer's corpus (the named-colour probe's
     follow-up, benchmarks/ablation/grounding/words_base.py). ``lr`` and ``eval_every`` go to
     :func:`behaviour_clone` (the report's ``curve`` then holds the grounding hit rate).
-    ``max_pixels`` is the processor's screenshot budget (default
-    :data:`~arpo_trainer.tiny.TINY_MAX_PIXELS`: a 640x360 screen is 15 image tokens)."""
+    ``max_pixels`` is the processor's screenshot budget (at the default a 640x360 screen is 15
+    image tokens)."""
     if mix not in MIXES:
         raise ValueError(f"unknown action mix {mix!r}; one of {sorted(MIXES)}")
     vlm = build_tiny_vlm(
@@ -551,7 +551,7 @@ def build_base_policy(
         rope_theta=rope_theta,
         mrope_section=mrope_section,
         extra_corpus=extra_corpus,
-        **({} if max_pixels is None else {"max_pixels": max_pixels}),
+        max_pixels=max_pixels,
     )
     weights = dict(MIXES[mix])
     if fail_weight is not None:
