@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 
 FRAMERATE = 15
 STOP_TIMEOUT_S = 15.0
+#: ffmpeg opens its output only once the first grabbed frame is encoded; a SIGINT before that
+#: ends it with no file at all, which a recording of a sub-second episode sometimes met. ``end``
+#: waits this long at most for the file to appear before stopping ffmpeg.
+FIRST_FRAME_TIMEOUT_S = 5.0
 
 
 class RecordingStateError(RuntimeError):
@@ -112,6 +116,9 @@ class Recorder:
                 raise RecordingStateError("no recording is running; start one first")
             proc, path = self._proc, self._path
             self._proc = self._path = None
+            deadline = time.monotonic() + FIRST_FRAME_TIMEOUT_S
+            while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
             self._stop(proc)
             try:
                 data = path.read_bytes()
