@@ -47,6 +47,7 @@ def _load(name: str, path: Path):
 
 
 learning = _load("learning", HERE / "learning.py")
+ablation = learning._ablation()
 
 
 def seed_of(run_dir: Path) -> int:
@@ -63,7 +64,7 @@ def play(label: str, model: Path, args: argparse.Namespace) -> tuple[int, int]:
     """Successes and scored episodes of ``model`` played frozen; kept if played before."""
     out = args.out / f"{label}-{model.name}"
     rollouts = out / "rollouts.jsonl"
-    if learning._ablation().finished_before(out, args.steps):
+    if ablation.finished_before(out, args.steps):
         print(f"{out.name}: done before, kept", flush=True)
     else:
         subprocess.run(["rm", "-rf", str(out)], check=True)
@@ -98,14 +99,13 @@ def play(label: str, model: Path, args: argparse.Namespace) -> tuple[int, int]:
 
 
 def table(results: dict[str, dict[str, tuple[int, int]]]) -> str:
-    ab = learning._ablation()
     lines = [
         "| runs | n | final policy's success, mean [95 % t-interval] | per run |",
         "|---|---:|---:|---|",
     ]
     rates = {g: [s / n for s, n in runs.values()] for g, runs in results.items()}
     for g, vals in rates.items():
-        mean, lo, hi = ab.mean_ci(vals) if len(vals) > 1 else (vals[0], vals[0], vals[0])
+        mean, lo, hi = ablation.mean_ci(vals) if len(vals) > 1 else (vals[0], vals[0], vals[0])
         per_run = ", ".join(f"{v:.2f}" for v in vals)
         lines.append(f"| {g} | {len(vals)} | {mean:.3f} [{lo:.3f}, {hi:.3f}] | {per_run} |")
     first, *rest = rates
@@ -113,7 +113,7 @@ def table(results: dict[str, dict[str, tuple[int, int]]]) -> str:
         f"{g} minus {first}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}] (95 % Welch)"
         for g in rest
         if len(rates[g]) > 1 and len(rates[first]) > 1
-        for d, lo, hi in [learning.welch(rates[g], rates[first], ab.T95)]
+        for d, lo, hi in [learning.welch(rates[g], rates[first], ablation.T95)]
     ]
     return "\n".join(lines + [""] + diffs)
 
