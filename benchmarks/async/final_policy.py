@@ -17,6 +17,10 @@ a run is the share of its episodes that succeed. Per group of runs: the mean ove
         --group async 'runs/async-learning-8/async-s*' \\
         --group base runs/base-policy
 
+A group may name checkpoints instead of run directories (``learning.py --save-every 10`` keeps
+them): ``--group sync-10 'runs/async-learning-8c/sync-s*/checkpoint-10'`` plays each run's policy
+after 10 steps, so one invocation per checkpoint step gives the learner's curve, not only its end.
+
 Writes ``<out>/final_policy.json`` (each run's successes and episodes) and
 ``<out>/final_policy.md``, and prints the table.
 """
@@ -50,9 +54,24 @@ learning = _load("learning", HERE / "learning.py")
 ablation = learning._ablation()
 
 
-def seed_of(run_dir: Path) -> int:
-    """``.../async-s7`` -> 7; a directory without ``-sN`` (a base policy) -> 0."""
-    m = re.search(r"-s(\d+)$", run_dir.name)
+def run_name(model: Path) -> str:
+    """``.../async-s7`` -> ``async-s7``; a checkpoint inside a run, ``.../async-s7/checkpoint-10``
+    -> ``async-s7-checkpoint-10``, so the checkpoints of different seeds keep apart."""
+    if re.fullmatch(r"checkpoint-\d+", model.name):
+        return f"{model.parent.name}-{model.name}"
+    return model.name
+
+
+def seed_of(model: Path) -> int:
+    """``.../async-s7`` and ``.../async-s7/checkpoint-10`` -> 7; a directory without ``-sN`` (a
+    base policy) -> 0.
+
+    >>> seed_of(Path("runs/x/async-s7")), seed_of(Path("runs/x/sync-s3/checkpoint-10"))
+    (7, 3)
+    >>> seed_of(Path("runs/base-policy"))
+    0
+    """
+    m = re.search(r"-s(\d+)(-checkpoint-\d+)?$", run_name(model))
     return int(m.group(1)) if m else 0
 
 
@@ -62,7 +81,7 @@ def digest(path: Path) -> str:
 
 def play(label: str, model: Path, args: argparse.Namespace) -> tuple[int, int]:
     """Successes and scored episodes of ``model`` played frozen; kept if played before."""
-    out = args.out / f"{label}-{model.name}"
+    out = args.out / f"{label}-{run_name(model)}"
     rollouts = out / "rollouts.jsonl"
     if ablation.finished_before(out, args.steps):
         print(f"{out.name}: done before, kept", flush=True)
@@ -126,7 +145,8 @@ def main() -> None:
         action="append",
         required=True,
         metavar=("LABEL", "GLOB"),
-        help="a label and the run directories (a glob) whose final policies it names; "
+        help="a label and the run directories (a glob) whose final policies it names, or their "
+        "checkpoints ('runs/x/sync-s*/checkpoint-10': the policy after 10 steps); "
         "the first group is the one the others are compared with",
     )
     p.add_argument("--config", type=Path, default=learning.CONFIG)
@@ -149,7 +169,7 @@ def main() -> None:
             p.error(f"--group {label}: no run directory with a model.safetensors matches {pattern}")
         groups[label] = dirs
     results = {
-        label: {d.name: play(label, d, args) for d in dirs} for label, dirs in groups.items()
+        label: {run_name(d): play(label, d, args) for d in dirs} for label, dirs in groups.items()
     }
     text = table(results)
     (args.out / "final_policy.json").write_text(json.dumps(results, indent=1) + "\n")

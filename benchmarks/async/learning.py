@@ -65,8 +65,10 @@ def run_one(mode: str, seed: int, args: argparse.Namespace) -> Path:
         "--max_staleness", str(args.max_staleness),
         "--seed", str(seed),
         "--max_steps", str(args.steps),
-        # one checkpoint at the end: its trainer_state.json holds every step's logged metrics
-        "--save_strategy", "steps", "--save_steps", str(args.steps), "--save_total_limit", "1",
+        # a checkpoint every --save-every steps, all kept (the last one's trainer_state.json
+        # holds every step's logged metrics; the others are the learner's intermediate policies)
+        "--save_strategy", "steps", "--save_steps", str(args.save_every),
+        "--save_total_limit", str(-(-args.steps // args.save_every)),
         "--report_to", "none",
     ]  # fmt: skip
     if args.episodes_per_step:
@@ -85,7 +87,10 @@ def run_one(mode: str, seed: int, args: argparse.Namespace) -> Path:
 
 def logged_steps(run_dir: Path) -> list[dict[str, float]]:
     """The trainer's per-step metrics (``log_history`` of the final checkpoint's state)."""
-    states = sorted(run_dir.glob("checkpoint-*/trainer_state.json"))
+    states = sorted(
+        run_dir.glob("checkpoint-*/trainer_state.json"),
+        key=lambda p: int(p.parent.name.removeprefix("checkpoint-")),
+    )
     if not states:
         return []
     history = json.loads(states[-1].read_text())["log_history"]
@@ -165,6 +170,13 @@ def main() -> None:
     p.add_argument("--modes", nargs="+", default=["sync", "async"], choices=["sync", "async"])
     p.add_argument("--steps", type=int, default=80)
     p.add_argument("--max-staleness", type=int, default=1)
+    p.add_argument(
+        "--save-every",
+        type=int,
+        default=0,
+        help="keep a checkpoint every N steps, for final_policy.py to play the learner's "
+        "intermediate policies (0: one, at the last step)",
+    )
     p.add_argument("--parallel", type=int, default=2)
     p.add_argument(
         "--episodes-per-step",
@@ -187,9 +199,10 @@ def main() -> None:
         help="an earlier learning.json: its runs join the table where not run or kept here",
     )
     args = p.parse_args()
-    for name in ("episodes_per_step", "async_desktops"):
+    for name in ("episodes_per_step", "async_desktops", "save_every"):
         if getattr(args, name) < 0:
             p.error(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    args.save_every = args.save_every or args.steps
     args.out = args.out.resolve()
     jobs = [(m, s) for s in args.seeds for m in args.modes]  # sync and async side by side
     with ThreadPoolExecutor(args.parallel) as ex:

@@ -1,0 +1,33 @@
+"""The ``>>>`` examples in the benchmark scripts run and hold.
+
+The scripts are not a package, so the trainer's doctest sweep does not reach them; the
+statistics and naming they print tables with are checked here.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+
+import pytest
+from repo_paths import ROOT
+
+SCRIPTS = sorted(
+    p for p in (ROOT / "benchmarks").rglob("*.py") if ">>>" in p.read_text(encoding="utf-8")
+)
+
+
+def test_the_sweep_finds_the_scripts_with_examples():
+    names = {p.relative_to(ROOT).as_posix() for p in SCRIPTS}
+    assert {"benchmarks/async/learning.py", "benchmarks/async/final_policy.py"} <= names
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_script_examples(path):
+    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"no example ran in {path}"
+    assert result.failed == 0, f"{result.failed} example(s) failed in {path}"
