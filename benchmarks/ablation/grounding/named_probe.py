@@ -56,11 +56,36 @@ def named_scene(
     size: tuple[int, int],
     fixed: str | None = None,
     palette: tuple[str, ...] = NAMES,
+    word_only: bool = False,
 ) -> tuple[list[Widget], int, str]:
     """2 to 4 non-overlapping widgets of distinct fills, one of them named: (widgets, index of
     the named one, instruction). With ``fixed`` (a name of :data:`NAMES`) that colour is on
     every screen and always the one named: the control that needs no word read. ``palette``
-    narrows the colours drawn (and so the words to tell apart) to those names."""
+    narrows the colours drawn (and so the words to tell apart) to those names.
+
+    ``word_only`` is the other control, the one that needs no image read: every colour of the
+    palette is on every screen, each always in the same place, so the screens are alike and
+    only the word says which to click.
+
+    >>> alike = [named_scene(random.Random(s), (640, 360), None, ("teal", "pink"), True)
+    ...          for s in range(8)]
+    >>> all(w == alike[0][0] for w, _, _ in alike), sorted({i for _, i, _ in alike})
+    (True, [0, 1])
+    >>> alike[0][2] == f"Click the {('teal', 'pink')[alike[0][1]]} box."
+    True
+    """
+    if word_only:
+        gap = size[0] // len(palette)
+        widgets = [
+            (
+                (i * gap + (gap - 80) // 2, size[1] // 2 - 40, 80, 80),
+                GROUNDING_FILLS[NAMES.index(c)],
+                "",
+            )
+            for i, c in enumerate(palette)
+        ]
+        target = rng.randrange(len(palette))
+        return widgets, target, f"Click the {palette[target]} box."
     n = rng.randint(2, min(4, len(palette)))
     colours = [NAMES.index(c) for c in rng.sample(palette, n)]
     if fixed is not None:
@@ -84,7 +109,15 @@ def named_scene(
 
 @torch.no_grad()
 def evaluate(
-    vlm, enc, size, aset, n: int, seed: int, fixed: str | None, palette: tuple[str, ...]
+    vlm,
+    enc,
+    size,
+    aset,
+    n: int,
+    seed: int,
+    fixed: str | None,
+    palette: tuple[str, ...],
+    word_only: bool = False,
 ) -> dict[str, float]:
     from arpo_trainer.generation import (
         TransformersPolicy,
@@ -107,7 +140,7 @@ def evaluate(
     for start in range(0, n, 32):
         scenes, contexts = [], []
         for _ in range(min(32, n - start)):
-            widgets, t, instruction = named_scene(rng, size, fixed, palette)
+            widgets, t, instruction = named_scene(rng, size, fixed, palette, word_only)
             shot = enc.screenshot_png(draw_scene(rng.randrange(20, 90), widgets, size))
             contexts.append(enc.encode(instruction, [shot], []))
             scenes.append((widgets, t))
@@ -144,11 +177,19 @@ def main() -> None:
         default=None,
         help="the control: this colour is on every screen and always the target (no word to read)",
     )
+    ap.add_argument(
+        "--word-only",
+        action="store_true",
+        help="the control that needs no image read: the palette's widgets in fixed places on "
+        "every screen, only the word says which (at most 4 colours)",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     palette = tuple(args.palette.split(",")) if args.palette else NAMES
     if not set(palette) <= set(NAMES) or len(palette) < 2:
         ap.error(f"--palette: two or more of {','.join(NAMES)}")
+    if args.word_only and (args.fixed_colour or len(palette) > 4):
+        ap.error("--word-only: a --palette of 2 to 4 colours, no --fixed-colour")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(1)
     from osworld_gym.actions.uitars import UITarsActionSet
@@ -170,7 +211,15 @@ def main() -> None:
                 {
                     "step": step,
                     **evaluate(
-                        vlm, enc, size, aset, args.eval_n, 10_000, args.fixed_colour, palette
+                        vlm,
+                        enc,
+                        size,
+                        aset,
+                        args.eval_n,
+                        10_000,
+                        args.fixed_colour,
+                        palette,
+                        args.word_only,
                     ),
                 }
             )
@@ -180,7 +229,9 @@ def main() -> None:
             break
         seqs = []
         for _ in range(args.batch):
-            widgets, t, instruction = named_scene(rng, size, args.fixed_colour, palette)
+            widgets, t, instruction = named_scene(
+                rng, size, args.fixed_colour, palette, args.word_only
+            )
             background = rng.randrange(20, 90)
             shots = [draw_scene(background, widgets, size)]
             box = widgets.pop(t)[0]
