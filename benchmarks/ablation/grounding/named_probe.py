@@ -183,6 +183,13 @@ def main() -> None:
         help="the control that needs no image read: the palette's widgets in fixed places on "
         "every screen, only the word says which (at most 4 colours)",
     )
+    ap.add_argument(
+        "--mix-word-only",
+        type=float,
+        default=0.0,
+        help="share of training episodes drawn as the word-only control, the rest named at "
+        "random places (a curriculum toward the composition; evaluation stays named)",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     palette = tuple(args.palette.split(",")) if args.palette else NAMES
@@ -190,6 +197,8 @@ def main() -> None:
         ap.error(f"--palette: two or more of {','.join(NAMES)}")
     if args.word_only and (args.fixed_colour or len(palette) > 4):
         ap.error("--word-only: a --palette of 2 to 4 colours, no --fixed-colour")
+    if not 0.0 <= args.mix_word_only <= 1.0 or (args.mix_word_only and len(palette) > 4):
+        ap.error("--mix-word-only: a share in [0, 1], with a --palette of 2 to 4 colours")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(1)
     from osworld_gym.actions.uitars import UITarsActionSet
@@ -229,9 +238,11 @@ def main() -> None:
             break
         seqs = []
         for _ in range(args.batch):
-            widgets, t, instruction = named_scene(
-                rng, size, args.fixed_colour, palette, args.word_only
+            # no draw without a mix: the recorded runs' screens stay what they were
+            word_only = args.word_only or (
+                args.mix_word_only > 0 and rng.random() < args.mix_word_only
             )
+            widgets, t, instruction = named_scene(rng, size, args.fixed_colour, palette, word_only)
             background = rng.randrange(20, 90)
             shots = [draw_scene(background, widgets, size)]
             box = widgets.pop(t)[0]
