@@ -621,6 +621,10 @@ def test_repeated_letters_reach_libreoffice(tmp_path):
         "config": [
             {"type": "launch", "parameters": {"command": ["soffice", "--writer", "--norestore"]}},
             {"type": "sleep", "parameters": {"seconds": 6}},
+            # under load Writer can take longer than the sleep: wait for its window (up to
+            # 20 s more) and focus it, so the keys go to the document, not to nothing
+            {"type": "activate_window", "parameters": {"window_name": "LibreOffice Writer"}},
+            {"type": "sleep", "parameters": {"seconds": 1}},
         ],
         "evaluator": {"func": "infeasible"},
     }
