@@ -20,6 +20,11 @@ hit weighted by 1 / widgets on its screen). Following the instruction is ``targe
 always the target. If the model learns that and not the named probe, it tells the colours apart
 and fails at binding the word to one.
 
+``--word-only`` is the control that needs no image read: the palette's colours in the same
+places on every screen, so only the word says which to click. If the model learns that too, it
+reads the word, and what it fails at is the composition: looking for the colour the word names.
+``--mix-word-only 0.5`` draws half the training episodes that way (evaluation stays named).
+
 The probe's models are not a base policy for the family (it saves none): its colour words are
 generic, and the question is only whether 64-wide, 2-layer text can condition a point on a
 word.
