@@ -124,7 +124,7 @@ def table(results: dict[str, dict[str, tuple[int, int]]]) -> str:
     ]
     rates = {g: [s / n for s, n in runs.values()] for g, runs in results.items()}
     for g, vals in rates.items():
-        mean, lo, hi = ablation.mean_ci(vals) if len(vals) > 1 else (vals[0], vals[0], vals[0])
+        mean, lo, hi = ablation.mean_ci(vals)  # the mean alone for one run
         per_run = ", ".join(f"{v:.2f}" for v in vals)
         lines.append(f"| {g} | {len(vals)} | {mean:.3f} [{lo:.3f}, {hi:.3f}] | {per_run} |")
     first, *rest = rates

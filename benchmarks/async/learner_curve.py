@@ -27,16 +27,17 @@ if str(HERE) not in sys.path:  # loaded by path (the doctest sweep), not run as 
 from final_policy import ablation, learning  # noqa: E402
 
 
-def checkpoint_step(run: str) -> int:
-    """``async-s3-checkpoint-20`` -> 20.
+def split_checkpoint(run: str) -> tuple[str, int]:
+    """``async-s3-checkpoint-20`` (``final_policy.run_name`` of a checkpoint) -> the run and the
+    step, ``("async-s3", 20)``.
 
-    >>> checkpoint_step("async-s3-checkpoint-20")
-    20
+    >>> split_checkpoint("async-s3-checkpoint-20")
+    ('async-s3', 20)
     """
-    m = re.search(r"-checkpoint-(\d+)$", run)
+    m = re.fullmatch(r"(.+)-checkpoint-(\d+)", run)
     if not m:
         raise ValueError(f"{run!r} names no checkpoint")
-    return int(m.group(1))
+    return m[1], int(m[2])
 
 
 def curve_table(
@@ -77,7 +78,7 @@ def curve_table(
         per_run: dict[str, list[float]] = {}
         for step in steps:
             for run, (ok, n) in plays[step][g].items():
-                per_run.setdefault(run.rsplit("-checkpoint-", 1)[0], []).append(ok / n)
+                per_run.setdefault(split_checkpoint(run)[0], []).append(ok / n)
         means[g] = [sum(v) / len(v) for v in per_run.values() if len(v) == len(steps)]
     d, lo, hi = learning.welch(means[other], means[sync], ablation.T95)
     lines.append(
@@ -98,7 +99,7 @@ def main() -> None:
     plays = {}
     for f in sorted(args.plays.glob("step-*/final_policy.json")):
         data = json.loads(f.read_text())
-        steps = {checkpoint_step(run) for runs in data.values() for run in runs}
+        steps = {split_checkpoint(run)[1] for runs in data.values() for run in runs}
         if len(steps) != 1:
             raise SystemExit(f"{f}: checkpoints of several steps {sorted(steps)}")
         plays[steps.pop()] = data
