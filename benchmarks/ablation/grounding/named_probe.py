@@ -25,6 +25,25 @@ places on every screen, so only the word says which to click. If the model learn
 reads the word, and what it fails at is the composition: looking for the colour the word names.
 ``--mix-word-only 0.5`` draws half the training episodes that way (evaluation stays named).
 
+``--warmup-colour teal --warmup-steps 500`` trains the fixed-colour control first, then the
+named screens. On named screens neither the word nor any colour alone says where the target
+is (each is as often the target as not), so a model that starts from neither has no
+first-order signal toward their product; the warm-up gives it a colour feature to start from.
+
+``--instruction-after-image`` repeats the instruction right after the first screenshot's
+tokens, in the same user turn. The encoder's layout puts the instruction before the image, so a
+colour word cannot attend to the image: the click has to take the word and then look for its
+colour, two hops. After the image, the word itself can look for its colour, and the click need
+only read the word's position.
+
+``--image-position`` adds a learnt absolute position (an embedding of the row plus one of the
+column, on a merged image token's grid) to every image token the vision tower gives the text
+model. The tiny model has positions only as rotary phases (M-RoPE in the text model, 2D RoPE
+in the vision tower): they shape *which* token a query attends to, never what it reads, so a
+token's value says what it shows and not where. Aiming then needs attention at fixed offsets,
+and "the named colour's place" a nonlinear binding per place. With a position in the values, a
+word that finds its colour (``--instruction-after-image``) also reads where it is.
+
 The probe's models are not a base policy for the family (it saves none): its colour words are
 generic, and the question is only whether 64-wide, 2-layer text can condition a point on a
 word.
@@ -62,6 +81,8 @@ def named_scene(
     fixed: str | None = None,
     palette: tuple[str, ...] = NAMES,
     word_only: bool = False,
+    swap: bool = False,
+    say_order: bool = False,
 ) -> tuple[list[Widget], int, str]:
     """2 to 4 non-overlapping widgets of distinct fills, one of them named: (widgets, index of
     the named one, instruction). With ``fixed`` (a name of :data:`NAMES`) that colour is on
@@ -70,7 +91,22 @@ def named_scene(
 
     ``word_only`` is the other control, the one that needs no image read: every colour of the
     palette is on every screen, each always in the same place, so the screens are alike and
-    only the word says which to click.
+    only the word says which to click. With ``swap`` too, the same places hold the palette's
+    colours in a random order: the composition (find the named colour) over only as many
+    places as colours. ``say_order`` also writes the order in the instruction, so the same
+    composition can be done from text alone.
+
+    >>> swapped = [named_scene(random.Random(s), (640, 360), None, ("teal", "pink"), True, True)
+    ...            for s in range(16)]
+    >>> len({tuple(f for _, f, _ in w) for w, _, _ in swapped})  # both orders drawn
+    2
+    >>> len({(text, w[i][0]) for w, i, text in swapped})  # each word names either place
+    4
+    >>> {text for _, _, text in [named_scene(random.Random(s), (640, 360), "pink", ("teal", "pink"),
+    ...                                      True, True) for s in range(8)]}
+    {'Click the pink box.'}
+    >>> named_scene(random.Random(0), (640, 360), None, ("teal", "pink"), True, True, True)[2]
+    'The pink box is on the left. Click the pink box.'
 
     >>> alike = [named_scene(random.Random(s), (640, 360), None, ("teal", "pink"), True)
     ...          for s in range(8)]
@@ -81,16 +117,18 @@ def named_scene(
     """
     if word_only:
         gap = size[0] // len(palette)
+        order = rng.sample(palette, len(palette)) if swap else palette
         widgets = [
             (
                 (i * gap + (gap - 80) // 2, size[1] // 2 - 40, 80, 80),
                 GROUNDING_FILLS[NAMES.index(c)],
                 "",
             )
-            for i, c in enumerate(palette)
+            for i, c in enumerate(order)
         ]
-        target = rng.randrange(len(palette))
-        return widgets, target, f"Click the {palette[target]} box."
+        target = rng.randrange(len(palette)) if fixed is None else order.index(fixed)
+        said = f"The {order[0]} box is on the left. " if say_order else ""
+        return widgets, target, f"{said}Click the {order[target]} box."
     n = rng.randint(2, min(4, len(palette)))
     colours = [NAMES.index(c) for c in rng.sample(palette, n)]
     if fixed is not None:
@@ -112,6 +150,76 @@ def named_scene(
     return widgets, target, f"Click the {NAMES[colours[target]]} box."
 
 
+def encode(enc, instruction: str, pngs: list[bytes], actions: list[list[int]], after: bool):
+    """``enc.encode``; with ``after`` the instruction is repeated after the first screenshot,
+    before its turn closes (``<|im_end|>`` and the assistant header).
+
+    >>> from arpo_trainer.tiny import build_tiny_vlm
+    >>> from PIL import Image; import io
+    >>> enc = tiny_encoder(build_tiny_vlm())
+    >>> buf = io.BytesIO(); Image.new("RGB", (56, 56)).save(buf, format="PNG")
+    >>> plain = encode(enc, "Click the teal box.", [buf.getvalue()], [], False)
+    >>> after = encode(enc, "Click the teal box.", [buf.getvalue()], [], True)
+    >>> text = enc.tokenizer.decode(after.prompt_ids)
+    >>> text.count("Click the teal box."), text.split("<|vision_end|>")[1]
+    (2, '\\nClick the teal box.<|im_end|>\\n<|im_start|>assistant\\n')
+    >>> k = len(enc._obs_tail)  # the same before the repeat, and the same turn end after it
+    >>> after.prompt_ids[: len(plain.prompt_ids) - k] == plain.prompt_ids[:-k]
+    True
+    >>> after.prompt_ids[-k:] == plain.prompt_ids[-k:]
+    True
+    """
+    seq = enc.encode(instruction, pngs, actions)
+    if after:
+        cut = len(seq.prompt_ids) - len(enc._obs_tail)
+        extra = enc._encode("\n" + instruction)
+        seq.prompt_ids[cut:cut] = extra
+    return seq
+
+
+class ImagePosition(torch.nn.Module):
+    """Learnt row and column embeddings added to the vision tower's merged tokens (a forward
+    hook on ``visual``, so training and sampling both see them). Tokens come per image in the
+    merge grid's row-major order (the tower undoes its window reordering before it returns)."""
+
+    def __init__(self, visual, hidden: int, rows: int = 64, cols: int = 64, std: float = 0.3):
+        super().__init__()
+        self.merge = int(visual.spatial_merge_size)
+        self.row = torch.nn.Parameter(torch.randn(rows, hidden) * std)
+        self.col = torch.nn.Parameter(torch.randn(cols, hidden) * std)
+        # the tower's tokens are far larger than word embeddings (std ~26 against ~0.2 in the
+        # words base): the embeddings are added in units of the first call's token std, so
+        # they start at ``std`` of it and Adam's steps move them at a rate that matters
+        self.register_buffer("scale", torch.zeros(()))
+        self.handle = visual.register_forward_hook(self._add, with_kwargs=True)
+
+    def index(self, grid_thw: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Row and column of every merged token of the images of ``grid_thw``.
+
+        >>> ImagePosition.index(type("P", (), {"merge": 2})(), torch.tensor([[1, 4, 6]]))
+        (tensor([0, 0, 0, 1, 1, 1]), tensor([0, 1, 2, 0, 1, 2]))
+        """
+        rows, cols = [], []
+        for t, h, w in grid_thw.tolist():
+            h, w = h // self.merge, w // self.merge
+            k = torch.arange(t * h * w)
+            rows.append(k // w % h)
+            cols.append(k % w)
+        return torch.cat(rows), torch.cat(cols)
+
+    def _add(self, module, args, kwargs, output):
+        grid = kwargs.get("grid_thw", args[1] if len(args) > 1 else None)
+        r, c = self.index(grid)
+        pooled = output.pooler_output
+        if r.numel() != pooled.shape[0]:
+            raise RuntimeError(f"{pooled.shape[0]} image tokens, the grids name {r.numel()}")
+        if not self.scale:
+            self.scale.fill_(float(pooled.detach().float().std()))
+        shift = self.scale * (self.row[r] + self.col[c])
+        output.pooler_output = pooled + shift.to(pooled)
+        return output
+
+
 @torch.no_grad()
 def evaluate(
     vlm,
@@ -123,6 +231,9 @@ def evaluate(
     fixed: str | None,
     palette: tuple[str, ...],
     word_only: bool = False,
+    after: bool = False,
+    swap: bool = False,
+    say_order: bool = False,
 ) -> dict[str, float]:
     from arpo_trainer.generation import (
         TransformersPolicy,
@@ -145,9 +256,11 @@ def evaluate(
     for start in range(0, n, 32):
         scenes, contexts = [], []
         for _ in range(min(32, n - start)):
-            widgets, t, instruction = named_scene(rng, size, fixed, palette, word_only)
+            widgets, t, instruction = named_scene(
+                rng, size, fixed, palette, word_only, swap, say_order
+            )
             shot = enc.screenshot_png(draw_scene(rng.randrange(20, 90), widgets, size))
-            contexts.append(enc.encode(instruction, [shot], []))
+            contexts.append(encode(enc, instruction, [shot], [], after))
             scenes.append((widgets, t))
         for (widgets, t), turn in zip(scenes, policy.sample(contexts), strict=True):
             m = _POINT.match(turn.text)
@@ -195,6 +308,38 @@ def main() -> None:
         help="share of training episodes drawn as the word-only control, the rest named at "
         "random places (a curriculum toward the composition; evaluation stays named)",
     )
+    ap.add_argument(
+        "--warmup-colour",
+        choices=NAMES,
+        default=None,
+        help="train the first --warmup-steps as the fixed-colour control of this colour, then "
+        "as asked (evaluation unchanged): a colour feature the word can then steer",
+    )
+    ap.add_argument("--warmup-steps", type=int, default=0)
+    ap.add_argument(
+        "--swap",
+        action="store_true",
+        help="with --word-only: the fixed places hold the colours in a random order, so the word "
+        "must be found by colour among as many places as colours (trained and evaluated so)",
+    )
+    ap.add_argument(
+        "--say-order",
+        action="store_true",
+        help="with --swap: the instruction also says which colour is on the left, so the "
+        "composition can be done from text alone (the control for the image's part)",
+    )
+    ap.add_argument(
+        "--instruction-after-image",
+        action="store_true",
+        help="repeat the instruction after the first screenshot (so the colour word can attend "
+        "to the image), in training and evaluation",
+    )
+    ap.add_argument(
+        "--image-position",
+        action="store_true",
+        help="add a learnt absolute row and column embedding to every image token (the tiny "
+        "model has positions only as rotary phases)",
+    )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     palette = tuple(args.palette.split(",")) if args.palette else NAMES
@@ -202,6 +347,14 @@ def main() -> None:
         ap.error(f"--palette: two or more of {','.join(NAMES)}")
     if args.word_only and (args.fixed_colour or len(palette) > 4):
         ap.error("--word-only: a --palette of 2 to 4 colours, no --fixed-colour")
+    if (args.warmup_colour is None) != (args.warmup_steps == 0) or args.warmup_steps < 0:
+        ap.error("--warmup-colour and --warmup-steps > 0 go together")
+    if args.warmup_colour and args.warmup_colour not in palette:
+        ap.error(f"--warmup-colour {args.warmup_colour}: not in the palette")
+    if args.swap and not args.word_only:
+        ap.error("--swap: with --word-only")
+    if args.say_order and not args.swap:
+        ap.error("--say-order: with --swap")
     if not 0.0 <= args.mix_word_only <= 1.0 or (args.mix_word_only and len(palette) > 4):
         ap.error("--mix-word-only: a share in [0, 1], with a --palette of 2 to 4 colours")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -217,6 +370,10 @@ def main() -> None:
     torch.manual_seed(args.seed)
     model = vlm.model
     model.train()
+    if args.image_position:  # a submodule of the tower, so clone_step's clipping covers it
+        visual = model.model.visual
+        pos = ImagePosition(visual, model.config.text_config.hidden_size)
+        visual.add_module("probe_position", pos)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     curve, losses, t0 = [], [], time.monotonic()
     for step in range(args.steps + 1):
@@ -234,6 +391,9 @@ def main() -> None:
                         args.fixed_colour,
                         palette,
                         args.word_only,
+                        args.instruction_after_image,
+                        args.swap,
+                        args.say_order,
                     ),
                 }
             )
@@ -247,7 +407,10 @@ def main() -> None:
             word_only = args.word_only or (
                 args.mix_word_only > 0 and rng.random() < args.mix_word_only
             )
-            widgets, t, instruction = named_scene(rng, size, args.fixed_colour, palette, word_only)
+            fixed = args.warmup_colour if step < args.warmup_steps else args.fixed_colour
+            widgets, t, instruction = named_scene(
+                rng, size, fixed, palette, word_only, args.swap, args.say_order
+            )
             background = rng.randrange(20, 90)
             shots = [draw_scene(background, widgets, size)]
             box = widgets.pop(t)[0]
@@ -257,7 +420,8 @@ def main() -> None:
                 "Action: finished(content='')",
             ]
             pngs = [enc.screenshot_png(s) for s in shots]
-            seqs.append(enc.encode(instruction, pngs, [enc.action_ids(a) for a in actions]))
+            ids = [enc.action_ids(a) for a in actions]
+            seqs.append(encode(enc, instruction, pngs, ids, args.instruction_after_image))
         losses.append(clone_step(model, enc, seqs, opt))
     out = {"args": vars(args), "seconds": time.monotonic() - t0, "curve": curve}
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
