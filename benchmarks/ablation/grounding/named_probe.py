@@ -25,6 +25,12 @@ places on every screen, so only the word says which to click. If the model learn
 reads the word, and what it fails at is the composition: looking for the colour the word names.
 ``--mix-word-only 0.5`` draws half the training episodes that way (evaluation stays named).
 
+``--word-only --swap`` keeps the two fixed places but draws which colour is in which: the
+composition at its smallest, the target an exclusive-or of the word and the order.
+``--say-order`` also writes the order in the instruction ("The pink box is on the left."),
+so the same composition can be done from text alone: a base that learns this and not
+``--swap`` alone fails at the image's part; one that learns neither cannot bind two tokens.
+
 ``--warmup-colour teal --warmup-steps 500`` trains the fixed-colour control first, then the
 named screens. On named screens neither the word nor any colour alone says where the target
 is (each is as often the target as not), so a model that starts from neither has no
