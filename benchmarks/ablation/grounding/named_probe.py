@@ -62,6 +62,8 @@ import json
 import logging
 import random
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -234,13 +236,11 @@ def evaluate(
     aset,
     n: int,
     seed: int,
-    fixed: str | None,
-    palette: tuple[str, ...],
-    word_only: bool = False,
+    draw: Callable[[random.Random], tuple[list[Widget], int, str]],
     after: bool = False,
-    swap: bool = False,
-    say_order: bool = False,
 ) -> dict[str, float]:
+    """Clicks of the first turn on ``n`` screens drawn by ``draw`` (``named_scene`` with the
+    run's options) from a fixed seed."""
     from arpo_trainer.generation import (
         TransformersPolicy,
         action_constraint,
@@ -262,9 +262,7 @@ def evaluate(
     for start in range(0, n, 32):
         scenes, contexts = [], []
         for _ in range(min(32, n - start)):
-            widgets, t, instruction = named_scene(
-                rng, size, fixed, palette, word_only, swap, say_order
-            )
+            widgets, t, instruction = draw(rng)
             shot = enc.screenshot_png(draw_scene(rng.randrange(20, 90), widgets, size))
             contexts.append(encode(enc, instruction, [shot], [], after))
             scenes.append((widgets, t))
@@ -381,6 +379,10 @@ def main() -> None:
         pos = ImagePosition(visual, model.config.text_config.hidden_size)
         visual.add_module("probe_position", pos)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    # one drawing of screens for training and evaluation: only the target rule differs
+    draw = partial(
+        named_scene, size=size, palette=palette, swap=args.swap, say_order=args.say_order
+    )
     curve, losses, t0 = [], [], time.monotonic()
     for step in range(args.steps + 1):
         if step % args.eval_every == 0:
@@ -394,12 +396,12 @@ def main() -> None:
                         aset,
                         args.eval_n,
                         10_000,
-                        args.fixed_colour,
-                        palette,
-                        args.word_only,
+                        partial(
+                            draw,
+                            fixed=args.fixed_colour,
+                            word_only=args.word_only,
+                        ),
                         args.instruction_after_image,
-                        args.swap,
-                        args.say_order,
                     ),
                 }
             )
@@ -414,9 +416,7 @@ def main() -> None:
                 args.mix_word_only > 0 and rng.random() < args.mix_word_only
             )
             fixed = args.warmup_colour if step < args.warmup_steps else args.fixed_colour
-            widgets, t, instruction = named_scene(
-                rng, size, fixed, palette, word_only, args.swap, args.say_order
-            )
+            widgets, t, instruction = draw(rng, fixed=fixed, word_only=word_only)
             background = rng.randrange(20, 90)
             shots = [draw_scene(background, widgets, size)]
             box = widgets.pop(t)[0]
