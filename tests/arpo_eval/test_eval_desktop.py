@@ -22,8 +22,18 @@ from test_eval_report import rendered_dom, text
 pytestmark = [pytest.mark.desktop, pytest.mark.slow]
 
 ALL = builtin_tasks()
+# Per domain, the feasible task with the shortest oracle: this file tests the runner and the
+# report, not the oracles (test_builtin_oracles.py replays every one, retrying a miss), and
+# the LibreOffice oracles that drive a dialog miss it about once in 70 plays under load (CI
+# failed once on rename-sheet here); the shortest Calc oracle uses the Name Box, no dialog.
 ONE_PER_DOMAIN = TaskSet(
-    [next(t for t in ALL if t.domain == d and not t.is_infeasible) for d in ALL.domains()]
+    [
+        min(
+            (t for t in ALL if t.domain == d and not t.is_infeasible),
+            key=lambda t: len(t.oracle or ()),
+        )
+        for d in ALL.domains()
+    ]
 )
 
 
