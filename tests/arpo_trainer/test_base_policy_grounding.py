@@ -135,6 +135,13 @@ def test_the_cli_refuses_a_position_encoding_it_cannot_build(tmp_path, capsys, f
     assert not (tmp_path / "base").exists()  # refused before anything was built
 
 
+def test_the_cli_refuses_zero_cloning_steps_before_building_anything(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--output", str(tmp_path / "base"), "--steps", "0"])
+    assert "--steps must be at least 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "base").exists()
+
+
 def test_the_cli_builds_the_grounded_base_s_position_encoding(tmp_path):
     """What docs/learning.md's grounded base needs, from the standard entry point (1 step)."""
     out = tmp_path / "base"

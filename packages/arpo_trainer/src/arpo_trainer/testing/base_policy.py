@@ -614,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
         "--grounding 1 --steps 4000 --rope_theta 100 --mix pointer)",
     )
     args = parser.parse_args(argv)
+    if args.steps < 1:
+        parser.error(f"--steps must be at least 1, got {args.steps}")
     if not 0.0 <= args.grounding <= 1.0:
         parser.error(f"--grounding must be in [0, 1], got {args.grounding}")
     mrope = None
