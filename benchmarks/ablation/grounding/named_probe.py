@@ -30,6 +30,8 @@ composition at its smallest, the target an exclusive-or of the word and the orde
 ``--say-order`` also writes the order in the instruction ("The pink box is on the left."),
 so the same composition can be done from text alone: a base that learns this and not
 ``--swap`` alone fails at the image's part; one that learns neither cannot bind two tokens.
+``--jitter 10`` moves each fixed place by up to 10 pixels per screen: between fixed places
+and random ones, it tells a lookup of pixels that never move from a search for the colour.
 
 ``--warmup-colour teal --warmup-steps 500`` trains the fixed-colour control first, then the
 named screens. On named screens neither the word nor any colour alone says where the target
@@ -91,6 +93,7 @@ def named_scene(
     word_only: bool = False,
     swap: bool = False,
     say_order: bool = False,
+    jitter: int = 0,
 ) -> tuple[list[Widget], int, str]:
     """2 to 4 non-overlapping widgets of distinct fills, one of them named: (widgets, index of
     the named one, instruction). With ``fixed`` (a name of :data:`NAMES`) that colour is on
@@ -102,7 +105,9 @@ def named_scene(
     only the word says which to click. With ``swap`` too, the same places hold the palette's
     colours in a random order: the composition (find the named colour) over only as many
     places as colours. ``say_order`` also writes the order in the instruction, so the same
-    composition can be done from text alone.
+    composition can be done from text alone. ``jitter`` moves each fixed place by up to that
+    many pixels in x and y, drawn per screen (left stays left): between fixed places and random
+    ones.
 
     >>> swapped = [named_scene(random.Random(s), (640, 360), None, ("teal", "pink"), True, True)
     ...            for s in range(16)]
@@ -116,6 +121,14 @@ def named_scene(
     >>> named_scene(random.Random(0), (640, 360), None, ("teal", "pink"), True, True, True)[2]
     'The pink box is on the left. Click the pink box.'
 
+    >>> moved = [named_scene(random.Random(s), (640, 360), None, ("teal", "pink"), True, True,
+    ...                      jitter=60)[0] for s in range(32)]
+    >>> xs = [[x for (x, _, _, _), _, _ in w] for w in moved]
+    >>> all(a + 80 < b for a, b in xs), len({tuple(x) for x in xs}) > 16  # apart, and moved
+    (True, True)
+    >>> min(min(x) for x in xs) >= 0 and max(max(x) for x in xs) + 80 <= 640
+    True
+
     >>> alike = [named_scene(random.Random(s), (640, 360), None, ("teal", "pink"), True)
     ...          for s in range(8)]
     >>> all(w == alike[0][0] for w, _, _ in alike), sorted({i for _, i, _ in alike})
@@ -126,9 +139,13 @@ def named_scene(
     if word_only:
         gap = size[0] // len(palette)
         order = rng.sample(palette, len(palette)) if swap else palette
+
+        def moved() -> int:  # no draw at jitter 0: earlier runs' screens stay as they were
+            return rng.randint(-jitter, jitter) if jitter else 0
+
         widgets = [
             (
-                (i * gap + (gap - 80) // 2, size[1] // 2 - 40, 80, 80),
+                (i * gap + (gap - 80) // 2 + moved(), size[1] // 2 - 40 + moved(), 80, 80),
                 GROUNDING_FILLS[NAMES.index(c)],
                 "",
             )
@@ -333,6 +350,13 @@ def main() -> None:
         "composition can be done from text alone (the control for the image's part)",
     )
     ap.add_argument(
+        "--jitter",
+        type=int,
+        default=0,
+        help="with --word-only: move each fixed place by up to this many pixels in x and y, "
+        "drawn per screen (between fixed places and random ones)",
+    )
+    ap.add_argument(
         "--instruction-after-image",
         action="store_true",
         help="repeat the instruction after the first screenshot (so the colour word can attend "
@@ -355,6 +379,15 @@ def main() -> None:
         ap.error("--warmup-colour and --warmup-steps > 0 go together")
     if args.warmup_colour and args.warmup_colour not in palette:
         ap.error(f"--warmup-colour {args.warmup_colour}: not in the palette")
+    if args.jitter and not args.word_only:
+        ap.error("--jitter: with --word-only")
+    if not 0 <= args.jitter <= (360 - 80) // 2 or (
+        args.jitter and args.jitter * 2 >= 640 // len(palette) - 80
+    ):
+        ap.error(
+            f"--jitter {args.jitter}: from 0 to less than half the gap between places "
+            f"({(640 // len(palette) - 80) // 2} px for {len(palette)} colours) and at most 140"
+        )
     if args.swap and not args.word_only:
         ap.error("--swap: with --word-only")
     if args.say_order and not args.swap:
@@ -381,7 +414,12 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
     # one drawing of screens for training and evaluation: only the target rule differs
     draw = partial(
-        named_scene, size=size, palette=palette, swap=args.swap, say_order=args.say_order
+        named_scene,
+        size=size,
+        palette=palette,
+        swap=args.swap,
+        say_order=args.say_order,
+        jitter=args.jitter,
     )
     curve, losses, t0 = [], [], time.monotonic()
     for step in range(args.steps + 1):
