@@ -1,15 +1,14 @@
 """Ground an existing base instead of a fresh model, saving checkpoints on the way (issue 26).
 
     uv run --frozen python benchmarks/ablation/grounding/ground_from.py --base runs/base-policy \
-        --output runs/grounded-from-blind --rope grounded --lr 1e-3 --steps 2000 --save_every 500
+        --output runs/gfb-lr1e-3 --lr 1e-3 --steps 4000 --save_every 1000
 
 The grounded bases of docs/learning.md were cloned from a fresh model at lr 3e-3 for 4,000
-steps, and the one probed last could no longer learn a new binding of two tokens (the written
-order of ``named_probe.py --word-only --swap --say-order``), which the blind base
-``runs/base-policy`` learns in 500 steps. This clones an existing base on grounding episodes
+steps. This clones an existing base (or a fresh init saved unchanged) on grounding episodes
 only (``base_policy --mix pointer --grounding 1``), so that each checkpoint can be probed for
-aim (the grounding hit rate in the log) and for plasticity (the written-order probe) and the
-step where one is bought with the other found.
+aim (the grounding hit rate in the log) and for plasticity (the written order of
+``named_probe.py --word-only --swap --say-order``). Session 16 asked it whether grounding costs
+plasticity: it did not; the words base's tokenizer was what failed that probe.
 
 ``--rope grounded`` first writes the grounded base's rotary layout (theta 100, height and width
 interleaved: the layout aiming needed) into the copy's ``config.json``; the blind base learns
@@ -26,6 +25,7 @@ import argparse
 import json
 import logging
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -37,12 +37,17 @@ from arpo_trainer.testing.base_policy import (
 )
 from arpo_trainer.tiny import load_tiny_vlm
 
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # loaded by path (the doctest sweep), not run as a script
+    sys.path.insert(0, str(HERE))
+from words_base import interleaved  # noqa: E402  (the grounded base's section, one definition)
+
 MAX_TURNS = 3
 
 
 def grounded_layout(config: dict) -> dict:
     """``config`` (a saved tiny VLM's) with the grounded base's rotary layout: theta 100 and
-    ``[0, 1, 1]`` repeated over half a head's dimension, so height and width take turns.
+    ``words_base.interleaved``'s section, so height and width take turns.
 
     >>> c = {"text_config": {"hidden_size": 64, "num_attention_heads": 4,
     ...      "rope_parameters": {"mrope_section": [4, 2, 2], "rope_theta": 1e6}}}
@@ -52,11 +57,10 @@ def grounded_layout(config: dict) -> dict:
     1000000.0
     """
     text = dict(config["text_config"])
-    half = text["hidden_size"] // text["num_attention_heads"] // 2
-    if half % 2:
-        raise ValueError(f"half a head's dimension ({half}) must be even to interleave")
+    if text["num_attention_heads"] != 4 or text["hidden_size"] % 16:
+        raise ValueError("the interleaved section is for 4 heads and a width divisible by 16")
     rope = dict(text["rope_parameters"])
-    rope["mrope_section"] = [0, 1, 1] * (half // 2)
+    rope["mrope_section"] = interleaved(text["hidden_size"])
     rope["rope_theta"] = 100
     text["rope_parameters"] = rope
     return {**config, "text_config": text}
