@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import threading
 from collections.abc import Iterator
 from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from osworld_gym.errors import SetupError
 from osworld_gym.providers.local import LocalProvider
 from osworld_gym.tasks import SetupRunner
-from osworld_gym.tasks.chrome_tabs import normalize
+from osworld_gym.tasks.chrome_tabs import normalize, open_tabs
 from osworld_gym.tasks.setup_browser import HISTORY_CACHE_NAME, add_history, chrome_time
 
 #: The two tables OSWorld writes to, with Chrome's column names.
@@ -67,6 +70,73 @@ def test_history_rows_use_chromes_clock(tmp_path):
     assert con.execute("SELECT url, visit_time, transition FROM visits").fetchall() == [
         (url_id, last, 805306368)
     ]
+
+
+class LateFirstTab:
+    """DevTools' HTTP endpoints, answering before the tab Chrome starts with is listed: the
+    first ``late`` listings are empty, as on a loaded machine. (A stand-in for one race; the
+    real browser runs in the tests below.)"""
+
+    def __init__(self, late: int | None) -> None:
+        self.late, self.listings, self.tabs, self.next_id = late, 0, [], 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def reply(self, body) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path == "/json/list":
+                    outer.listings += 1
+                    if outer.late is not None and outer.listings == outer.late + 1:
+                        outer.add("chrome://newtab/", first=True)
+                    self.reply(list(outer.tabs))
+                elif self.path.startswith("/json/close/"):
+                    tab_id = self.path.rsplit("/", 1)[1]
+                    outer.tabs = [t for t in outer.tabs if t["id"] != tab_id]
+                    self.reply("Target is closing")
+                else:
+                    self.reply({"Browser": "stand-in"})
+
+            def do_PUT(self) -> None:
+                self.reply(outer.add(unquote(self.path.split("?", 1)[1])))
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def add(self, url: str, first: bool = False) -> dict:
+        self.next_id += 1
+        tab = {"id": str(self.next_id), "type": "page", "url": url}
+        self.tabs = [*self.tabs, tab] if first else [tab, *self.tabs]  # newest first
+        return tab
+
+
+def test_open_tabs_waits_for_the_tab_chrome_starts_with():
+    chrome = LateFirstTab(late=3)
+    try:
+        out = open_tabs(chrome.port, ["file:///a.html", "file:///b.html"], 1.0, startup_s=30)
+    finally:
+        chrome.server.shutdown()
+    assert out["closed"] == ["chrome://newtab/"]
+    assert sorted(t["url"] for t in chrome.tabs) == ["file:///a.html", "file:///b.html"]
+
+
+def test_open_tabs_gives_up_waiting_for_a_first_tab_that_never_comes():
+    chrome = LateFirstTab(late=None)
+    try:
+        out = open_tabs(chrome.port, ["file:///a.html"], 1.0, startup_s=0.5)
+    finally:
+        chrome.server.shutdown()
+    assert out == {"port": chrome.port, "opened": ["file:///a.html"], "closed": []}
+    assert 1 < chrome.listings < 50  # it looked more than once, then stopped looking
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ as a script. It prints one JSON object: ``{"port": N, "opened": [...], "closed":
 ``{"error": "..."}``.
 
 Arguments: ``{"action": "open"|"close", "urls": [...], "ports": [1337, 9222],
-"connect_s": 75, "load_s": 10}``.
+"connect_s": 75, "load_s": 10, "startup_s": 10}``.
 """
 
 from __future__ import annotations
@@ -84,10 +84,23 @@ def wait_loaded(port: int, target: str, wait_s: float) -> None:
         time.sleep(0.2)
 
 
-def open_tabs(port: int, urls: list[str], load_s: float) -> dict[str, Any]:
+def startup_tabs(port: int, wait_s: float) -> list[dict[str, Any]]:
+    """The tabs open now; if there are none yet, wait up to ``wait_s`` for the one Chrome starts
+    with. DevTools can answer before the first window has its tab (seen once in a full test run
+    on a loaded machine), and a setup that looked too early would leave that tab open beside the
+    task's pages."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        tabs = pages(port)
+        if tabs or time.monotonic() >= deadline:
+            return tabs
+        time.sleep(0.2)
+
+
+def open_tabs(port: int, urls: list[str], load_s: float, startup_s: float = 10.0) -> dict[str, Any]:
     """Each URL in a new tab; after the first, the tab Chrome started with is closed (the oldest
     one open before), as OSWorld's setup does."""
-    before = pages(port)
+    before = startup_tabs(port, startup_s) if urls else pages(port)
     opened, closed = [], []
     for i, url in enumerate(urls):
         tab = new_tab(port, url)
@@ -130,7 +143,12 @@ def main(argv: list[str]) -> int:
         return 0
     try:
         if args.get("action") == "open":
-            out = open_tabs(port, list(args.get("urls", [])), float(args.get("load_s", 10)))
+            out = open_tabs(
+                port,
+                list(args.get("urls", [])),
+                float(args.get("load_s", 10)),
+                float(args.get("startup_s", 10)),
+            )
         elif args.get("action") == "close":
             out = close_tabs(port, list(args.get("urls", [])))
         else:
