@@ -32,6 +32,11 @@ so the same composition can be done from text alone: a base that learns this and
 ``--swap`` alone fails at the image's part; one that learns neither cannot bind two tokens.
 ``--jitter 10`` moves each fixed place by up to 10 pixels per screen: between fixed places
 and random ones, it tells a lookup of pixels that never move from a search for the colour.
+``--jitter-ramp 1000`` trains a curriculum toward it: the training jitter grows from 0 at the
+first step to ``--jitter`` at step 1,000 (evaluation stays at ``--jitter``); with
+``--jitter-hold 500`` it stays 0 for the first 500 steps and the ramp starts after them.
+``--eval-jitter 0,10`` also evaluates at those jitters (``target@10``, ``blind@10`` in each
+row): whether what was learnt at one jitter holds at another.
 
 ``--warmup-colour teal --warmup-steps 500`` trains the fixed-colour control first, then the
 named screens. On named screens neither the word nor any colour alone says where the target
@@ -52,9 +57,9 @@ token's value says what it shows and not where. Aiming then needs attention at f
 and "the named colour's place" a nonlinear binding per place. With a position in the values, a
 word that finds its colour (``--instruction-after-image``) also reads where it is.
 
-The probe's models are not a base policy for the family (it saves none): its colour words are
-generic, and the question is only whether 64-wide, 2-layer text can condition a point on a
-word.
+The probe's models are not a base policy for the family (``--save`` keeps one only as the next
+probe's ``--base``): its colour words are generic, and the question is only whether 64-wide,
+2-layer text can condition a point on a word.
 """
 
 from __future__ import annotations
@@ -173,6 +178,15 @@ def named_scene(
         widgets.append(((x, y, w, h), fill, ""))
     target = rng.randrange(n) if fixed is None else colours.index(NAMES.index(fixed))
     return widgets, target, f"Click the {NAMES[colours[target]]} box."
+
+
+def ramped(jitter: int, step: int, ramp: int) -> int:
+    """The training jitter at ``step`` of a ramp from 0 to ``jitter`` over ``ramp`` steps.
+
+    >>> [ramped(10, s, 1000) for s in (-500, 0, 99, 100, 500, 999, 1000, 5000)]
+    [0, 0, 0, 1, 5, 9, 10, 10]
+    """
+    return jitter * max(0, min(step, ramp)) // ramp
 
 
 def encode(enc, instruction: str, pngs: list[bytes], actions: list[list[int]], after: bool):
@@ -357,6 +371,24 @@ def main() -> None:
         "drawn per screen (between fixed places and random ones)",
     )
     ap.add_argument(
+        "--jitter-ramp",
+        type=int,
+        default=0,
+        help="with --jitter: the training jitter grows linearly from 0 at step 0 to --jitter "
+        "at this step (a curriculum from fixed places)",
+    )
+    ap.add_argument(
+        "--jitter-hold",
+        type=int,
+        default=0,
+        help="with --jitter-ramp: train at jitter 0 for this many steps before the ramp starts",
+    )
+    ap.add_argument(
+        "--eval-jitter",
+        default="",
+        help="with --word-only: comma list of jitters also evaluated at (target@J, blind@J)",
+    )
+    ap.add_argument(
         "--instruction-after-image",
         action="store_true",
         help="repeat the instruction after the first screenshot (so the colour word can attend "
@@ -367,6 +399,11 @@ def main() -> None:
         action="store_true",
         help="add a learnt absolute row and column embedding to every image token (the tiny "
         "model has positions only as rotary phases)",
+    )
+    ap.add_argument(
+        "--save",
+        default=None,
+        help="save the model here at the end (a base for the next probe: --base DIR)",
     )
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
@@ -388,6 +425,23 @@ def main() -> None:
             f"--jitter {args.jitter}: from 0 to less than half the gap between places "
             f"({(640 // len(palette) - 80) // 2} px for {len(palette)} colours) and at most 140"
         )
+    if args.jitter_ramp < 0 or (args.jitter_ramp and not args.jitter):
+        ap.error("--jitter-ramp: a step count > 0, with --jitter")
+    if args.jitter_hold < 0 or (args.jitter_hold and not args.jitter_ramp):
+        ap.error("--jitter-hold: a step count > 0, with --jitter-ramp")
+    try:
+        eval_jitters = [int(j) for j in args.eval_jitter.split(",") if j.strip()]
+    except ValueError:
+        ap.error(f"--eval-jitter {args.eval_jitter!r}: a comma list of whole pixels")
+    if eval_jitters and not args.word_only:
+        ap.error("--eval-jitter: with --word-only")
+    if any(not 0 <= j <= 140 or j * 2 >= 640 // len(palette) - 80 for j in eval_jitters):
+        ap.error(
+            f"--eval-jitter {args.eval_jitter}: each from 0 to less than half the gap between "
+            f"places ({(640 // len(palette) - 80) // 2} px for {len(palette)} colours)"
+        )
+    if args.save and args.image_position:
+        ap.error("--save: not with --image-position (its embeddings are not part of the model)")
     if args.swap and not args.word_only:
         ap.error("--swap: with --word-only")
     if args.say_order and not args.swap:
@@ -443,6 +497,18 @@ def main() -> None:
                     ),
                 }
             )
+            for j in eval_jitters:
+                other = evaluate(
+                    vlm,
+                    enc,
+                    size,
+                    aset,
+                    args.eval_n,
+                    10_000,
+                    partial(draw, fixed=args.fixed_colour, word_only=True, jitter=j),
+                    args.instruction_after_image,
+                )
+                curve[-1].update({f"target@{j}": other["target"], f"blind@{j}": other["blind"]})
             curve[-1]["loss"] = sum(losses[-50:]) / len(losses[-50:]) if losses else None
             logging.info("%s", curve[-1])
         if step == args.steps:
@@ -454,7 +520,10 @@ def main() -> None:
                 args.mix_word_only > 0 and rng.random() < args.mix_word_only
             )
             fixed = args.warmup_colour if step < args.warmup_steps else args.fixed_colour
-            widgets, t, instruction = draw(rng, fixed=fixed, word_only=word_only)
+            jitter = args.jitter
+            if args.jitter_ramp:
+                jitter = ramped(args.jitter, step - args.jitter_hold, args.jitter_ramp)
+            widgets, t, instruction = draw(rng, fixed=fixed, word_only=word_only, jitter=jitter)
             background = rng.randrange(20, 90)
             shots = [draw_scene(background, widgets, size)]
             box = widgets.pop(t)[0]
@@ -468,14 +537,20 @@ def main() -> None:
             seqs.append(encode(enc, instruction, pngs, ids, args.instruction_after_image))
         losses.append(clone_step(model, enc, seqs, opt))
     out = {"args": vars(args), "seconds": time.monotonic() - t0, "curve": curve}
+    if args.save:
+        vlm.save(args.save)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
-    print("| step | loss | clicks | in the named widget | in any widget | blind to the name |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    extra = "".join(f" named at jitter {j} | blind at {j} |" for j in eval_jitters)
+    print(
+        "| step | loss | clicks | in the named widget | in any widget | blind to the name |" + extra
+    )
+    print("|---:|---:|---:|---:|---:|---:|" + "---:|---:|" * len(eval_jitters))
     for r in curve:
         loss = "-" if r["loss"] is None else f"{r['loss']:.3f}"
         print(
             f"| {r['step']} | {loss} | {r['clicks']:.2f} | {r['target']:.3f} | "
             f"{r['any']:.3f} | {r['blind']:.3f} |"
+            + "".join(f" {r[f'target@{j}']:.3f} | {r[f'blind@{j}']:.3f} |" for j in eval_jitters)
         )
 
 
