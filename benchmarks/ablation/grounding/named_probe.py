@@ -475,39 +475,17 @@ def main() -> None:
         say_order=args.say_order,
         jitter=args.jitter,
     )
+    # every evaluation on the same fixed-seed screens; only the drawing's options differ
+    clicks_on = partial(
+        evaluate, vlm, enc, size, aset, args.eval_n, 10_000, after=args.instruction_after_image
+    )
     curve, losses, t0 = [], [], time.monotonic()
     for step in range(args.steps + 1):
         if step % args.eval_every == 0:
-            curve.append(
-                {
-                    "step": step,
-                    **evaluate(
-                        vlm,
-                        enc,
-                        size,
-                        aset,
-                        args.eval_n,
-                        10_000,
-                        partial(
-                            draw,
-                            fixed=args.fixed_colour,
-                            word_only=args.word_only,
-                        ),
-                        args.instruction_after_image,
-                    ),
-                }
-            )
+            named = partial(draw, fixed=args.fixed_colour, word_only=args.word_only)
+            curve.append({"step": step, **clicks_on(named)})
             for j in eval_jitters:
-                other = evaluate(
-                    vlm,
-                    enc,
-                    size,
-                    aset,
-                    args.eval_n,
-                    10_000,
-                    partial(draw, fixed=args.fixed_colour, word_only=True, jitter=j),
-                    args.instruction_after_image,
-                )
+                other = clicks_on(partial(named, word_only=True, jitter=j))
                 curve[-1].update({f"target@{j}": other["target"], f"blind@{j}": other["blind"]})
             curve[-1]["loss"] = sum(losses[-50:]) / len(losses[-50:]) if losses else None
             logging.info("%s", curve[-1])

@@ -125,6 +125,7 @@ def test_open_tabs_waits_for_the_tab_chrome_starts_with():
         out = open_tabs(chrome.port, ["file:///a.html", "file:///b.html"], 1.0, startup_s=30)
     finally:
         chrome.server.shutdown()
+        chrome.server.server_close()
     assert out["closed"] == ["chrome://newtab/"]
     assert sorted(t["url"] for t in chrome.tabs) == ["file:///a.html", "file:///b.html"]
 
@@ -135,6 +136,7 @@ def test_open_tabs_gives_up_waiting_for_a_first_tab_that_never_comes():
         out = open_tabs(chrome.port, ["file:///a.html"], 1.0, startup_s=0.5)
     finally:
         chrome.server.shutdown()
+        chrome.server.server_close()
     assert out == {"port": chrome.port, "opened": ["file:///a.html"], "closed": []}
     assert 1 < chrome.listings < 50  # it looked more than once, then stopped looking
 

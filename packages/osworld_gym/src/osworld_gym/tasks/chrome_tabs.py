@@ -86,9 +86,9 @@ def wait_loaded(port: int, target: str, wait_s: float) -> None:
 
 def startup_tabs(port: int, wait_s: float) -> list[dict[str, Any]]:
     """The tabs open now; if there are none yet, wait up to ``wait_s`` for the one Chrome starts
-    with. DevTools can answer before the first window has its tab (seen once in a full test run
-    on a loaded machine), and a setup that looked too early would leave that tab open beside the
-    task's pages."""
+    with. If DevTools answered before the first window's tab was listed, a setup that looked
+    then would leave that tab open beside the task's pages (the likely cause, not reproduced, of
+    one failure in a full test run on a loaded machine)."""
     deadline = time.monotonic() + wait_s
     while True:
         tabs = pages(port)
