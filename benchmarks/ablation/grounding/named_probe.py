@@ -416,14 +416,17 @@ def main() -> None:
         ap.error("--warmup-colour and --warmup-steps > 0 go together")
     if args.warmup_colour and args.warmup_colour not in palette:
         ap.error(f"--warmup-colour {args.warmup_colour}: not in the palette")
+    room = (640 // len(palette) - 80) // 2  # half the gap between two fixed places
+
+    def fits(j: int) -> bool:  # a jitter that keeps the places apart and the boxes on screen
+        return 0 <= j <= (360 - 80) // 2 and (j == 0 or j * 2 < 640 // len(palette) - 80)
+
     if args.jitter and not args.word_only:
         ap.error("--jitter: with --word-only")
-    if not 0 <= args.jitter <= (360 - 80) // 2 or (
-        args.jitter and args.jitter * 2 >= 640 // len(palette) - 80
-    ):
+    if not fits(args.jitter):
         ap.error(
             f"--jitter {args.jitter}: from 0 to less than half the gap between places "
-            f"({(640 // len(palette) - 80) // 2} px for {len(palette)} colours) and at most 140"
+            f"({room} px for {len(palette)} colours) and at most 140"
         )
     if args.jitter_ramp < 0 or (args.jitter_ramp and not args.jitter):
         ap.error("--jitter-ramp: a step count > 0, with --jitter")
@@ -435,10 +438,10 @@ def main() -> None:
         ap.error(f"--eval-jitter {args.eval_jitter!r}: a comma list of whole pixels")
     if eval_jitters and not args.word_only:
         ap.error("--eval-jitter: with --word-only")
-    if any(not 0 <= j <= 140 or j * 2 >= 640 // len(palette) - 80 for j in eval_jitters):
+    if not all(map(fits, eval_jitters)):
         ap.error(
             f"--eval-jitter {args.eval_jitter}: each from 0 to less than half the gap between "
-            f"places ({(640 // len(palette) - 80) // 2} px for {len(palette)} colours)"
+            f"places ({room} px for {len(palette)} colours)"
         )
     if args.save and args.image_position:
         ap.error("--save: not with --image-position (its embeddings are not part of the model)")

@@ -100,7 +100,7 @@ def startup_tabs(port: int, wait_s: float) -> list[dict[str, Any]]:
 def open_tabs(port: int, urls: list[str], load_s: float, startup_s: float = 10.0) -> dict[str, Any]:
     """Each URL in a new tab; after the first, the tab Chrome started with is closed (the oldest
     one open before), as OSWorld's setup does."""
-    before = startup_tabs(port, startup_s) if urls else pages(port)
+    before = startup_tabs(port, startup_s) if urls else []  # nothing opened, nothing to close
     opened, closed = [], []
     for i, url in enumerate(urls):
         tab = new_tab(port, url)
