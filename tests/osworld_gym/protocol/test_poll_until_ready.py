@@ -4,6 +4,9 @@ error names what was awaited and the last reason. The clock is a counter, not th
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from osworld_gym.errors import GuestError
 from osworld_gym.protocol import client as protocol_client
@@ -11,14 +14,25 @@ from osworld_gym.protocol.client import poll_until_ready
 
 
 class Clock:
+    """A counter for the test's own thread only. ``time`` is one module for the whole process,
+    so patching it reaches every thread: another test's thread still polling in the background
+    (a full run once recorded six of its ``sleep(0.5)`` here) keeps the real clock."""
+
     def __init__(self) -> None:
         self.now = 0.0
         self.sleeps: list[float] = []
+        self.owner = threading.get_ident()
+        self.real_monotonic, self.real_sleep = time.monotonic, time.sleep
 
     def monotonic(self) -> float:
+        if threading.get_ident() != self.owner:
+            return self.real_monotonic()
         return self.now
 
     def sleep(self, s: float) -> None:
+        if threading.get_ident() != self.owner:
+            self.real_sleep(s)
+            return
         self.sleeps.append(s)
         self.now += s
 
@@ -58,3 +72,29 @@ def test_ready_returns_and_a_wrong_token_is_not_waited_out(clock):
     with pytest.raises(GuestError, match="bad token"):
         poll_until_ready(unauthorized, 10, first_s=0.05, cap_s=1.0, what="x", endpoint="e")
     assert clock.sleeps == pytest.approx([0.05, 0.1])  # no sleep for the 401
+
+
+def test_another_threads_sleep_is_neither_recorded_nor_counted(clock):
+    """What the full run hit: a thread sleeping while the test polls."""
+    stop, slept = threading.Event(), threading.Event()
+
+    def background() -> None:
+        while not stop.is_set():
+            time.sleep(0.01)
+            slept.set()
+
+    answers = iter(["booting", "booting", "booting", None])
+
+    def probe() -> str | None:
+        assert slept.wait(5), "the background thread never slept"  # a lock wait, not time.sleep
+        return next(answers)
+
+    t = threading.Thread(target=background, daemon=True)
+    t.start()
+    try:
+        poll_until_ready(probe, 10, first_s=0.05, cap_s=1.0, what="x", endpoint="e")
+    finally:
+        stop.set()
+        t.join()
+    assert clock.sleeps == pytest.approx([0.05, 0.1, 0.2])
+    assert clock.now == pytest.approx(0.35)
