@@ -5,20 +5,14 @@ the same point hits no more often than the shuffled baseline."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from osworld_gym.tasks.pixels import family_layouts, task_id
+from repo_paths import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location(
-    "click_spread", ROOT / "benchmarks" / "ablation" / "click_spread.py"
-)
-assert spec and spec.loader
-click_spread = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(click_spread)
+click_spread = load_script("benchmarks/ablation/click_spread.py")
 
 
 def _log(tmp_path: Path, point_of, score=lambda lay: 0.0) -> Path:

@@ -4,20 +4,14 @@ first ones; one that reads the screen and the instruction succeeds on both."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from osworld_gym.tasks.pixels import family_layouts, task_id
+from repo_paths import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location(
-    "visits", ROOT / "benchmarks" / "ablation" / "visits.py"
-)
-assert spec and spec.loader
-visits = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(visits)
+visits = load_script("benchmarks/ablation/visits.py")
 FRAME = visits.sys.modules["click_spread"].FRAME  # the tiny model's frame at 640x360
 
 N_TASKS, GROUPS, EPOCHS, MEMBERS = 16, 2, 3, 4
