@@ -9,6 +9,7 @@ import signal
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from osworld_gym.episodes import (
     FailAgent,
@@ -23,6 +24,7 @@ from osworld_gym.episodes.agents import replay_script
 from osworld_gym.episodes.check import CheckResult, check_task, check_tasks, format_table
 from osworld_gym.errors import InfraError
 from osworld_gym.support import builtin_task
+from PIL import Image
 from proc_tree import descendants
 
 TASK = builtin_task("os-mkdir-001")
@@ -219,19 +221,42 @@ def test_tasks_check_proves_two_tasks_on_two_desktops():
 
 
 @pytest.mark.desktop
-def test_a_wrong_oracle_is_replayed_as_often_as_asked_and_still_fails(env):
+def test_a_wrong_oracle_is_replayed_as_often_as_asked_and_still_fails(env, tmp_path):
     # the terminal makes the wrong folder: a real miss, on a real desktop, every time
     wrong = dataclasses.replace(
         TASK,
         oracle=[a.replace("projects", "project") for a in TASK.oracle or []],
     )
     assert wrong.oracle != TASK.oracle
-    res = check_task(env, wrong, retries=2)
+    res = check_task(env, wrong, retries=2, keep_failures=tmp_path)
     assert res.oracle_tries == [0.0, 0.0, 0.0] and res.oracle_score == 0.0 and not res.ok
     assert "oracle tries: 0, 0, 0" in format_table([res])
-    # a right oracle is played once, however many retries are allowed
-    res = check_task(env, TASK, retries=2)
+    # each miss left the screen before every action, at half size, and the actions
+    script = replay_script(wrong)
+    assert res.details["kept"] == [str(tmp_path / f"{TASK.id}-v--try{k}") for k in (1, 2, 3)]
+    for kept in map(Path, res.details["kept"]):
+        assert sorted(p.name for p in kept.glob("*.png")) == [
+            f"{i:02d}.png" for i in range(len(script))
+        ]
+        assert (kept / "actions.txt").read_text().splitlines() == [
+            f"{i:02d} {a}" for i, a in enumerate(script)
+        ]
+        with Image.open(kept / "00.png") as first:
+            assert first.size == (
+                env.unwrapped.screen_size[0] // 2,
+                env.unwrapped.screen_size[1] // 2,
+            )
+    # the last screen shows the wrong folder's terminal: it differs from the first (the desktop)
+    with (
+        Image.open(Path(res.details["kept"][0]) / f"{len(script) - 1:02d}.png") as last,
+        Image.open(Path(res.details["kept"][0]) / "00.png") as first,
+    ):
+        assert np.asarray(last).tobytes() != np.asarray(first).tobytes()
+    # a right oracle is played once, however many retries are allowed, and keeps nothing
+    right = tmp_path / "right"
+    res = check_task(env, TASK, retries=2, keep_failures=right)
     assert res.oracle_tries == [1.0] and res.ok and "tries" not in format_table([res])
+    assert not right.exists() and "kept" not in res.details
     with pytest.raises(ValueError, match="0 or more"):
         check_task(env, TASK, retries=-1)
 
@@ -252,3 +277,23 @@ def test_tasks_check_refuses_a_retry_count_that_is_not_a_whole_number_from_0(bad
         main(["tasks", "check", TASK.id, "--retries", bad])
     assert exc.value.code == 2
     assert "--retries" in capsys.readouterr().err
+
+
+def test_tasks_check_passes_its_folder_for_misses_on_and_names_what_was_kept(
+    monkeypatch, capsys, tmp_path
+):
+    import osworld_gym.episodes.check as check
+    from osworld_gym.cli import main
+
+    seen = {}
+
+    def fake_check_tasks(tasks, **kwargs):
+        seen.update(kwargs)
+        miss = CheckResult(TASK.id, "os", None, oracle_score=0.0, noop_score=0.0)
+        miss.details["kept"] = [str(tmp_path / f"{TASK.id}-v--try1")]
+        return [miss]
+
+    monkeypatch.setattr(check, "check_tasks", fake_check_tasks)
+    assert main(["tasks", "check", TASK.id, "--keep-failures", str(tmp_path)]) == 1
+    assert seen["keep_failures"] == tmp_path
+    assert f"kept: {tmp_path / TASK.id}-v--try1" in capsys.readouterr().out

@@ -4,6 +4,7 @@ osworld-gym run [--task ID] [--variation N] [--out DIR]    one oracle episode, s
 osworld-gym tasks list [--domain D] [--json]
 osworld-gym tasks show ID [--variation N]
 osworld-gym tasks check [IDS ... | --all] [--num-envs N] [--variations K] [--retries N]
+                        [--keep-failures DIR]
 osworld-gym tasks coverage PATH [--provider P] [--profile P] [--image TAG] [--json|--markdown]
                           [--write-meta F]
 osworld-gym doctor [--root DIR] [--json]                    what the desktop and its tasks need
@@ -143,8 +144,12 @@ def cmd_tasks_check(args: argparse.Namespace) -> int:
         variations=variations,
         on_result=progress,
         retries=args.retries,
+        keep_failures=args.keep_failures,
     )
     print(format_table(results))
+    for r in results:
+        for kept in r.details.get("kept", []):
+            print(f"kept: {kept}")
     print(f"wall time {time.monotonic() - t0:.0f} s on {args.num_envs} desktops")
     return 0 if all(r.ok for r in results) else 1
 
@@ -277,6 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
                 default=0,
                 help="replay an oracle that scored below 1 up to N more times, on a fresh reset "
                 "(its fixed waits can fall short on a loaded machine); the table lists each try",
+            )
+            sp.add_argument(
+                "--keep-failures",
+                type=Path,
+                default=None,
+                metavar="DIR",
+                help="write the screens each oracle try that scored below 1 saw, and its "
+                "actions, under DIR (one folder per try)",
             )
 
     cov = tasks.add_parser(

@@ -10,6 +10,10 @@ loaded, and then it misses a dialog and scores 0 although the task is solvable. 
 ``retries``, an oracle that scores below 1 is replayed on a fresh reset, up to that many more
 times; every try's score is kept in :attr:`CheckResult.oracle_tries` and the table names a task
 that needed more than one. The no-op is never retried: doing nothing must score 0 every time.
+
+With ``keep_failures`` (a folder), every oracle try that scores below 1 leaves what it saw there:
+``<task>-v<variation>-try<k>/NN.png``, the screen before each action (half size), and
+``actions.txt``, so a rare miss can be read afterwards instead of guessed at.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from osworld_gym.episodes import ScriptAgent, make_osworld_env, run_episode, run_pool
@@ -48,11 +53,46 @@ class CheckResult:
         return self.error is None and self.oracle_score == 1.0 and self.noop_score == 0.0
 
 
-def _episode(env: Any, task: Task, variation: int | None, actions: list[str]) -> tuple[float, int]:
+class _SeeingScript(ScriptAgent):
+    """A :class:`ScriptAgent` that keeps the screen it was shown before each action."""
+
+    def __init__(self, script: list[str]):
+        super().__init__(script)
+        self.frames: list[Any] = []
+
+    def reset(self, task: Any) -> None:
+        super().reset(task)
+        self.frames = []
+
+    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
+        self.frames.append(obs.get("screenshot"))
+        return super().act(obs, info)
+
+
+def _keep(folder: Path, agent: _SeeingScript) -> None:
+    """Write what a failed oracle try saw: each frame at half size, and the actions."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, frame in enumerate(agent.frames):
+        if frame is not None:
+            img = Image.fromarray(frame)
+            img.reduce(2).save(folder / f"{i:02d}.png")
+    lines = [f"{i:02d} {a}" for i, a in enumerate(agent.script[: len(agent.frames)])]
+    (folder / "actions.txt").write_text("\n".join(lines) + "\n")
+
+
+def _episode(
+    env: Any,
+    task: Task,
+    variation: int | None,
+    actions: list[str],
+    agent: ScriptAgent | None = None,
+) -> tuple[float, int]:
     """Play ``actions`` as one episode; anything but a score raises (with what went wrong)."""
     res = run_episode(
         env,
-        ScriptAgent(actions),
+        agent or ScriptAgent(actions),
         task,
         stop_on_action_error=True,
         reset_options={"task": task.id, "variation": variation},
@@ -68,11 +108,17 @@ def _episode(env: Any, task: Task, variation: int | None, actions: list[str]) ->
 
 
 def check_task(
-    env: Any, task: Task, variation: int | None = None, *, retries: int = 0
+    env: Any,
+    task: Task,
+    variation: int | None = None,
+    *,
+    retries: int = 0,
+    keep_failures: Path | None = None,
 ) -> CheckResult:
     """Check one task on an open env (whose task set contains ``task``).
 
-    ``retries``: replay an oracle that scored below 1 up to this many more times (module doc).
+    ``retries``: replay an oracle that scored below 1 up to this many more times;
+    ``keep_failures``: a folder for what each such try saw (module doc).
     """
     if retries < 0:
         raise ValueError(f"retries must be 0 or more, not {retries}")
@@ -85,9 +131,15 @@ def check_task(
     try:
         t0 = time.monotonic()
         actions = replay_script(instance)
+        seeing = _SeeingScript(actions)
         while True:
-            res.oracle_score, res.steps = _episode(env, task, variation, actions)
+            res.oracle_score, res.steps = _episode(env, task, variation, actions, seeing)
             res.oracle_tries.append(res.oracle_score)
+            if res.oracle_score != 1.0 and keep_failures is not None:
+                var = "-" if variation is None else variation
+                kept = Path(keep_failures) / f"{task.id}-v{var}-try{len(res.oracle_tries)}"
+                _keep(kept, seeing)
+                res.details.setdefault("kept", []).append(str(kept))
             if res.oracle_score == 1.0 or len(res.oracle_tries) > retries:
                 break
             log.warning(
@@ -115,6 +167,7 @@ def check_tasks(
     make_env: Callable[[list[Task]], Any] | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
     retries: int = 0,
+    keep_failures: Path | None = None,
 ) -> list[CheckResult]:
     """Check every (task, variation) pair on ``num_envs`` parallel desktops.
 
@@ -130,6 +183,8 @@ def check_tasks(
             tasks on the local desktop, :func:`~osworld_gym.episodes.make_osworld_env`).
         on_result: called from worker threads as each result arrives (e.g. to print progress).
         retries: replay an oracle that scored below 1 up to this many more times (module doc).
+        keep_failures: a folder where each oracle try that scores below 1 leaves the screens it
+            saw and its actions (module doc); the result's ``details["kept"]`` lists them.
 
     Returns:
         Results in input order.
@@ -150,7 +205,7 @@ def check_tasks(
 
     def play(env: Any, job: tuple[int, Task, int | None], _: Any) -> None:
         i, task, variation = job
-        res = check_task(env, task, variation, retries=retries)
+        res = check_task(env, task, variation, retries=retries, keep_failures=keep_failures)
         results[i] = res
         if on_result:
             on_result(res)
