@@ -230,16 +230,23 @@ def test_a_timer_armed_before_the_input_is_not_waited_for(display, parts):
 def test_timers_of_the_x_server_and_the_panels_are_not_waited_for(display):
     """Processes named ``timerless`` (the X server, the profile's panels) draw from timers only
     their own things: an app so named that paints grey, then white from a 0.25 s timer, gets
-    its grey frame, and the trace says no timer was waited for."""
+    its grey frame, and the trace says no timer was waited for.
+
+    The grey frame is asserted only when the click, the wait and the capture took under 0.25 s
+    together: on a loaded machine they have taken longer, and the white frame was then on
+    screen although no timer was waited for (the trace's assertion holds either way)."""
     client = start_client(display, "timer")
     signal = SettleSignal(display, timerless=lambda: {client.pid, XVFB[display]})
     xinput, screen = XInput(display), Screen(display)
     try:
         first_paint_done(signal)
+        t0 = time.monotonic()
         facts, frame = click_and_wait((signal, xinput, screen))
+        before_the_timer = time.monotonic() - t0 < 0.25
         assert facts["screen_changed"] == 1.0
         assert facts["settle_timers"] == 0.0 and "timer" not in signal.last_why, signal.last_why
-        assert frame[150, 200].tolist() == [128, 128, 128]  # what the rule gives up, knowingly
+        if before_the_timer:  # what the rule gives up, knowingly
+            assert frame[150, 200].tolist() == [128, 128, 128]
     finally:
         stop(client)
         signal.close()
