@@ -338,6 +338,51 @@ def eval_table(results: dict[str, list[dict[str, tuple[int, int]]]], trials: int
     return "\n".join(lines) + f"\n\n({trials} episode(s) per held-out task and run.)"
 
 
+def sign_test(wins: int, n: int) -> float:
+    """Two-sided exact sign test: the chance of a split at least this uneven with no effect.
+
+    >>> round(sign_test(5, 5), 4), sign_test(0, 0)
+    (0.0625, 1.0)
+    """
+    if n == 0:
+        return 1.0
+    k = max(wins, n - wins)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n)
+
+
+def paired_table(
+    results: dict[str, list[dict[str, tuple[int, int]]]], seeds: list[int]
+) -> str | None:
+    """ARPO minus GRPO held out, seed by seed (the two modes of a seed share it), per task kind:
+    the mean difference with its 95 % t-interval over seeds and how many seeds ARPO led.
+
+    >>> print(paired_table({"arpo": [{"click": (9, 20)}, {"click": (6, 20)}],
+    ...                     "grpo": [{"click": (3, 20)}, {"click": (4, 20)}]}, [0, 1]))
+    | task kind | seeds | ARPO - GRPO: mean [95 % t-interval] | ARPO ahead (sign test p) |
+    |---|---|---|---|
+    | click | 2 | 0.200 [-1.071, 1.471] | 2 of 2 (p = 0.5) |
+    """
+    if "arpo" not in results or "grpo" not in results or len(seeds) < 2:
+        return None
+    lines = [
+        "| task kind | seeds | ARPO - GRPO: mean [95 % t-interval] | ARPO ahead (sign test p) |",
+        "|---|---|---|---|",
+    ]
+    for kind in sorted({k for r in results["arpo"] for k in r}):
+        diffs = [
+            a[kind][0] / a[kind][1] - g[kind][0] / g[kind][1]
+            for a, g in zip(results["arpo"], results["grpo"], strict=True)
+            if kind in a and kind in g and a[kind][1] and g[kind][1]
+        ]
+        ahead = sum(d > 0 for d in diffs)
+        untied = sum(d != 0 for d in diffs)
+        lines.append(
+            f"| {kind} | {len(diffs)} | {_fmt_ci(*mean_ci(diffs))} | {ahead} of {len(diffs)} "
+            f"(p = {sign_test(ahead, untied):.2g}) |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--provider", default="fake", choices=("fake", "local", "docker"))
@@ -404,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
             + "):\n\n"
             + eval_table(evals, args.eval_trials)
         )
+        paired = paired_table(evals, args.seeds)
+        if paired:
+            table += "\n\nSeed by seed (each seed's ARPO and GRPO runs share it):\n\n" + paired
     rates = {
         name: {k: [r[k][0] / r[k][1] for r in runs if k in r and r[k][1]] for k in runs[0]}
         for name, runs in evals.items()

@@ -1,4 +1,4 @@
-"""The ``>>>`` examples in the benchmark scripts run and hold.
+"""The ``>>>`` examples in the benchmark scripts (``benchmarks/``, ``scripts/``) run and hold.
 
 The scripts are not a package, so the trainer's doctest sweep does not reach them; the
 statistics and naming they print tables with are checked here.
@@ -13,13 +13,19 @@ import pytest
 from repo_paths import ROOT
 
 SCRIPTS = sorted(
-    p for p in (ROOT / "benchmarks").rglob("*.py") if ">>>" in p.read_text(encoding="utf-8")
+    p
+    for p in [*(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]
+    if ">>>" in p.read_text(encoding="utf-8")
 )
 
 
 def test_the_sweep_finds_the_scripts_with_examples():
     names = {p.relative_to(ROOT).as_posix() for p in SCRIPTS}
-    assert {"benchmarks/async/learning.py", "benchmarks/async/final_policy.py"} <= names
+    assert {
+        "benchmarks/async/learning.py",
+        "benchmarks/async/final_policy.py",
+        "scripts/ablation.py",
+    } <= names
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.relative_to(ROOT).as_posix())
