@@ -131,11 +131,12 @@ def check_task(
     try:
         t0 = time.monotonic()
         actions = replay_script(instance)
-        seeing = _SeeingScript(actions)
+        # the frames (a few MB each) are held only when a miss is to be written out
+        seeing = _SeeingScript(actions) if keep_failures is not None else None
         while True:
             res.oracle_score, res.steps = _episode(env, task, variation, actions, seeing)
             res.oracle_tries.append(res.oracle_score)
-            if res.oracle_score != 1.0 and keep_failures is not None:
+            if res.oracle_score != 1.0 and seeing is not None and keep_failures is not None:
                 var = "-" if variation is None else variation
                 kept = Path(keep_failures) / f"{task.id}-v{var}-try{len(res.oracle_tries)}"
                 _keep(kept, seeing)
