@@ -350,19 +350,17 @@ def sign_test(wins: int, n: int) -> float:
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n)
 
 
-def paired_table(
-    results: dict[str, list[dict[str, tuple[int, int]]]], seeds: list[int]
-) -> str | None:
+def paired_table(results: dict[str, list[dict[str, tuple[int, int]]]]) -> str | None:
     """ARPO minus GRPO held out, seed by seed (the two modes of a seed share it), per task kind:
     the mean difference with its 95 % t-interval over seeds and how many seeds ARPO led.
 
     >>> print(paired_table({"arpo": [{"click": (9, 20)}, {"click": (6, 20)}],
-    ...                     "grpo": [{"click": (3, 20)}, {"click": (4, 20)}]}, [0, 1]))
+    ...                     "grpo": [{"click": (3, 20)}, {"click": (4, 20)}]}))
     | task kind | seeds | ARPO - GRPO: mean [95 % t-interval] | ARPO ahead (sign test p) |
     |---|---|---|---|
     | click | 2 | 0.200 [-1.071, 1.471] | 2 of 2 (p = 0.5) |
     """
-    if "arpo" not in results or "grpo" not in results or len(seeds) < 2:
+    if "arpo" not in results or "grpo" not in results or len(results["arpo"]) < 2:
         return None
     lines = [
         "| task kind | seeds | ARPO - GRPO: mean [95 % t-interval] | ARPO ahead (sign test p) |",
@@ -449,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
             + "):\n\n"
             + eval_table(evals, args.eval_trials)
         )
-        paired = paired_table(evals, args.seeds)
+        paired = paired_table(evals)
         if paired:
             table += "\n\nSeed by seed (each seed's ARPO and GRPO runs share it):\n\n" + paired
     rates = {

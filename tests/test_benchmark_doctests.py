@@ -7,10 +7,9 @@ statistics and naming they print tables with are checked here.
 from __future__ import annotations
 
 import doctest
-import importlib.util
 
 import pytest
-from repo_paths import ROOT
+from repo_paths import ROOT, load_script
 
 SCRIPTS = sorted(
     p
@@ -30,10 +29,7 @@ def test_the_sweep_finds_the_scripts_with_examples():
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_script_examples(path):
-    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(path.relative_to(ROOT).as_posix())
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0, f"no example ran in {path}"
     assert result.failed == 0, f"{result.failed} example(s) failed in {path}"
