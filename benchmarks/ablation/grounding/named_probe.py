@@ -165,8 +165,16 @@ def named_scene(
         f = NAMES.index(fixed)
         if f not in colours:
             colours[rng.randrange(n)] = f
+    widgets = _place(rng, size, colours)
+    target = rng.randrange(n) if fixed is None else colours.index(NAMES.index(fixed))
+    return widgets, target, f"Click the {NAMES[colours[target]]} box."
+
+
+def _place(rng: random.Random, size: tuple[int, int], colours: list[int]) -> list[Widget]:
+    """Widgets of the fills ``colours`` (indices of :data:`NAMES`), each of random size at a
+    random place, 6 pixels apart at least."""
     widgets: list[Widget] = []
-    while len(widgets) < n:
+    while len(widgets) < len(colours):
         w, h = rng.randint(*GROUNDING_SIZE[0]), rng.randint(*GROUNDING_SIZE[1])
         x, y = rng.randrange(size[0] - w), rng.randrange(size[1] - h)
         if any(
@@ -174,10 +182,65 @@ def named_scene(
             for (bx, by, bw, bh), _, _ in widgets
         ):
             continue
-        fill = GROUNDING_FILLS[colours[len(widgets)]]
-        widgets.append(((x, y, w, h), fill, ""))
-    target = rng.randrange(n) if fixed is None else colours.index(NAMES.index(fixed))
-    return widgets, target, f"Click the {NAMES[colours[target]]} box."
+        widgets.append(((x, y, w, h), GROUNDING_FILLS[colours[len(widgets)]], ""))
+    return widgets
+
+
+#: The fill of a widget already clicked in an ordered episode: a neutral grey, not the pixel
+#: family's own (the base sees no part of the family).
+SPENT_FILL = (128, 128, 128)
+
+
+def ordered_scene(
+    rng: random.Random,
+    size: tuple[int, int],
+    clicks: int,
+    palette: tuple[str, ...] = NAMES,
+    **_: object,
+) -> tuple[list[Widget], tuple[int, ...], str]:
+    """``clicks`` + 1 to 4 widgets of distinct fills at random places, ``clicks`` of them
+    named in order: (widgets, indices of the named ones in order, instruction). The pixel
+    family's ``click2`` / ``click3`` in the base policy's own colours and words. Other keyword
+    options of :func:`named_scene` are taken and ignored (``fixed``, ``word_only``...: the
+    probe's controls are one-click only).
+
+    >>> widgets, order, text = ordered_scene(random.Random(0), (640, 360), 2)
+    >>> 3 <= len(widgets) <= 4, len(set(order)) == 2, text.count(", then the ")
+    (True, True, 1)
+    >>> [NAMES[GROUNDING_FILLS.index(widgets[i][1])] for i in order] == [
+    ...     w.split()[0] for w in text.split("the ")[1:]]
+    True
+    """
+    if not 1 <= clicks < len(palette) or clicks > 3:
+        raise ValueError(
+            f"clicks {clicks}: 1 to 3, fewer than the palette's {len(palette)} colours"
+        )
+    n = rng.randint(clicks + 1, max(clicks + 1, min(4, len(palette))))
+    colours = [NAMES.index(c) for c in rng.sample(palette, n)]
+    widgets = _place(rng, size, colours)
+    order = tuple(rng.sample(range(n), clicks))
+    said = ", then ".join(f"the {NAMES[colours[i]]} box" for i in order)
+    return widgets, order, f"Click {said}."
+
+
+def screens(
+    background: int, widgets: list[Widget], done: tuple[int, ...], size: tuple[int, int]
+) -> list:
+    """The screens of an ordered episode up to its clicks ``done`` (indices of ``widgets``):
+    the first with every widget, then one after each click, its widget greyed
+    (:data:`SPENT_FILL`) and still there.
+
+    >>> w = [((0, 0, 10, 10), (32, 201, 201), ""), ((20, 0, 10, 10), (240, 101, 190), "")]
+    >>> shots = screens(50, w, (1,), (40, 20))
+    >>> len(shots), [shot[5, 25].tolist() for shot in shots], shots[1][5, 5].tolist()
+    (2, [[240, 101, 190], [128, 128, 128]], [32, 201, 201])
+    """
+    shown = list(widgets)
+    shots = [draw_scene(background, shown, size)]
+    for i in done:
+        shown[i] = (shown[i][0], SPENT_FILL, shown[i][2])
+        shots.append(draw_scene(background, shown, size))
+    return shots
 
 
 def ramped(jitter: int, step: int, ramp: int) -> int:
@@ -267,11 +330,27 @@ def evaluate(
     aset,
     n: int,
     seed: int,
-    draw: Callable[[random.Random], tuple[list[Widget], int, str]],
+    draw: Callable[[random.Random], tuple[list[Widget], int | tuple[int, ...], str]],
     after: bool = False,
+    turn: int = 0,
 ) -> dict[str, float]:
     """Clicks of the first turn on ``n`` screens drawn by ``draw`` (``named_scene`` with the
-    run's options) from a fixed seed."""
+    run's options) from a fixed seed. For an ordered ``draw`` (``ordered_scene``), ``turn`` k
+    samples the k-th click (from 0) after the oracle's first k: the widgets already clicked are
+    grey, and ``any`` and ``blind`` count only the others.
+
+    >>> from arpo_trainer.tiny import build_tiny_vlm
+    >>> from osworld_gym.actions.uitars import UITarsActionSet
+    >>> vlm = build_tiny_vlm(); enc = tiny_encoder(vlm)
+    >>> aset = UITarsActionSet((640, 360), max_pixels=enc.max_pixels, min_pixels=enc.min_pixels)
+    >>> two = partial(ordered_scene, size=(640, 360), clicks=2)
+    >>> second = evaluate(vlm, enc, (640, 360), aset, 4, 0, two, turn=1)
+    >>> sorted(second), 0 <= second["blind"] <= second["any"] <= 1
+    (['any', 'blind', 'clicks', 'target'], True)
+    >>> evaluate(vlm, enc, (640, 360), aset, 4, 0, two, turn=2)
+    Traceback (most recent call last):
+    ValueError: turn 2: the episode has 2 clicks
+    """
     from arpo_trainer.generation import (
         TransformersPolicy,
         action_constraint,
@@ -294,11 +373,23 @@ def evaluate(
         scenes, contexts = [], []
         for _ in range(min(32, n - start)):
             widgets, t, instruction = draw(rng)
-            shot = enc.screenshot_png(draw_scene(rng.randrange(20, 90), widgets, size))
-            contexts.append(encode(enc, instruction, [shot], [], after))
-            scenes.append((widgets, t))
-        for (widgets, t), turn in zip(scenes, policy.sample(contexts), strict=True):
-            m = _POINT.match(turn.text)
+            order = t if isinstance(t, tuple) else (t,)
+            if turn >= len(order):
+                raise ValueError(f"turn {turn}: the episode has {len(order)} clicks")
+            shots = screens(rng.randrange(20, 90), widgets, order[:turn], size)
+            pngs = [enc.screenshot_png(shot) for shot in shots]
+            frame = enc.image_size(*size)
+            done = [
+                enc.action_ids(
+                    f"Action: click(start_box='{_inside(rng, widgets[i][0], size, frame)}')"
+                )
+                for i in order[:turn]
+            ]
+            contexts.append(encode(enc, instruction, pngs, done, after))
+            live = [w for i, w in enumerate(widgets) if i not in order[:turn]]
+            scenes.append((live, live.index(widgets[order[turn]])))
+        for (widgets, t), sample in zip(scenes, policy.sample(contexts), strict=True):
+            m = _POINT.match(sample.text)
             if not m:
                 continue
             clicks += 1
@@ -401,6 +492,14 @@ def main() -> None:
         "model has positions only as rotary phases)",
     )
     ap.add_argument(
+        "--clicks",
+        type=int,
+        default=1,
+        help="named widgets to click in order per episode (2 or 3: the pixel family's click2 / "
+        "click3 in the base's own colours; each clicked widget turns grey), then finished(); "
+        "each turn is evaluated after the oracle's earlier clicks (target, target2, ...)",
+    )
+    ap.add_argument(
         "--save",
         default=None,
         help="save the model here at the end (a base for the next probe: --base DIR)",
@@ -449,6 +548,14 @@ def main() -> None:
         ap.error("--swap: with --word-only")
     if args.say_order and not args.swap:
         ap.error("--say-order: with --swap")
+    if not 1 <= args.clicks <= 3 or args.clicks >= len(palette):
+        ap.error(f"--clicks {args.clicks}: 1 to 3, fewer than the palette's colours")
+    if args.clicks > 1 and (
+        args.word_only or args.fixed_colour or args.warmup_colour or args.mix_word_only
+    ):
+        ap.error("--clicks: named screens only (no --word-only, --fixed-colour or their mixes)")
+    if args.clicks > 1 and args.instruction_after_image:
+        ap.error("--clicks: not with --instruction-after-image")
     if not 0.0 <= args.mix_word_only <= 1.0 or (args.mix_word_only and len(palette) > 4):
         ap.error("--mix-word-only: a share in [0, 1], with a --palette of 2 to 4 colours")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -478,6 +585,8 @@ def main() -> None:
         say_order=args.say_order,
         jitter=args.jitter,
     )
+    if args.clicks > 1:
+        draw = partial(ordered_scene, size=size, clicks=args.clicks, palette=palette)
     # every evaluation on the same fixed-seed screens; only the drawing's options differ
     clicks_on = partial(
         evaluate, vlm, enc, size, aset, args.eval_n, 10_000, after=args.instruction_after_image
@@ -487,6 +596,9 @@ def main() -> None:
         if step % args.eval_every == 0:
             named = partial(draw, fixed=args.fixed_colour, word_only=args.word_only)
             curve.append({"step": step, **clicks_on(named)})
+            for k in range(1, args.clicks):
+                later = clicks_on(named, turn=k)
+                curve[-1].update({f"{key}{k + 1}": later[key] for key in later})
             for j in eval_jitters:
                 other = clicks_on(partial(named, word_only=True, jitter=j))
                 curve[-1].update({f"target@{j}": other["target"], f"blind@{j}": other["blind"]})
@@ -506,11 +618,15 @@ def main() -> None:
                 jitter = ramped(args.jitter, step - args.jitter_hold, args.jitter_ramp)
             widgets, t, instruction = draw(rng, fixed=fixed, word_only=word_only, jitter=jitter)
             background = rng.randrange(20, 90)
-            shots = [draw_scene(background, widgets, size)]
-            box = widgets.pop(t)[0]
-            shots.append(draw_scene(background, widgets, size))
+            if isinstance(t, tuple):  # ordered: each clicked widget greyed, still there
+                shots = screens(background, widgets, t, size)
+                boxes = [widgets[i][0] for i in t]
+            else:  # one click, the widget gone after it (the recorded runs' screens)
+                shots = [draw_scene(background, widgets, size)]
+                boxes = [widgets.pop(t)[0]]
+                shots.append(draw_scene(background, widgets, size))
             actions = [
-                f"Action: click(start_box='{_inside(rng, box, size, frame)}')",
+                *(f"Action: click(start_box='{_inside(rng, box, size, frame)}')" for box in boxes),
                 "Action: finished(content='')",
             ]
             pngs = [enc.screenshot_png(s) for s in shots]
@@ -522,16 +638,27 @@ def main() -> None:
         vlm.save(args.save)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
     extra = "".join(f" named at jitter {j} | blind at {j} |" for j in eval_jitters)
+    turns = range(2, args.clicks + 1)
+    extra += "".join(f" click {k}: clicks | named | any | blind |" for k in turns)
     print(
         "| step | loss | clicks | in the named widget | in any widget | blind to the name |" + extra
     )
-    print("|---:|---:|---:|---:|---:|---:|" + "---:|---:|" * len(eval_jitters))
+    print(
+        "|---:|---:|---:|---:|---:|---:|"
+        + "---:|---:|" * len(eval_jitters)
+        + "---:|" * 4 * len(turns)
+    )
     for r in curve:
         loss = "-" if r["loss"] is None else f"{r['loss']:.3f}"
         print(
             f"| {r['step']} | {loss} | {r['clicks']:.2f} | {r['target']:.3f} | "
             f"{r['any']:.3f} | {r['blind']:.3f} |"
             + "".join(f" {r[f'target@{j}']:.3f} | {r[f'blind@{j}']:.3f} |" for j in eval_jitters)
+            + "".join(
+                f" {r[f'clicks{k}']:.2f} | {r[f'target{k}']:.3f} | {r[f'any{k}']:.3f} | "
+                f"{r[f'blind{k}']:.3f} |"
+                for k in turns
+            )
         )
 
 
