@@ -57,9 +57,16 @@ token's value says what it shows and not where. Aiming then needs attention at f
 and "the named colour's place" a nonlinear binding per place. With a position in the values, a
 word that finds its colour (``--instruction-after-image``) also reads where it is.
 
-The probe's models are not a base policy for the family (``--save`` keeps one only as the next
-probe's ``--base``): its colour words are generic, and the question is only whether 64-wide,
-2-layer text can condition a point on a word.
+``--clicks 2`` clones ordered episodes instead ("Click the teal box, then the pink box.",
+3 to 4 widgets): each named widget clicked in turn, greyed after its click and still there,
+then ``finished()``; every evaluation also samples each later turn after the oracle's earlier
+clicks (``target2``, ``any2``, ``blind2`` and ``clicks2``, the share of those turns that are
+clicks at all). It is how the two-click base of the pixel family's ``click2`` is made.
+
+A probe's model is never trained on the family: its colour words are generic, and the question
+is whether 64-wide, 2-layer text can condition a point on a word. ``--save`` keeps one as the
+next probe's ``--base``; the end of the curriculum chain (docs/learning.md) is also the base
+that RL on the family starts from, its words and colours new to it.
 """
 
 from __future__ import annotations
