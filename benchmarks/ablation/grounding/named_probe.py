@@ -385,10 +385,9 @@ def evaluate(
                 raise ValueError(f"turn {turn}: the episode has {len(order)} clicks")
             shots = screens(rng.randrange(20, 90), widgets, order[:turn], size)
             pngs = [enc.screenshot_png(shot) for shot in shots]
-            frame = enc.image_size(*size)
-            done = [
+            done = [  # the oracle's earlier clicks, in the frame the policy samples in
                 enc.action_ids(
-                    f"Action: click(start_box='{_inside(rng, widgets[i][0], size, frame)}')"
+                    f"Action: click(start_box='{_inside(rng, widgets[i][0], size, aset.frame)}')"
                 )
                 for i in order[:turn]
             ]
