@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
-from ablation import wilson
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path
+from ablation import wilson  # noqa: E402
 
 PLAYS = (("base", "heldout-base"), ("trained", "heldout"))
 
@@ -58,7 +60,8 @@ def report(out: Path, spec: str, seconds: int) -> str:
     (kb, nb), (kt, nt) = rows["base"], rows["trained"]
     p = two_proportion_p(kb, nb, kt, nt)
     figures = {
-        name: {"successes": k, "episodes": n, "rate": k / n if n else None, "wilson95": wilson(k, n)}
+        name: {"successes": k, "episodes": n, "rate": k / n if n else None}
+        | {"wilson95": wilson(k, n)}
         for name, (k, n) in rows.items()
     }
     record = {"tasks": spec, "seconds": seconds, "p_two_sided": p, **figures}

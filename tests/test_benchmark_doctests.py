@@ -24,6 +24,7 @@ def test_the_sweep_finds_the_scripts_with_examples():
         "benchmarks/async/learning.py",
         "benchmarks/async/final_policy.py",
         "scripts/ablation.py",
+        "scripts/demo_report.py",
     } <= names
 
 

@@ -34,7 +34,7 @@ def test_training_from_the_demo_config_writes_model_curve_and_a_merged_lora_mode
             "{}",
             "--max_steps",
             "2",
-            # the demo starts from runs/base-pointer with an empty buffer; this test keeps the
+            # the demo starts from models/curriculum-base with an empty buffer; this test keeps the
             # offline tiny model and the (optional) oracle warm start covered
             "--model_name_or_path",
             "tiny",

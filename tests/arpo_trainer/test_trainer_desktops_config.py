@@ -34,7 +34,8 @@ TASK_IDS = ["os-infeasible-001", "os-infeasible-002", "terminal-infeasible-001",
 
 def config_with(tmp_path: Path, desktops: dict, **extra) -> Path:
     cfg = yaml.safe_load(DEMO.read_text())
-    # the demo trains runs/base-pointer, which a fresh checkout has not built yet
+    # the tiny model built offline instead of the demo's checked-in base: these tests are about
+    # desktops, not the policy
     cfg.update(
         desktops=desktops, output_dir=str(tmp_path / "run"), model_name_or_path="tiny",
         tasks="builtin", task_ids=TASK_IDS, per_device_train_batch_size=4, env_kwargs=None,
