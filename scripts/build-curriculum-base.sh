@@ -44,7 +44,7 @@ probe=("${py[@]}" benchmarks/ablation/grounding/named_probe.py --lr 1e-3 --seed 
 "${py[@]}" -m arpo_trainer.testing.base_policy --output "$s/1-actions" --steps "$(steps 150)"
 ground=$(steps 4000)
 "${py[@]}" benchmarks/ablation/grounding/ground_from.py --base "$s/1-actions" \
-  --output "$s/2-aim" --lr 1e-3 --steps "$ground" --save_every "$(( ground < 1000 ? ground : 1000 ))"
+  --output "$s/2-aim" --lr 1e-3 --steps "$ground" --save_every "$(( ground % 1000 ? ground : 1000 ))"
 # a short stage keeps its ramp inside its steps (hold and ramp scale with it)
 swap=$(steps 4500)
 "${probe[@]}" --base "$s/2-aim/step-$ground" --palette teal,pink --word-only --swap \

@@ -14,9 +14,6 @@
 # model; heldout/ and heldout-base/ in OSWorld's result layout; heldout.json, both figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/install.sh
-# one torch thread: the desktops need the other core, and on a busy machine threads spin
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 config=packages/arpo_trainer/configs/demo.yaml
 heldout="${DEMO_HELDOUT:-pixels:heldout:click:256}"
 out=runs/arpo-demo
@@ -46,6 +43,9 @@ if [ ! -f "$base/config.json" ]; then
   echo "no base policy at '$base' (no config.json): DEMO_BASE names a saved model directory" >&2
   exit 2
 fi
+source scripts/install.sh
+# one torch thread: the desktops need the other core, and on a busy machine threads spin
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 grammar_flag=()
 case "$grammar" in true|True|1|yes) grammar_flag=(--action-grammar) ;; esac
 t0=$(date +%s)

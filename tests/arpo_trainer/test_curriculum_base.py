@@ -131,3 +131,18 @@ def test_the_build_runs_its_six_stages_end_to_end(tmp_path):
         stages / "6-named8" / "model.safetensors"
     ).read_bytes()
     load_tiny_vlm(out)
+
+
+def test_the_demo_refuses_a_base_that_is_no_model(tmp_path):
+    """A wrong ``DEMO_BASE`` is named at once, before the install checks and before training."""
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    for base in (tmp_path / "missing", empty):
+        proc = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "demo.sh"), "--output_dir", str(tmp_path / "run")],
+            capture_output=True, text=True, env={**os.environ, "DEMO_BASE": str(base)},
+            cwd=ROOT, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert f"no base policy at '{base}'" in proc.stderr
+        assert not (tmp_path / "run").exists()
