@@ -9,11 +9,10 @@
 #      a little more every step for 3,000, to anywhere    (named_probe.py --word-only --swap --jitter-ramp)
 #   4. two colours at random places, 3,000 steps          (named_probe.py)
 #   5. four colours, 3,000 steps; 6. all eight, 3,000 steps
-# About 40 minutes on 2 cores (the committed base took that, stage by stage, in sessions 16-18).
-# Each stage writes its model and its probe's curve under OUT/stages/; OUT itself ends as the
-# last stage's model. The base the demo ships was built by these commands with these seeds; a
-# rebuild is not byte-identical (CPU kernels and thread scheduling differ between machines), so
-# its held-out success on `click` differs a little: docs/learning.md has both.
+# 43 minutes on 2 cores (2026-11-29, partly beside two training runs). Each stage writes its model
+# and its probe's curve under OUT/stages/; OUT itself ends as the last stage's model. On this
+# project's machine the rebuild gave the checked-in weights byte for byte (the sha256 digests of
+# models/curriculum-base/README.md); another CPU's kernels may round differently.
 #
 #   bash scripts/build-curriculum-base.sh runs/curriculum-base
 #   DEMO_BASE=runs/curriculum-base bash scripts/demo.sh
