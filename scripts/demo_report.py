@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or loaded by path
-from ablation import wilson  # noqa: E402
+from ablation import per_kind, wilson  # noqa: E402
 
 PLAYS = (("base", "heldout-base"), ("trained", "heldout"))
 
@@ -28,13 +28,14 @@ def successes(summary: Path) -> tuple[int, int]:
 
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / "summary.json"
-    >>> _ = p.write_text(json.dumps({"task_results": [{"scores": [1.0, 0.0]}, {"scores": [None]}]}))
+    >>> results = [{"task_id": "pixels-click-h000", "scores": [1.0, 0.0]},
+    ...            {"task_id": "pixels-click2-h000", "scores": [None]}]
+    >>> _ = p.write_text(json.dumps({"task_results": results}))
     >>> successes(p)
     (1, 2)
     """
-    scores = [s for t in json.loads(summary.read_text())["task_results"] for s in t["scores"]]
-    scored = [s for s in scores if s is not None]
-    return sum(s > 0.5 for s in scored), len(scored)
+    kinds = per_kind(summary).values()
+    return sum(k for k, _ in kinds), sum(n for _, n in kinds)
 
 
 def two_proportion_p(k1: int, n1: int, k2: int, n2: int) -> float:
