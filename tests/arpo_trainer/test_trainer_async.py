@@ -12,6 +12,7 @@ import copy
 import os
 import tempfile
 import threading
+import time
 import warnings
 from fractions import Fraction
 
@@ -32,7 +33,7 @@ from arpo_trainer.async_rollout import (
 from arpo_trainer.config import ARPOConfig
 from arpo_trainer.desktops import DesktopPool
 from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_set
-from arpo_trainer.generation import TurnSample
+from arpo_trainer.generation import SimulatedLatencyPolicy, TurnSample
 from arpo_trainer.replay import ReplayBuffer
 from arpo_trainer.rollout import Trajectory
 from arpo_trainer.tasks import resolve_tasks
@@ -307,6 +308,14 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
             "async_requests_in_flight=2 sends concurrent requests to a vLLM server",
         ),
         ({"async_requests_in_flight": 2}, "needs rollout_mode='async', use_vllm=True"),
+        ({"simulated_generation_latency_s": -0.5}, "finite number of seconds >= 0"),
+        ({"simulated_generation_latency_s": float("nan")}, "finite number of seconds >= 0"),
+        ({"simulated_generation_latency_s": float("inf")}, "finite number of seconds >= 0"),
+        # a vLLM engine's latency is real: a simulated one on top would count it twice
+        (
+            {"simulated_generation_latency_s": 1.0, "use_vllm": True, "vllm_mode": "colocate"},
+            "with use_vllm the generation latency is real",
+        ),
     ],
 )
 def test_config_refuses_what_the_trainer_cannot_run(tmp_path, overrides, match):
@@ -909,6 +918,23 @@ def test_a_policy_answering_the_wrong_number_of_rows_fails_its_requests_not_the_
         assert (sample.text, version) == ("x", 0)
     finally:
         gen.close()
+
+
+def test_a_simulated_latency_is_paid_once_per_call_that_samples():
+    inner = _OneShort()
+    inner.calls = 1  # answers every batch in full
+    policy = SimulatedLatencyPolicy(inner, 0.05)
+    t0 = time.monotonic()
+    out = policy.sample([None, None], [0, 1])  # pyright: ignore[reportArgumentType]
+    assert [s.text for s in out] == ["x", "x"]  # the wrapped policy's answer, untouched
+    policy.sample([None], [2])  # pyright: ignore[reportArgumentType]
+    assert policy.sample([], []) == []  # nothing sampled, nothing paid
+    # a lower bound only: load can make a sleep longer, never shorter
+    assert time.monotonic() - t0 >= 2 * 0.05
+    assert (policy.calls, inner.calls) == (2, 4)
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite number > 0"):
+            SimulatedLatencyPolicy(inner, bad)
 
 
 # -- several generation batches in flight (async_requests_in_flight) --------------------------

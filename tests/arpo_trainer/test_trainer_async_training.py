@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import torch
+from arpo_trainer.generation import Policy, SimulatedLatencyPolicy
 from arpo_trainer.modeling import lora_config
 from arpo_trainer.rollout import Trajectory
 from arpo_trainer.tiny import build_tiny_vlm
@@ -220,3 +221,64 @@ def test_the_warm_starts_lock_step_desktops_close_when_the_async_loop_starts(tmp
         assert trainer._pool is not None and trainer._async is not None  # noqa: SLF001
     finally:
         trainer.close_desktops()
+
+
+class LatencyTrainer(ARPOTrainer):
+    """Keeps every policy the trainer wrapped with its simulated generation latency."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.wrapped: list[Policy] = []
+
+    def _with_simulated_latency(self, policy: Policy) -> Policy:
+        out = super()._with_simulated_latency(policy)
+        self.wrapped.append(out)
+        return out
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes(tmp_path, mode):
+    """``simulated_generation_latency_s`` (benchmarks: a CPU run standing in for a large model)
+    slows every generation call of the run's own generator, lock-step turns or async batches,
+    and every step's log says its timings are partly simulated."""
+    latency = 0.05
+    args = make_config(
+        tmp_path, rollout_mode=mode, per_device_train_batch_size=2, num_generations=2,
+        max_steps=2, simulated_generation_latency_s=latency,
+    )  # fmt: skip
+    vlm = build_tiny_vlm(seed=0)
+    trainer = LatencyTrainer(vlm.model, args, vlm.processor)
+    try:
+        trainer.train()
+    finally:
+        trainer.close_desktops()
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert len(history) == 2
+    assert all(h["rollout/simulated_latency_s"] == latency for h in history)
+    assert trainer.wrapped, "the generator was never wrapped"
+    assert all(
+        isinstance(p, SimulatedLatencyPolicy) and p.latency_s == latency for p in trainer.wrapped
+    )
+    calls = sum(p.calls for p in trainer.wrapped if isinstance(p, SimulatedLatencyPolicy))
+    assert calls >= 2  # at least one batch of turns a step paid it
+    if mode == "sync":
+        # one wrapped policy per lock-step rollout, each paid inside the step's timed rollout
+        # (a lower bound: load only lengthens it)
+        assert len(trainer.wrapped) == 2
+        assert sum(h["rollout/seconds"] for h in history) >= calls * latency
+    else:
+        assert len(trainer.wrapped) == 1  # the async generator's one policy, for the whole run
+
+
+def test_without_a_simulated_latency_the_generator_is_not_wrapped(tmp_path):
+    args = make_config(tmp_path, per_device_train_batch_size=2, num_generations=2, max_steps=1)
+    vlm = build_tiny_vlm(seed=0)
+    trainer = LatencyTrainer(vlm.model, args, vlm.processor)
+    try:
+        trainer.train()
+    finally:
+        trainer.close_desktops()
+    assert trainer.wrapped and not any(
+        isinstance(p, SimulatedLatencyPolicy) for p in trainer.wrapped
+    )
+    assert not any("rollout/simulated_latency_s" in h for h in trainer.state.log_history)

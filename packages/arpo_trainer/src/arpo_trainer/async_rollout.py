@@ -52,7 +52,7 @@ from PIL import Image
 
 from arpo_trainer.chat import EncodedSequence, TurnEncoder
 from arpo_trainer.desktops import DesktopPool, StepResult
-from arpo_trainer.generation import Policy, TurnSample, served_turns
+from arpo_trainer.generation import Policy, SimulatedLatencyPolicy, TurnSample, served_turns
 from arpo_trainer.replay import InjectionStats, ReplayBuffer
 from arpo_trainer.rollout import Trajectory, Turn
 from arpo_trainer.vllm_rollout import VLLMRolloutEngine
@@ -164,13 +164,12 @@ class InstrumentedPolicy:
     batched call costs about the same whatever the batch size)."""
 
     def __init__(self, policy: Policy, timeline: Timeline, latency_s: float = 0.0):
-        self.policy, self.timeline, self.latency_s = policy, timeline, latency_s
+        self.policy = SimulatedLatencyPolicy(policy, latency_s) if latency_s > 0 else policy
+        self.timeline, self.latency_s = timeline, latency_s
 
     def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
         t0 = time.monotonic()
         out = self.policy.sample(contexts, rows)
-        if self.latency_s > 0:
-            time.sleep(self.latency_s)
         self.timeline.add_span("generate", t0, time.monotonic())
         return out
 

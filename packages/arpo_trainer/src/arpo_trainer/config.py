@@ -15,6 +15,7 @@ help says so (see also ``configs/arpo_uitars_osworld.yaml``).
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,6 +233,17 @@ class ARPOConfig(GRPOConfig):
             "server loads through arpo_trainer.vllm_server.DiskWeightLoader (start the server "
             "with --worker-extension-cls arpo_trainer.vllm_server.DiskWeightLoader; a shared "
             "filesystem; works on vLLM's CPU build, which has no NCCL)."
+        },
+    )
+    simulated_generation_latency_s: float = field(
+        default=0.0,
+        metadata={
+            "help": "Benchmarks only: seconds added to every generation call of the "
+            "transformers generator, in both rollout modes (one lock-step turn of the batch in "
+            "sync mode, one batch of the async generator), so that a CPU run with a tiny model "
+            "stands in for a large model's per-turn time on a GPU (about the same for any batch "
+            "size). Figures measured with it are simulated (logged as "
+            "rollout/simulated_latency_s). 0: off. Not with use_vllm, whose latency is real."
         },
     )
     # -- end of asynchronous rollouts ---------------------------------------------------------
@@ -456,6 +468,17 @@ class ARPOConfig(GRPOConfig):
             raise ValueError(
                 f"async_desktops={self.async_desktops} is for rollout_mode='async'; sync mode "
                 "plays one desktop per row of the generation batch"
+            )
+        lat = self.simulated_generation_latency_s
+        if not (isinstance(lat, (int, float)) and math.isfinite(lat) and lat >= 0):
+            raise ValueError(
+                f"simulated_generation_latency_s must be a finite number of seconds >= 0, got "
+                f"{lat!r}"
+            )
+        if lat and self.use_vllm:
+            raise ValueError(
+                "simulated_generation_latency_s stands in for a large model's latency on the "
+                "transformers generator; with use_vllm the generation latency is real: set it to 0"
             )
         if self.async_requests_in_flight < 0:
             raise ValueError(

@@ -8,7 +8,9 @@ with, and their text. Two implementations:
   distribution (after temperature / top-k / top-p), like vLLM's ``processed_logprobs``;
 * :class:`TRLGenerationPolicy`: TRL's own generation path, i.e. vLLM colocate/server with
   weight sync when ``use_vllm`` is set;
-* :class:`ScriptedPolicy`: written texts (demonstrations, tests).
+* :class:`ScriptedPolicy`: written texts (demonstrations, tests);
+* :class:`SimulatedLatencyPolicy`: another policy with a *simulated* per-call latency, so that a
+  CPU run with a tiny model can stand in for a large model's per-turn time (benchmarks only).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import contextlib
 import importlib
 import io
 import logging
+import math
+import time
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -279,6 +283,32 @@ class ScriptedPolicy:
             text = script[k] if k < len(script) else self.fallback
             ids = self.encoder.action_ids(text)
             out.append(TurnSample(ids=ids, logps=[float("nan")] * len(ids), text=text))
+        return out
+
+
+class SimulatedLatencyPolicy:
+    """``policy`` with ``latency_s`` seconds added to every call that samples at least one turn.
+
+    A stand-in for a large model: on a GPU, one batched turn of a 7B VLM takes about the same time
+    whatever the batch size (a few hundred ms to a few s), while the tiny model answers in
+    milliseconds; a CPU benchmark of the rollout loop that leaves that time out measures a loop
+    that never waits for its generator. The sleep is paid by the calling thread (the lock-step
+    collector, or the async loop's generator service, one batch at a time), the way a generator
+    that serves one batch at a time would pay it. Figures measured with it are simulated and must
+    say so (``arpo-train`` logs ``rollout/simulated_latency_s``).
+    """
+
+    def __init__(self, policy: Policy, latency_s: float):
+        if not (math.isfinite(latency_s) and latency_s > 0):
+            raise ValueError(f"latency_s must be a finite number > 0, got {latency_s!r}")
+        self.policy, self.latency_s = policy, float(latency_s)
+        self.calls = 0  # calls that paid the latency
+
+    def sample(self, contexts: list[EncodedSequence], rows: list[int]) -> list[TurnSample]:
+        out = self.policy.sample(contexts, rows)
+        if contexts:
+            self.calls += 1
+            time.sleep(self.latency_s)
         return out
 
 

@@ -6,8 +6,9 @@ the policy's own rollouts; replayed ones excluded), ``episode/solved_frac``,
 ``episode/infra_rate`` (their share of the step's own rollouts: a policy that provokes them shows),
 ``episode/format_error_frac``, ``episode/turns_mean``, ``episode/done_frac``,
 ``replay/injected_frac``, ``replay/all_fail_groups``, ``replay/buffer_size``, ``replay/stored``,
-``replay/age_mean`` (steps since the injected successes were stored), ``rollout/*`` timings and
-``time/minutes`` since the first rollout.
+``replay/age_mean`` (steps since the injected successes were stored), ``rollout/*`` timings,
+``rollout/simulated_latency_s`` when the run adds a simulated generation latency (its timings are
+then partly simulated) and ``time/minutes`` since the first rollout.
 """
 
 from __future__ import annotations

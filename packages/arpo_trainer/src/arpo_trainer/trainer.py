@@ -65,6 +65,7 @@ from arpo_trainer.envspec import env_kwargs, make_encoder, make_policy_action_se
 from arpo_trainer.generation import (
     SUPPRESSED_LOGIT,
     Policy,
+    SimulatedLatencyPolicy,
     TransformersPolicy,
     TRLGenerationPolicy,
     action_constraint,
@@ -365,9 +366,16 @@ class ARPOTrainer(GRPOTrainer):
             gather_deepspeed3_params=self.args.ds3_gather_for_generation,
             gradient_checkpointing_kwargs=self.args.checkpointing_kwargs,
         ) as unwrapped:
-            yield TransformersPolicy(
-                unwrapped, self.encoder, self.turn_generation_config, self.action_constraint
+            yield self._with_simulated_latency(
+                TransformersPolicy(
+                    unwrapped, self.encoder, self.turn_generation_config, self.action_constraint
+                )
             )
+
+    def _with_simulated_latency(self, policy: Policy) -> Policy:
+        """``policy``, paying ``simulated_generation_latency_s`` per call where that is set."""
+        latency = self.args.simulated_generation_latency_s
+        return SimulatedLatencyPolicy(policy, latency) if latency > 0 else policy
 
     # -- the seam ----------------------------------------------------------------------------------
 
@@ -673,7 +681,7 @@ class ARPOTrainer(GRPOTrainer):
                 learner = self.accelerator.unwrap_model(self.trained_model)
                 generator_model = copy.deepcopy(learner).eval().requires_grad_(False)
                 self._generator_model = generator_model
-                policy = self.async_policy(generator_model)
+                policy = self._with_simulated_latency(self.async_policy(generator_model))
             desktops = self.args.desktops_per_process
             pools = DesktopPool.singles(
                 desktops,
@@ -966,6 +974,8 @@ class ARPOTrainer(GRPOTrainer):
             success_threshold=self.args.replay_success_threshold,
         )
         ours["time/minutes"] = (time.monotonic() - (self._started or time.monotonic())) / 60
+        if self.args.simulated_generation_latency_s:  # the run's timings are partly simulated
+            ours["rollout/simulated_latency_s"] = float(self.args.simulated_generation_latency_s)
         for key, value in ours.items():
             m[key].append(value)
         if mode == "train":
