@@ -22,6 +22,7 @@ def test_the_sweep_finds_the_scripts_with_examples():
     names = {p.relative_to(ROOT).as_posix() for p in SCRIPTS}
     assert {
         "benchmarks/async/learning.py",
+        "benchmarks/async/end_to_end.py",
         "benchmarks/async/final_policy.py",
         "scripts/ablation.py",
         "scripts/demo_report.py",
