@@ -311,6 +311,11 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
         ({"simulated_generation_latency_s": -0.5}, "finite number of seconds >= 0"),
         ({"simulated_generation_latency_s": float("nan")}, "finite number of seconds >= 0"),
         ({"simulated_generation_latency_s": float("inf")}, "finite number of seconds >= 0"),
+        ({"simulated_generation_concurrent": True}, "needs rollout_mode='async' and simulated"),
+        (
+            {"simulated_generation_concurrent": True, "simulated_generation_latency_s": 1.0},
+            "needs rollout_mode='async' and simulated",
+        ),
         # a vLLM engine's latency is real: a simulated one on top would count it twice
         (
             {"simulated_generation_latency_s": 1.0, "use_vllm": True, "vllm_mode": "colocate"},

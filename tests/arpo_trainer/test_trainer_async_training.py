@@ -224,27 +224,40 @@ def test_the_warm_starts_lock_step_desktops_close_when_the_async_loop_starts(tmp
 
 
 class LatencyTrainer(ARPOTrainer):
-    """Keeps every policy the trainer wrapped with its simulated generation latency."""
+    """Keeps every policy the trainer wrapped with its simulated generation latency, and the
+    async generator's per-request latency."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.wrapped: list[Policy] = []
+        self.request_latency: list[float] = []
+        self.answered = 0  # requests the async generator answered, at the last step
 
     def _with_simulated_latency(self, policy: Policy) -> Policy:
         out = super()._with_simulated_latency(policy)
         self.wrapped.append(out)
         return out
 
+    def _async_groups(self, rows: int, G: int, step: int):
+        out = super()._async_groups(rows, G, step)
+        assert self._async is not None
+        self.request_latency.append(self._async.generator.request_latency_s)
+        self.answered = sum(self._async.generator.batch_sizes)
+        return out
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+
+@pytest.mark.parametrize("mode", ["sync", "async", "async-concurrent"])
 def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes(tmp_path, mode):
     """``simulated_generation_latency_s`` (benchmarks: a CPU run standing in for a large model)
-    slows every generation call of the run's own generator, lock-step turns or async batches,
-    and every step's log says its timings are partly simulated."""
+    slows every generation call of the run's own generator, lock-step turns or async batches
+    (or, with ``simulated_generation_concurrent``, every async request, concurrently, without
+    holding the generator), and every step's log says its timings are partly simulated."""
     latency = 0.05
+    concurrent = mode == "async-concurrent"
     args = make_config(
-        tmp_path, rollout_mode=mode, per_device_train_batch_size=2, num_generations=2,
-        max_steps=2, simulated_generation_latency_s=latency,
+        tmp_path, rollout_mode=mode.removesuffix("-concurrent"), per_device_train_batch_size=2,
+        num_generations=2, max_steps=2, simulated_generation_latency_s=latency,
+        simulated_generation_concurrent=concurrent,
     )  # fmt: skip
     vlm = build_tiny_vlm(seed=0)
     trainer = LatencyTrainer(vlm.model, args, vlm.processor)
@@ -255,6 +268,13 @@ def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert len(history) == 2
     assert all(h["rollout/simulated_latency_s"] == latency for h in history)
+    if concurrent:
+        # paid per request by the generator, not by a wrapped policy one batch at a time
+        assert not trainer.wrapped and trainer.request_latency == [latency, latency]
+        assert trainer.answered >= 4  # two steps of two episodes, a turn at least each
+        assert all(0 <= h["async/staleness_max"] <= 1 for h in history)
+        return
+    assert trainer.request_latency in ([], [0.0, 0.0])  # sync has no generator; async: none
     assert trainer.wrapped, "the generator was never wrapped"
     assert all(
         isinstance(p, SimulatedLatencyPolicy) and p.latency_s == latency for p in trainer.wrapped

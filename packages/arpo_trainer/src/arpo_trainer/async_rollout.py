@@ -1082,6 +1082,8 @@ class TrainerRollouts:
         gate: the version gate (``False``: take whatever is complete, drop too stale groups).
         allow_unseparated: train on desktops whose agent is not separated from the judge
             (``allow_unseparated_desktops``; see :class:`AsyncCollector`).
+        request_latency_s: a *simulated* latency paid per request, concurrently (see
+            :class:`BatchingGenerator`; benchmarks only).
     """
 
     def __init__(
@@ -1107,12 +1109,17 @@ class TrainerRollouts:
         gate: bool = True,
         allow_unseparated: bool = True,
         requests_in_flight: int = 1,
+        request_latency_s: float = 0.0,
     ):
         if not rows:
             raise ValueError("TrainerRollouts needs at least one training row")
         self.timeline = Timeline()
         self.generator = BatchingGenerator(
-            policy, version=start_version, max_in_flight=requests_in_flight
+            policy,
+            version=start_version,
+            max_in_flight=requests_in_flight,
+            request_latency_s=request_latency_s,
+            timeline=self.timeline,
         )
         self.collector = AsyncCollector(
             [InstrumentedPool(p, self.timeline) for p in pools],  # desktop-seconds counted

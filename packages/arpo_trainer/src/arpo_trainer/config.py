@@ -246,6 +246,17 @@ class ARPOConfig(GRPOConfig):
             "rollout/simulated_latency_s). 0: off. Not with use_vllm, whose latency is real."
         },
     )
+    simulated_generation_concurrent: bool = field(
+        default=False,
+        metadata={
+            "help": "Benchmarks only, async: pay simulated_generation_latency_s per request, "
+            "concurrently, as on a continuous-batching vLLM server (the GPU setting, one "
+            "request in flight per desktop): each answer arrives that long after its batch was "
+            "computed, without holding the generator for the next batch. Off: each batch pays it "
+            "in turn (one model copy answering one call at a time). A weight sync does not wait "
+            "for answers still in their simulated delay (a server's push would wait for them)."
+        },
+    )
     # -- end of asynchronous rollouts ---------------------------------------------------------
     max_history_images: int = field(
         default=15,
@@ -479,6 +490,12 @@ class ARPOConfig(GRPOConfig):
             raise ValueError(
                 "simulated_generation_latency_s stands in for a large model's latency on the "
                 "transformers generator; with use_vllm the generation latency is real: set it to 0"
+            )
+        if self.simulated_generation_concurrent and not (lat and self.rollout_mode == "async"):
+            raise ValueError(
+                "simulated_generation_concurrent pays simulated_generation_latency_s per "
+                "request of the async generator: it needs rollout_mode='async' and "
+                "simulated_generation_latency_s > 0"
             )
         if self.async_requests_in_flight < 0:
             raise ValueError(

@@ -681,7 +681,9 @@ class ARPOTrainer(GRPOTrainer):
                 learner = self.accelerator.unwrap_model(self.trained_model)
                 generator_model = copy.deepcopy(learner).eval().requires_grad_(False)
                 self._generator_model = generator_model
-                policy = self._with_simulated_latency(self.async_policy(generator_model))
+                policy = self.async_policy(generator_model)
+                if not self.args.simulated_generation_concurrent:  # else paid per request
+                    policy = self._with_simulated_latency(policy)
             desktops = self.args.desktops_per_process
             pools = DesktopPool.singles(
                 desktops,
@@ -724,6 +726,9 @@ class ARPOTrainer(GRPOTrainer):
                 # so no desktop's turn waits for a batch it missed (docs/async.md measures it)
                 requests_in_flight=self.args.async_requests_in_flight
                 or (desktops if self.vllm_engine is not None else 1),
+                request_latency_s=self.args.simulated_generation_latency_s
+                if self.args.simulated_generation_concurrent
+                else 0.0,
             )
             if self.vllm_engine is not None and self.vllm_engine.synced_step != step:
                 self.vllm_engine.push_weights(step)  # before the first request
