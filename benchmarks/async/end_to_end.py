@@ -5,16 +5,19 @@ trainer: ``arpo-train --config benchmarks/async/learning.yaml`` (the learning-cu
 tiny model cloned on random valid actions, four infeasible built-in tasks on local desktops, one
 to three turns an episode, ARPO replay), with
 
-* ``--gen-latency-s``: ``simulated_generation_latency_s``, added to every generation call of
-  both modes (a lock-step turn of the batch in sync mode, one batch of the async generator): the
-  stand-in for a large model's per-turn time on a GPU. **Simulated**, and printed as such;
+* ``--gen-latency-s``: ``simulated_generation_latency_s``, the stand-in for a large model's
+  per-turn time on a GPU. **Simulated**, and printed as such. ``sync`` pays it once per
+  lock-step turn of the batch; ``async`` once per batch of its generator, one batch after the
+  other (one model copy); ``async-concurrent`` (``simulated_generation_concurrent``) once per
+  request, concurrently, as a continuous-batching vLLM server with a request in flight per
+  desktop would (the trainer's GPU setting);
 * ``--episodes-per-step`` and ``--async-desktops``: the geometry (sync plays one desktop per
   episode of a step, in lock step; async plays them on ``--async-desktops`` desktops);
 * a real learner step of the tiny model on the CPU (not simulated).
 
-Rounds (``--rounds``) run the modes one after the other, in the order sync, async, then async,
-sync, and so on (ABBA), each a fresh ``arpo-train`` process, so that load from elsewhere falls on
-both alike. From each run's per-step log (``trainer_state.json``):
+Rounds (``--rounds``) run the modes (``--modes``) one after the other, in the given order, then
+reversed, and so on (ABBA), each a fresh ``arpo-train`` process, so that load from elsewhere falls
+on all alike. From each run's per-step log (``trainer_state.json``):
 
 * **episodes per hour**, steady: the episodes of steps ``k0+1 .. N-1`` over the wall time between
   step ``k0``'s and step ``N-1``'s rollouts (``time/minutes``), so model loading and desktop
@@ -65,7 +68,7 @@ def run_one(mode: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
         "--config", str(args.config),
         "--model_name_or_path", args.base,
         "--output_dir", str(run_dir),
-        "--rollout_mode", mode,
+        "--rollout_mode", mode.removesuffix("-concurrent"),
         "--max_staleness", str(args.max_staleness),
         "--seed", str(args.seed),
         "--max_steps", str(args.steps),
@@ -74,8 +77,12 @@ def run_one(mode: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
         "--save_strategy", "steps", "--save_steps", str(args.steps), "--save_total_limit", "1",
         "--report_to", "none",
     ]  # fmt: skip
-    if mode == "async":
+    if args.max_turns:
+        cmd += ["--max_turns", str(args.max_turns)]
+    if mode != "sync":
         cmd += ["--async_desktops", str(args.async_desktops)]
+    if mode == "async-concurrent":
+        cmd += ["--simulated_generation_concurrent", "true"]
     print(f"{name}: {' '.join(cmd)}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -113,7 +120,7 @@ def figures(run: dict[str, Any], episodes_per_step: int, desktops: int, k0: int)
         "learner_waiting": sum(s["rollout/seconds"] for s in window) / wall,
         # async: desktop-seconds; sync: wall seconds of lock-step desktop calls (all desktops)
         "desktops_busy": sum(s["rollout/env_seconds"] for s in window)
-        / ((desktops if run["mode"] == "async" else 1) * wall),
+        / ((desktops if run["mode"] != "sync" else 1) * wall),
         "turns_mean": statistics.fmean(s["episode/turns_mean"] for s in steps),
         "window_s": wall,
         "wall_s": run["wall_s"],
@@ -121,14 +128,15 @@ def figures(run: dict[str, Any], episodes_per_step: int, desktops: int, k0: int)
 
 
 def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
-    desks = {"sync": args.episodes_per_step, "async": args.async_desktops}
+    desks = {m: args.async_desktops for m in args.modes} | {"sync": args.episodes_per_step}
     rows = {r["name"]: figures(r, args.episodes_per_step, desks[r["mode"]], args.warmup_steps)
             for r in runs}  # fmt: skip
     head = (
         f"arpo-train end to end, {args.steps} steps of {args.episodes_per_step} episodes, "
-        f"**simulated generation latency {args.gen_latency_s:g} s per call**, learner real "
-        f"(tiny model, CPU); sync on {args.episodes_per_step} desktops in lock step, async on "
-        f"{args.async_desktops} (max_staleness {args.max_staleness}); steady = steps "
+        f"**simulated generation latency {args.gen_latency_s:g} s** (sync: per lock-step turn; "
+        "async: per batch, one at a time; async-concurrent: per request, concurrently), learner "
+        f"real (tiny model, CPU); sync on {args.episodes_per_step} desktops in lock step, async "
+        f"on {args.async_desktops} (max_staleness {args.max_staleness}); steady = steps "
         f"{args.warmup_steps + 1}-{args.steps - 1}\n\n"
         "| run | desktops | episodes/h, steady | episodes/h, whole run | learner waiting | "
         "desktops busy | turns/episode | wall s |\n|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -141,25 +149,26 @@ def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{f['whole_episodes_per_hour']:.0f} | {f['learner_waiting']:.0%} | "
             f"{f['desktops_busy']:.0%} | {f['turns_mean']:.2f} | {f['wall_s']:.0f} |"
         )
+    steady = args.steps - 1 - args.warmup_steps
     pooled = {}
-    for mode in ("sync", "async"):
+    for mode in args.modes:
         mine = [rows[r["name"]] for r in runs if r["mode"] == mode]
-        eps = len(mine) * (args.steps - 1 - args.warmup_steps) * args.episodes_per_step
-        pooled[mode] = eps / sum(f["window_s"] for f in mine) * 3600
-    ratios = [
-        rows[a["name"]]["episodes_per_hour"] / rows[s["name"]]["episodes_per_hour"]
-        for s, a in zip(
-            [r for r in runs if r["mode"] == "sync"],
-            [r for r in runs if r["mode"] == "async"],
-            strict=True,
-        )
-    ]
-    by_round = ", ".join(f"{x:.2f}x" for x in ratios)
-    ratio = pooled["async"] / pooled["sync"]
-    lines.append(
-        f"\nasync / sync, steady episodes per hour: by round {by_round}; pooled **{ratio:.2f}x** "
-        f"({pooled['async']:.0f} against {pooled['sync']:.0f})"
-    )
+        pooled[mode] = len(mine) * steady * args.episodes_per_step / sum(
+            f["window_s"] for f in mine
+        ) * 3600  # fmt: skip
+    if "sync" in args.modes:
+        syncs = [r for r in runs if r["mode"] == "sync"]
+        for mode in [m for m in args.modes if m != "sync"]:
+            ratios = [
+                rows[a["name"]]["episodes_per_hour"] / rows[s["name"]]["episodes_per_hour"]
+                for s, a in zip(syncs, [r for r in runs if r["mode"] == mode], strict=True)
+            ]
+            by_round = ", ".join(f"{x:.2f}x" for x in ratios)
+            lines.append(
+                f"\n{mode} / sync, steady episodes per hour: by round {by_round}; pooled "
+                f"**{pooled[mode] / pooled['sync']:.2f}x** ({pooled[mode]:.0f} against "
+                f"{pooled['sync']:.0f})"
+            )
     return "\n".join(lines)
 
 
@@ -171,23 +180,37 @@ def main() -> None:
     p.add_argument("--episodes-per-step", type=int, default=16)
     p.add_argument("--async-desktops", type=int, default=8)
     p.add_argument("--max-staleness", type=int, default=1)
+    p.add_argument(
+        "--max-turns",
+        type=int,
+        default=0,
+        help="turns an episode may take (0: the config's 3); the base policy ends most episodes "
+        "earlier, unevenly",
+    )
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup-steps", type=int, default=2)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        default=["sync", "async", "async-concurrent"],
+        choices=["sync", "async", "async-concurrent"],
+    )
     p.add_argument("--out", type=Path, default=ROOT / "runs/async-end-to-end")
     args = p.parse_args()
+    if args.max_turns < 0:
+        p.error(f"--max-turns must be >= 0, got {args.max_turns}")
     if args.gen_latency_s < 0 or args.episodes_per_step < 1 or args.async_desktops < 1:
         p.error("need --gen-latency-s >= 0, --episodes-per-step >= 1 and --async-desktops >= 1")
     if not 0 <= args.warmup_steps < args.steps - 1:
         p.error(f"--warmup-steps must be in [0, {args.steps - 2}] for {args.steps} steps")
-    if args.rounds < 1:
-        p.error("--rounds must be >= 1")
+    if args.rounds < 1 or len(set(args.modes)) < len(args.modes):
+        p.error("need --rounds >= 1 and each of --modes once")
     args.out = args.out.resolve()
     runs = []
     for r in range(args.rounds):
-        order = ["sync", "async"] if r % 2 == 0 else ["async", "sync"]
-        for mode in order:
+        for mode in args.modes if r % 2 == 0 else args.modes[::-1]:
             name = f"{mode}-r{r}"
             runs.append({**run_one(mode, name, args), "name": name})
     out = table(runs, args)
