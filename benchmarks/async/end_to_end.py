@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 ENV = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
@@ -99,8 +101,9 @@ def run_one(mode: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
 def figures(run: dict[str, Any], episodes_per_step: int, desktops: int, k0: int) -> dict:
     """Steady and whole-run figures of one run (see the module docstring).
 
-    Four steps of 16 episodes on 8 async desktops, rollouts logged a minute apart from step 1
-    on; the steady window is steps 2-3 (after ``k0 = 1``), 60 s for 32 episodes:
+    Four steps of 16 episodes on 8 async desktops, their rollouts logged half a minute apart;
+    with ``k0 = 1`` the steady window runs from the second step's rollout to the fourth's: 60 s
+    in which the learner took two steps and 32 episodes came in:
 
     >>> logged = [{"time/minutes": m, "rollout/seconds": 3.0, "rollout/env_seconds": 120.0,
     ...            "episode/turns_mean": 2.0} for m in (0.5, 1.0, 1.5, 2.0)]
@@ -136,8 +139,10 @@ def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"**simulated generation latency {args.gen_latency_s:g} s** (sync: per lock-step turn; "
         "async: per batch, one at a time; async-concurrent: per request, concurrently), learner "
         f"real (tiny model, CPU); sync on {args.episodes_per_step} desktops in lock step, async "
-        f"on {args.async_desktops} (max_staleness {args.max_staleness}); steady = steps "
-        f"{args.warmup_steps + 1}-{args.steps - 1}\n\n"
+        f"on {args.async_desktops} (max_staleness {args.max_staleness}); steady = from step "
+        f"{args.warmup_steps + 1}'s rollout to step {args.steps}'s (steps counted from 1). "
+        "Desktops busy: async, measured desktop-seconds; sync, the share of time in lock-step "
+        "desktop calls (an upper bound)\n\n"
         "| run | desktops | episodes/h, steady | episodes/h, whole run | learner waiting | "
         "desktops busy | turns/episode | wall s |\n|---|---:|---:|---:|---:|---:|---:|---:|"
     )
@@ -201,10 +206,16 @@ def main() -> None:
     args = p.parse_args()
     if args.max_turns < 0:
         p.error(f"--max-turns must be >= 0, got {args.max_turns}")
+    if args.gen_latency_s == 0 and "async-concurrent" in args.modes:
+        p.error("async-concurrent pays the latency per request: it needs --gen-latency-s > 0")
     if args.gen_latency_s < 0 or args.episodes_per_step < 1 or args.async_desktops < 1:
         p.error("need --gen-latency-s >= 0, --episodes-per-step >= 1 and --async-desktops >= 1")
     if not 0 <= args.warmup_steps < args.steps - 1:
         p.error(f"--warmup-steps must be in [0, {args.steps - 2}] for {args.steps} steps")
+    group = int(yaml.safe_load(args.config.read_text()).get("num_generations", 8))
+    if args.episodes_per_step % group:
+        # one process, steps_per_generation 1: a step's episodes are its batch, in whole groups
+        p.error(f"--episodes-per-step must be whole groups of {group} (the config's group size)")
     if args.rounds < 1 or len(set(args.modes)) < len(args.modes):
         p.error("need --rounds >= 1 and each of --modes once")
     args.out = args.out.resolve()

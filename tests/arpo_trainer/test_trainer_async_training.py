@@ -252,8 +252,8 @@ def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes
     slows every generation call of the run's own generator, lock-step turns or async batches
     (or, with ``simulated_generation_concurrent``, every async request, concurrently, without
     holding the generator), and every step's log says its timings are partly simulated."""
-    latency = 0.05
     concurrent = mode == "async-concurrent"
+    latency = 0.5 if concurrent else 0.05
     args = make_config(
         tmp_path, rollout_mode=mode.removesuffix("-concurrent"), per_device_train_batch_size=2,
         num_generations=2, max_steps=2, simulated_generation_latency_s=latency,
@@ -272,6 +272,9 @@ def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes
         # paid per request by the generator, not by a wrapped policy one batch at a time
         assert not trainer.wrapped and trainer.request_latency == [latency, latency]
         assert trainer.answered >= 4  # two steps of two episodes, a turn at least each
+        # the first take waited for whole episodes, each with a delayed answer: a lower bound
+        # (load only adds), and without the delay the fake desktop's episodes take a fraction
+        assert history[0]["rollout/seconds"] >= latency
         assert all(0 <= h["async/staleness_max"] <= 1 for h in history)
         return
     assert trainer.request_latency in ([], [0.0, 0.0])  # sync has no generator; async: none

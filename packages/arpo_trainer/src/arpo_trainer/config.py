@@ -240,7 +240,8 @@ class ARPOConfig(GRPOConfig):
         metadata={
             "help": "Benchmarks only: seconds added to every generation call of the "
             "transformers generator, in both rollout modes (one lock-step turn of the batch in "
-            "sync mode, one batch of the async generator), so that a CPU run with a tiny model "
+            "sync mode, one batch of the async generator; evaluation and select-tasks rollouts "
+            "too, oracle warm starts not), so that a CPU run with a tiny model "
             "stands in for a large model's per-turn time on a GPU (about the same for any batch "
             "size). Figures measured with it are simulated (logged as "
             "rollout/simulated_latency_s). 0: off. Not with use_vllm, whose latency is real."
@@ -481,7 +482,9 @@ class ARPOConfig(GRPOConfig):
                 "plays one desktop per row of the generation batch"
             )
         lat = self.simulated_generation_latency_s
-        if not (isinstance(lat, (int, float)) and math.isfinite(lat) and lat >= 0):
+        if isinstance(lat, bool) or not (
+            isinstance(lat, (int, float)) and math.isfinite(lat) and lat >= 0
+        ):
             raise ValueError(
                 f"simulated_generation_latency_s must be a finite number of seconds >= 0, got "
                 f"{lat!r}"
@@ -490,6 +493,11 @@ class ARPOConfig(GRPOConfig):
             raise ValueError(
                 "simulated_generation_latency_s stands in for a large model's latency on the "
                 "transformers generator; with use_vllm the generation latency is real: set it to 0"
+            )
+        if not isinstance(self.simulated_generation_concurrent, bool):
+            raise ValueError(
+                f"simulated_generation_concurrent must be true or false, got "
+                f"{self.simulated_generation_concurrent!r}"
             )
         if self.simulated_generation_concurrent and not (lat and self.rollout_mode == "async"):
             raise ValueError(

@@ -735,9 +735,11 @@ class ARPOTrainer(GRPOTrainer):
             self._async.generator.version = step
             self._synced_at = step
             self._desktop_busy_seen = 0.0  # a new loop, a new timeline
-        elif step - self._synced_at >= self.args.weight_sync_every:
-            self._sync_async_generator(step)
+        # the learner waits for a weight sync (it waits for the generator's batch in flight)
+        # as it waits for groups: both count as the step's rollout seconds
         t0 = time.monotonic()
+        if step - self._synced_at >= self.args.weight_sync_every:
+            self._sync_async_generator(step)
         taken = self._async.take(rows // G, step)
         trajs = [t for _, g in taken for t in g]
         turns = sum(len(t.turns) for t in trajs)
