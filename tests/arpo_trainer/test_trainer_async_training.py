@@ -246,6 +246,18 @@ class LatencyTrainer(ARPOTrainer):
         return out
 
 
+def train_recording_latency(tmp_path, **overrides) -> LatencyTrainer:
+    """A short run of the tiny model on the fake desktop, one group of 2 a step."""
+    args = make_config(tmp_path, per_device_train_batch_size=2, num_generations=2, **overrides)
+    vlm = build_tiny_vlm(seed=0)
+    trainer = LatencyTrainer(vlm.model, args, vlm.processor)
+    try:
+        trainer.train()
+    finally:
+        trainer.close_desktops()
+    return trainer
+
+
 @pytest.mark.parametrize("mode", ["sync", "async", "async-concurrent"])
 def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes(tmp_path, mode):
     """``simulated_generation_latency_s`` (benchmarks: a CPU run standing in for a large model)
@@ -254,17 +266,10 @@ def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes
     holding the generator), and every step's log says its timings are partly simulated."""
     concurrent = mode == "async-concurrent"
     latency = 0.5 if concurrent else 0.05
-    args = make_config(
-        tmp_path, rollout_mode=mode.removesuffix("-concurrent"), per_device_train_batch_size=2,
-        num_generations=2, max_steps=2, simulated_generation_latency_s=latency,
-        simulated_generation_concurrent=concurrent,
+    trainer = train_recording_latency(
+        tmp_path, rollout_mode=mode.removesuffix("-concurrent"), max_steps=2,
+        simulated_generation_latency_s=latency, simulated_generation_concurrent=concurrent,
     )  # fmt: skip
-    vlm = build_tiny_vlm(seed=0)
-    trainer = LatencyTrainer(vlm.model, args, vlm.processor)
-    try:
-        trainer.train()
-    finally:
-        trainer.close_desktops()
     history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
     assert len(history) == 2
     assert all(h["rollout/simulated_latency_s"] == latency for h in history)
@@ -294,13 +299,7 @@ def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes
 
 
 def test_without_a_simulated_latency_the_generator_is_not_wrapped(tmp_path):
-    args = make_config(tmp_path, per_device_train_batch_size=2, num_generations=2, max_steps=1)
-    vlm = build_tiny_vlm(seed=0)
-    trainer = LatencyTrainer(vlm.model, args, vlm.processor)
-    try:
-        trainer.train()
-    finally:
-        trainer.close_desktops()
+    trainer = train_recording_latency(tmp_path, max_steps=1)
     assert trainer.wrapped and not any(
         isinstance(p, SimulatedLatencyPolicy) for p in trainer.wrapped
     )
