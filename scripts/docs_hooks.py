@@ -38,6 +38,9 @@ _REFDEF = re.compile(r"^( {0,3}\[[^\]]+\]:\s*)(<[^>]*>|\S+)", re.M)
 _IMG_SRC = re.compile(r"(<img\b[^>]*?\bsrc=\")([^\"]+)(\")")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:.|\n)*?(?<!`)\1(?!`)")
+# what follows a code span inside a link's text: the rest of that text (no bracket, no line
+# break), then the link's "]("
+_LINK_TEXT_END = re.compile(r"[^\[\]\n`]*\]\(")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
@@ -75,8 +78,8 @@ def _prose_parts(markdown: str) -> list[tuple[bool, str]]:
             continue
         pos = 0
         for span in _CODE_SPAN.finditer(text):
-            if text.startswith("](", span.end()):
-                continue  # the text of a link, [`name`](target): the link around it is prose
+            if _LINK_TEXT_END.match(text, span.end()):
+                continue  # in a link's text, [`name` and more](target): the link is prose
             out.append((True, text[pos : span.start()]))
             out.append((False, span.group(0)))
             pos = span.end()

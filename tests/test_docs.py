@@ -211,7 +211,8 @@ def test_links_into_the_repository_are_checked_and_mirrored(tmp_path):
         tmp_path,
         {
             "index.md": "# Home\n\nThe [module](../src/mod.py), the [notes](../notes.md#a-section),"
-            " [other](other.md#there), [`mod.py`](../src/mod.py).\n\n"
+            " [other](other.md#there), [`mod.py`](../src/mod.py),"
+            " [the `x = 1` module](../src/mod.py).\n\n"
             "`[not a link](../missing.py)`\n\n"
             "```\n[nor this](../missing.py)\n```\n",
             "other.md": "# Other\n\n## There\n",
@@ -224,6 +225,8 @@ def test_links_into_the_repository_are_checked_and_mirrored(tmp_path):
     assert 'href="repository/src/mod.py"' in html
     # a code span as the link's text: still a link, rewritten like the others
     assert '<a href="repository/src/mod.py"><code>mod.py</code></a>' in html
+    # a code span inside a longer link text too (it was left unrewritten: a broken link)
+    assert '<a href="repository/src/mod.py">the <code>x = 1</code> module</a>' in html
     assert 'href="repository/notes/#a-section"' in html
     # the mirrored page's own link to a repository file works in the mirror too
     assert 'href="../src/mod.py"' in (site / "repository" / "notes" / "index.html").read_text()
