@@ -13,7 +13,11 @@ to three turns an episode, ARPO replay), with
   desktop would (the trainer's GPU setting);
 * ``--episodes-per-step`` and ``--async-desktops``: the geometry (sync plays one desktop per
   episode of a step, in lock step; async plays them on ``--async-desktops`` desktops);
-* a real learner step of the tiny model on the CPU (not simulated).
+* a real learner step of the tiny model on the CPU, plus, with ``--learn-s-per-turn``,
+  ``simulated_learner_latency_per_turn_s``: seconds per turn of the step's trajectories, slept
+  after each update on the learner's thread (the stand-in for a large model's update; docs/async.md
+  derives 0.89 s of one GPU per turn for a 7B update at the plan's speed, so 0.89 / n is n GPUs
+  for the step). **Simulated** too, and printed as such.
 
 Rounds (``--rounds``) run the modes (``--modes``) one after the other, in the given order, then
 reversed, and so on (ABBA), each a fresh ``arpo-train`` process, so that load from elsewhere falls
@@ -76,6 +80,7 @@ def run_one(mode: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
         "--max_steps", str(args.steps),
         "--per_device_train_batch_size", str(args.episodes_per_step),
         "--simulated_generation_latency_s", str(args.gen_latency_s),
+        "--simulated_learner_latency_per_turn_s", str(args.learn_s_per_turn),
         "--save_strategy", "steps", "--save_steps", str(args.steps), "--save_total_limit", "1",
         "--report_to", "none",
     ]  # fmt: skip
@@ -138,7 +143,13 @@ def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
         f"arpo-train end to end, {args.steps} steps of {args.episodes_per_step} episodes, "
         f"**simulated generation latency {args.gen_latency_s:g} s** (sync: per lock-step turn; "
         "async: per batch, one at a time; async-concurrent: per request, concurrently), learner "
-        f"real (tiny model, CPU); sync on {args.episodes_per_step} desktops in lock step, async "
+        + (
+            f"real (tiny model, CPU) **plus a simulated {args.learn_s_per_turn:g} s per turn "
+            "trained on**"
+            if args.learn_s_per_turn
+            else "real (tiny model, CPU)"
+        )
+        + f"; sync on {args.episodes_per_step} desktops in lock step, async "
         f"on {args.async_desktops} (max_staleness {args.max_staleness}); steady = from step "
         f"{args.warmup_steps + 1}'s rollout to step {args.steps}'s (steps counted from 1). "
         "Desktops busy: async, measured desktop-seconds; sync, the share of time in lock-step "
@@ -182,6 +193,12 @@ def main() -> None:
     p.add_argument("--config", type=Path, default=HERE / "learning.yaml")
     p.add_argument("--base", default="runs/base-policy", help="base policy checkpoint")
     p.add_argument("--gen-latency-s", type=float, default=1.0)
+    p.add_argument(
+        "--learn-s-per-turn",
+        type=float,
+        default=0.0,
+        help="simulated learner seconds per turn trained on, after each real update (0: off)",
+    )
     p.add_argument("--episodes-per-step", type=int, default=16)
     p.add_argument("--async-desktops", type=int, default=8)
     p.add_argument("--max-staleness", type=int, default=1)
@@ -208,8 +225,10 @@ def main() -> None:
         p.error(f"--max-turns must be >= 0, got {args.max_turns}")
     if args.gen_latency_s == 0 and "async-concurrent" in args.modes:
         p.error("async-concurrent pays the latency per request: it needs --gen-latency-s > 0")
-    if args.gen_latency_s < 0 or args.episodes_per_step < 1 or args.async_desktops < 1:
-        p.error("need --gen-latency-s >= 0, --episodes-per-step >= 1 and --async-desktops >= 1")
+    if min(args.gen_latency_s, args.learn_s_per_turn) < 0:
+        p.error("need --gen-latency-s >= 0 and --learn-s-per-turn >= 0")
+    if args.episodes_per_step < 1 or args.async_desktops < 1:
+        p.error("need --episodes-per-step >= 1 and --async-desktops >= 1")
     if not 0 <= args.warmup_steps < args.steps - 1:
         p.error(f"--warmup-steps must be in [0, {args.steps - 2}] for {args.steps} steps")
     group = int(yaml.safe_load(args.config.read_text()).get("num_generations", 8))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from typing import Any
 
 import pytest
@@ -232,6 +233,8 @@ class LatencyTrainer(ARPOTrainer):
         self.wrapped: list[Policy] = []
         self.request_latency: list[float] = []
         self.answered = 0  # requests the async generator answered, at the last step
+        self.turns: list[int] = []  # turns of each training step's trajectories
+        self.step_seconds: list[float] = []  # wall time of each training_step call
 
     def _with_simulated_latency(self, policy: Policy) -> Policy:
         out = super()._with_simulated_latency(policy)
@@ -243,6 +246,17 @@ class LatencyTrainer(ARPOTrainer):
         assert self._async is not None
         self.request_latency.append(self._async.generator.request_latency_s)
         self.answered = sum(self._async.generator.batch_sizes)
+        return out
+
+    def _record_metrics(self, mode: str, fresh, trajs, *rest) -> None:
+        super()._record_metrics(mode, fresh, trajs, *rest)
+        if mode == "train":
+            self.turns.append(sum(len(t.turns) for t in trajs))
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        t0 = time.monotonic()
+        out = super().training_step(model, inputs, num_items_in_batch)
+        self.step_seconds.append(time.monotonic() - t0)
         return out
 
 
@@ -298,9 +312,32 @@ def test_a_simulated_generation_latency_is_paid_and_logged_in_both_rollout_modes
         assert len(trainer.wrapped) == 1  # the async generator's one policy, for the whole run
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_simulated_learner_latency_is_paid_per_turn_after_each_update(tmp_path, mode):
+    """``simulated_learner_latency_per_turn_s`` (benchmarks: the tiny learner standing in for a
+    large model's update) lengthens every training step by that much per turn of the step's
+    trajectories, fresh and replayed, and every step logs what it owed."""
+    per_turn = 0.2
+    trainer = train_recording_latency(
+        tmp_path, rollout_mode=mode, max_steps=2, simulated_learner_latency_per_turn_s=per_turn
+    )
+    history = [h for h in trainer.state.log_history if "episode/success_rate" in h]
+    assert len(history) == 2 and len(trainer.turns) == 2 and all(trainer.turns)
+    owed = [per_turn * n for n in trainer.turns]
+    assert [h["train/simulated_learner_s"] for h in history] == pytest.approx(owed)
+    # one micro-batch a step (gradient_accumulation_steps 1): each step paid its own rollout's
+    # debt after the update (a lower bound: load only lengthens it), and left none behind
+    assert len(trainer.step_seconds) == 2
+    assert all(s >= o for s, o in zip(trainer.step_seconds, owed, strict=True))
+    assert trainer._learner_owed_s == 0  # noqa: SLF001 - nothing carried past the last step
+
+
 def test_without_a_simulated_latency_the_generator_is_not_wrapped(tmp_path):
     trainer = train_recording_latency(tmp_path, max_steps=1)
     assert trainer.wrapped and not any(
         isinstance(p, SimulatedLatencyPolicy) for p in trainer.wrapped
     )
-    assert not any("rollout/simulated_latency_s" in h for h in trainer.state.log_history)
+    assert not any(
+        {"rollout/simulated_latency_s", "train/simulated_learner_s"} & set(h)
+        for h in trainer.state.log_history
+    )

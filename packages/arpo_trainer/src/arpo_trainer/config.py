@@ -258,6 +258,17 @@ class ARPOConfig(GRPOConfig):
             "for answers still in their simulated delay (a server's push would wait for them)."
         },
     )
+    simulated_learner_latency_per_turn_s: float = field(
+        default=0.0,
+        metadata={
+            "help": "Benchmarks only: seconds added to each learner step per turn of the step's "
+            "trajectories (fresh and replayed), paid after the step's update on the learner's "
+            "thread, in both rollout modes, so that the tiny model's learner stands in for a "
+            "large model's update (docs/async.md derives 0.89 s per turn for a 7B update on one "
+            "GPU at the plan's speed). Async rollouts go on meanwhile, as they would beside a "
+            "real update. Logged per step as train/simulated_learner_s. 0: off."
+        },
+    )
     # -- end of asynchronous rollouts ---------------------------------------------------------
     max_history_images: int = field(
         default=15,
@@ -482,13 +493,12 @@ class ARPOConfig(GRPOConfig):
                 "plays one desktop per row of the generation batch"
             )
         lat = self.simulated_generation_latency_s
-        if isinstance(lat, bool) or not (
-            isinstance(lat, (int, float)) and math.isfinite(lat) and lat >= 0
-        ):
-            raise ValueError(
-                f"simulated_generation_latency_s must be a finite number of seconds >= 0, got "
-                f"{lat!r}"
-            )
+        for name in ("simulated_generation_latency_s", "simulated_learner_latency_per_turn_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (
+                isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+            ):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         if lat and self.use_vllm:
             raise ValueError(
                 "simulated_generation_latency_s stands in for a large model's latency on the "

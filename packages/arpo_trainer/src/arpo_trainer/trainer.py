@@ -243,6 +243,7 @@ class ARPOTrainer(GRPOTrainer):
             )
             self._assistant_header = assistant_header(self.encoder)
         self._started: float | None = None
+        self._learner_owed_s = 0.0  # simulated_learner_latency_per_turn_s, paid after the update
         self._pool: DesktopPool | None = None
         self._collector: Collector | None = None
         self._async: TrainerRollouts | None = None  # rollout_mode="async" (issue 28)
@@ -411,6 +412,12 @@ class ARPOTrainer(GRPOTrainer):
         if replay_on:
             groups, inj = self.replay_buffer.inject(groups, step)
         trajs = [t for g in groups for t in g]
+        per_turn = self.args.simulated_learner_latency_per_turn_s
+        if mode == "train" and per_turn:
+            # this rank's share of a large model's update, slept by training_step after the real one
+            owed = per_turn * sum(len(t.turns) for t in trajs)
+            self._learner_owed_s += owed
+            self._metrics[mode]["train/simulated_learner_s"].append(owed)
         prompts = [row["prompt"] for row in inputs]
         completions = [
             [{"role": "assistant", "content": "\n".join(u.action_text for u in t.turns)}]
@@ -637,6 +644,16 @@ class ARPOTrainer(GRPOTrainer):
                 clip_min=self.vllm_importance_sampling_clip_min,
                 clip_max=self.vllm_importance_sampling_clip_max,
             )
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        """TRL's step; then the simulated learner time the step's rollout owed (benchmarks only:
+        ``simulated_learner_latency_per_turn_s``), on the learner's thread, so async rollouts go
+        on meanwhile as they would beside a large model's update."""
+        out = super().training_step(model, inputs, num_items_in_batch)
+        if self._learner_owed_s:
+            time.sleep(self._learner_owed_s)
+            self._learner_owed_s = 0.0
+        return out
 
     def _corrects_sampling(self) -> bool:
         """Whether the truncated importance-sampling correction applies (TRL's for vLLM's
