@@ -150,7 +150,9 @@ def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
             else "real (tiny model, CPU)"
         )
         + f"; sync on {args.episodes_per_step} desktops in lock step, async "
-        f"on {args.async_desktops} (max_staleness {args.max_staleness}); steady = from step "
+        f"on {args.async_desktops} (max_staleness {args.max_staleness}"
+        + (f", max_turns {args.max_turns}" if args.max_turns else "")
+        + f"); steady = from step "
         f"{args.warmup_steps + 1}'s rollout to step {args.steps}'s (steps counted from 1). "
         "Desktops busy: async, measured desktop-seconds; sync, the share of time in lock-step "
         "desktop calls (an upper bound)\n\n"
