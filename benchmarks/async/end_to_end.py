@@ -140,7 +140,9 @@ def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
     rows = {r["name"]: figures(r, args.episodes_per_step, desks[r["mode"]], args.warmup_steps)
             for r in runs}  # fmt: skip
     head = (
-        f"arpo-train end to end, {args.steps} steps of {args.episodes_per_step} episodes, "
+        f"arpo-train end to end, {args.steps} steps of {args.episodes_per_step} episodes"
+        + (f" of at most {args.max_turns} turns" if args.max_turns else "")
+        + ", "
         f"**simulated generation latency {args.gen_latency_s:g} s** (sync: per lock-step turn; "
         "async: per batch, one at a time; async-concurrent: per request, concurrently), learner "
         + (
@@ -150,9 +152,7 @@ def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
             else "real (tiny model, CPU)"
         )
         + f"; sync on {args.episodes_per_step} desktops in lock step, async "
-        f"on {args.async_desktops} (max_staleness {args.max_staleness}"
-        + (f", max_turns {args.max_turns}" if args.max_turns else "")
-        + f"); steady = from step "
+        f"on {args.async_desktops} (max_staleness {args.max_staleness}); steady = from step "
         f"{args.warmup_steps + 1}'s rollout to step {args.steps}'s (steps counted from 1). "
         "Desktops busy: async, measured desktop-seconds; sync, the share of time in lock-step "
         "desktop calls (an upper bound)\n\n"

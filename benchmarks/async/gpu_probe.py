@@ -13,7 +13,9 @@ For each policy row a step scores, it also prints what separates the two explana
 near 1: the row's scored tokens, their mean entropy under the learner (near 0: the tokens are
 near-certain, so no small update moves their log-probs), and the largest per-token gap between
 the learner's log-probs and the generator's copy's, both recomputed now on the same input (zero
-while the weights differ: the learner's scoring does not see its own update).
+while the weights differ: the learner's forward does not see its own update), and the largest
+gap between the scoring forward's log-probs (the ratio's numerator) and the learner's recomputed
+now (above zero: the scoring forward saw other weights than the learner's after its update).
 """
 
 from __future__ import annotations
@@ -67,12 +69,17 @@ class Probe(t.RecordingTrainer):
             if traj.source != "policy" or not bool(m.any()):
                 continue
             gap = float((mine[i][m] - theirs[i][m].to(mine.device)).abs().max())
+            # the scoring forward's own log-probs (the ratio's numerator) against a forward now
+            scored = float(
+                (output["old_per_token_logps"][i].to(mine.device)[m] - mine[i][m]).abs().max()
+            )
             samp = output["sampling_per_token_logps"][i].to(mine.device)[m]
             print(
                 f"    row {i}: {int(m.sum())} tokens, mean entropy {float(ent[i][m].mean()):.3g}, "
                 f"sum log-prob learner {float(mine[i][m].sum()):.4g} / sampled "
                 f"{float(samp.sum()):.4g} / generator copy now {float(theirs[i][m].sum()):.4g}, "
-                f"largest learner-generator gap per token {gap:.3g}"
+                f"largest learner-generator gap per token {gap:.3g}, scoring forward vs now "
+                f"{scored:.3g}"
             )
 
 

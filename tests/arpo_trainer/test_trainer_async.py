@@ -314,6 +314,7 @@ def test_a_dead_desktop_gives_infra_failed_episodes_that_never_count(setup):
         ({"simulated_generation_latency_s": True}, "finite number of seconds >= 0"),
         ({"simulated_learner_latency_per_turn_s": -0.1}, "finite number of seconds >= 0"),
         ({"simulated_learner_latency_per_turn_s": float("nan")}, "finite number of seconds >= 0"),
+        ({"simulated_learner_latency_per_turn_s": float("inf")}, "finite number of seconds >= 0"),
         ({"simulated_learner_latency_per_turn_s": True}, "finite number of seconds >= 0"),
         ({"simulated_generation_concurrent": "false"}, "must be true or false"),
         ({"simulated_generation_concurrent": True}, "needs rollout_mode='async' and simulated"),

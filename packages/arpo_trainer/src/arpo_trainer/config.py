@@ -261,12 +261,15 @@ class ARPOConfig(GRPOConfig):
     simulated_learner_latency_per_turn_s: float = field(
         default=0.0,
         metadata={
-            "help": "Benchmarks only: seconds added to each learner step per turn of the step's "
-            "trajectories (fresh and replayed), paid after the step's update on the learner's "
-            "thread, in both rollout modes, so that the tiny model's learner stands in for a "
-            "large model's update (docs/async.md derives 0.89 s per turn for a 7B update on one "
-            "GPU at the plan's speed). Async rollouts go on meanwhile, as they would beside a "
-            "real update. Logged per step as train/simulated_learner_s. 0: off."
+            "help": "Benchmarks only: seconds of learner time per turn trained on (fresh and "
+            "replayed trajectories, times num_iterations), slept on the learner's thread after "
+            "each real training step that uses the batch, in both rollout modes, so that the "
+            "tiny model's learner stands in for a large model's update; async rollouts go on "
+            "meanwhile, as they would beside a real update. Each process sleeps for its own "
+            "rows, as a data-parallel learner would: docs/async.md puts a 7B update at 0.89 s "
+            "of one GPU per turn at the plan's estimated speed, so with P processes "
+            "0.89 * P / n stands for n GPUs. Logged per generation batch as "
+            "train/simulated_learner_s (the slowest process's). 0: off."
         },
     )
     # -- end of asynchronous rollouts ---------------------------------------------------------

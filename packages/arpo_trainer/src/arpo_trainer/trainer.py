@@ -243,7 +243,7 @@ class ARPOTrainer(GRPOTrainer):
             )
             self._assistant_header = assistant_header(self.encoder)
         self._started: float | None = None
-        self._learner_owed_s = 0.0  # simulated_learner_latency_per_turn_s, paid after the update
+        self._learner_per_call_s = 0.0  # simulated_learner_latency_per_turn_s, per training_step
         self._pool: DesktopPool | None = None
         self._collector: Collector | None = None
         self._async: TrainerRollouts | None = None  # rollout_mode="async" (issue 28)
@@ -414,10 +414,13 @@ class ARPOTrainer(GRPOTrainer):
         trajs = [t for g in groups for t in g]
         per_turn = self.args.simulated_learner_latency_per_turn_s
         if mode == "train" and per_turn:
-            # this rank's share of a large model's update, slept by training_step after the real one
-            owed = per_turn * sum(len(t.turns) for t in trajs)
-            self._learner_owed_s += owed
-            self._metrics[mode]["train/simulated_learner_s"].append(owed)
+            # this rank's rows, each trained num_iterations times over the training_step calls
+            # that use this batch: slept evenly, after each real one
+            owed = per_turn * sum(len(t.turns) for t in trajs) * self.num_iterations
+            self._learner_per_call_s = owed / (self.args.generation_steps * self.num_iterations)
+            # a step lasts as long as its slowest rank
+            slowest = self._gathered(torch.tensor([owed], device=device)).max()
+            self._metrics[mode]["train/simulated_learner_s"].append(float(slowest))
         prompts = [row["prompt"] for row in inputs]
         completions = [
             [{"role": "assistant", "content": "\n".join(u.action_text for u in t.turns)}]
@@ -646,13 +649,12 @@ class ARPOTrainer(GRPOTrainer):
             )
 
     def training_step(self, model, inputs, num_items_in_batch):
-        """TRL's step; then the simulated learner time the step's rollout owed (benchmarks only:
-        ``simulated_learner_latency_per_turn_s``), on the learner's thread, so async rollouts go
-        on meanwhile as they would beside a large model's update."""
+        """TRL's step; then, benchmarks only (``simulated_learner_latency_per_turn_s``), this
+        micro-batch's share of a large model's update, slept on the learner's thread, so async
+        rollouts go on meanwhile as they would beside a real update."""
         out = super().training_step(model, inputs, num_items_in_batch)
-        if self._learner_owed_s:
-            time.sleep(self._learner_owed_s)
-            self._learner_owed_s = 0.0
+        if self._learner_per_call_s:
+            time.sleep(self._learner_per_call_s)
         return out
 
     def _corrects_sampling(self) -> bool:
