@@ -139,19 +139,17 @@ def table(runs: list[dict[str, Any]], args: argparse.Namespace) -> str:
     desks = {m: args.async_desktops for m in args.modes} | {"sync": args.episodes_per_step}
     rows = {r["name"]: figures(r, args.episodes_per_step, desks[r["mode"]], args.warmup_steps)
             for r in runs}  # fmt: skip
+    turns = f" of at most {args.max_turns} turns" if args.max_turns else ""
+    learner = "real (tiny model, CPU)" + (
+        f" **plus a simulated {args.learn_s_per_turn:g} s per turn trained on**"
+        if args.learn_s_per_turn
+        else ""
+    )
     head = (
-        f"arpo-train end to end, {args.steps} steps of {args.episodes_per_step} episodes"
-        + (f" of at most {args.max_turns} turns" if args.max_turns else "")
-        + ", "
+        f"arpo-train end to end, {args.steps} steps of {args.episodes_per_step} episodes{turns}, "
         f"**simulated generation latency {args.gen_latency_s:g} s** (sync: per lock-step turn; "
-        "async: per batch, one at a time; async-concurrent: per request, concurrently), learner "
-        + (
-            f"real (tiny model, CPU) **plus a simulated {args.learn_s_per_turn:g} s per turn "
-            "trained on**"
-            if args.learn_s_per_turn
-            else "real (tiny model, CPU)"
-        )
-        + f"; sync on {args.episodes_per_step} desktops in lock step, async "
+        f"async: per batch, one at a time; async-concurrent: per request, concurrently), learner "
+        f"{learner}; sync on {args.episodes_per_step} desktops in lock step, async "
         f"on {args.async_desktops} (max_staleness {args.max_staleness}); steady = from step "
         f"{args.warmup_steps + 1}'s rollout to step {args.steps}'s (steps counted from 1). "
         "Desktops busy: async, measured desktop-seconds; sync, the share of time in lock-step "
