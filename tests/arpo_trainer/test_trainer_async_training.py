@@ -44,6 +44,12 @@ class RecordingTrainer(ARPOTrainer):
         return output
 
 
+def store_the_oracles_success(trainer: ARPOTrainer) -> None:
+    """The oracle's success, played on a desktop, in the replay buffer before training."""
+    assert trainer.warm_start_replay() == 1
+    trainer.close_desktops()  # the demonstrations' lock-step desktops are not the loop's
+
+
 def train_from_a_stored_success(trainer: ARPOTrainer) -> dict[str, torch.Tensor]:
     """Train after storing the oracle's success, and check the weights moved; the trainable
     weights before training.
@@ -51,8 +57,7 @@ def train_from_a_stored_success(trainer: ARPOTrainer) -> dict[str, torch.Tensor]
     A random policy fails every task: a stored success (the oracle's, played on a desktop) is what
     replay injects into the all-fail groups, as in sync mode, so every step has an advantage."""
     try:
-        assert trainer.warm_start_replay() == 1
-        trainer.close_desktops()  # the demonstrations' lock-step desktops are not the loop's
+        store_the_oracles_success(trainer)
         before = {
             n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad
         }
@@ -269,8 +274,7 @@ def train_recording_latency(tmp_path, warm_start: bool = False, **overrides) -> 
     trainer = LatencyTrainer(vlm.model, args, vlm.processor)
     try:
         if warm_start:
-            assert trainer.warm_start_replay() == 1
-            trainer.close_desktops()  # the demonstrations' lock-step desktops are not the loop's
+            store_the_oracles_success(trainer)
         trainer.train()
     finally:
         trainer.close_desktops()
